@@ -1,0 +1,261 @@
+#include "estimator/estimator.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "estimator/layer_memory.h"
+#include "estimator/overheads.h"
+#include "estimator/pipeline_schedule.h"
+#include "estimator/validated_job.h"
+
+namespace oomguard {
+namespace {
+
+uint64_t Bytes(double b) { return static_cast<uint64_t>(std::llround(std::max(0.0, b))); }
+
+// Costs of the few distinct blocks, computed once per estimate.
+struct BlockCosts {
+  BlockCost dense_layer, moe_layer, embedding, mtp;
+  double layer_input = 0;
+};
+
+// One model chunk's parameters and per-micro-batch activations.
+struct ChunkCost {
+  BlockCost total;          // params, act_bytes after full recompute
+  double transient = 0;     // backward working set while this chunk runs
+  double layer_act = 0;     // decoder-layer part of act_bytes
+  double routed_act = 0;
+};
+
+ChunkCost CostOfChunk(const ValidatedJob& j, const StageContents& st, const BlockCosts& b) {
+  ChunkCost c;
+  const int moe_layers = st.num_layers - st.num_dense_layers;
+  BlockCost layers;
+  layers.Add(b.dense_layer, st.num_dense_layers);
+  layers.Add(b.moe_layer, moe_layers);
+  const double per_layer_full = std::max(st.num_dense_layers ? b.dense_layer.act_bytes : 0.0,
+                                         moe_layers ? b.moe_layer.act_bytes : 0.0);
+  double layer_act = layers.act_bytes;
+  double remat = 0;  // rematerialised activations during a recomputed backward
+  const int n = st.num_layers;
+  if (j.recompute == v1::RECOMPUTE_GRANULARITY_FULL && n > 0) {
+    const int64_t k = j.recompute_num_layers;
+    if (j.recompute_method == v1::RECOMPUTE_METHOD_UNIFORM) {
+      const int64_t groups = (n + k - 1) / k;
+      layer_act = static_cast<double>(groups) * b.layer_input;
+      remat = static_cast<double>(std::min<int64_t>(k, n)) * per_layer_full;
+    } else {
+      const int64_t recomputed = std::min<int64_t>(k, n);
+      layer_act = layers.act_bytes * static_cast<double>(n - recomputed) / n +
+                  static_cast<double>(recomputed) * b.layer_input;
+      remat = recomputed > 0 ? per_layer_full : 0;
+    }
+  }
+  if (j.cpu_offloading && n > 1) {
+    const int64_t off = std::min<int64_t>(j.cpu_offloading_layers, n - 1);
+    layer_act *= static_cast<double>(n - off) / n;
+  }
+  c.total.dense_params = layers.dense_params;
+  c.total.expert_params = layers.expert_params;
+  c.total.act_bytes = layer_act;
+  c.layer_act = layer_act;
+  c.routed_act = j.recompute == v1::RECOMPUTE_GRANULARITY_FULL ? 0 : layers.routed_act_bytes;
+  c.transient = std::max(layers.transient_bytes + remat, 0.0);
+  if (st.has_embedding) c.total.Add(b.embedding);
+  const bool builds_embedding = st.has_embedding || st.num_mtp_layers > 0;
+  if (st.num_mtp_layers > 0) {
+    if (!st.has_embedding) c.total.dense_params += b.embedding.params();
+    BlockCost mtp = b.mtp;
+    if (j.recompute == v1::RECOMPUTE_GRANULARITY_FULL) {
+      const BlockCost& inner = j.mtp_layer_is_moe ? b.moe_layer : b.dense_layer;
+      mtp.act_bytes -= inner.act_bytes - b.layer_input;
+      c.transient = std::max(c.transient, inner.act_bytes + inner.transient_bytes);
+    }
+    c.total.Add(mtp, st.num_mtp_layers);
+    c.transient = std::max(c.transient, mtp.transient_bytes);
+    if (j.recompute != v1::RECOMPUTE_GRANULARITY_FULL) {
+      c.routed_act += (j.mtp_layer_is_moe ? b.moe_layer.routed_act_bytes : 0) * st.num_mtp_layers;
+    }
+  }
+  if (st.has_loss) {
+    const bool owns_output = !j.tied_embeddings || !builds_embedding;
+    BlockCost loss = LossCost(j, owns_output, nullptr);
+    c.total.Add(loss);
+    c.transient = std::max(c.transient, loss.transient_bytes);
+  }
+  return c;
+}
+
+void FillStatic(const ValidatedJob& j, double dense, double expert, v1::StaticBytes* s) {
+  const double r_dense = j.distributed_optimizer ? static_cast<double>(j.dp * j.cp) : 1;
+  const double r_expert = j.distributed_optimizer ? static_cast<double>(j.edp) : 1;
+  const double f = j.offload_fraction;
+  const double gpu_opt = j.master_bytes + j.moment_bytes * (1 - f);
+  const double host_opt = (j.master_bytes + j.moment_bytes) * f;
+  s->set_dense_param_bytes(Bytes(dense * j.param_bytes));
+  s->set_dense_grad_bytes(Bytes(dense * j.grad_bytes));
+  s->set_dense_optimizer_bytes(Bytes(dense * gpu_opt / r_dense));
+  s->set_expert_param_bytes(Bytes(expert * j.param_bytes));
+  s->set_expert_grad_bytes(Bytes(expert * j.grad_bytes));
+  s->set_expert_optimizer_bytes(Bytes(expert * gpu_opt / r_expert));
+  s->set_host_optimizer_bytes(Bytes(dense * host_opt / r_dense + expert * host_opt / r_expert));
+  s->set_total_bytes(s->dense_param_bytes() + s->dense_grad_bytes() + s->dense_optimizer_bytes() +
+                     s->expert_param_bytes() + s->expert_grad_bytes() +
+                     s->expert_optimizer_bytes());
+}
+
+// Sums children into their parents (repeated nodes count repeat times).
+void FinalizeTree(v1::ModuleNode* node) {
+  uint64_t params = node->parameters(), act = node->activation_bytes();
+  for (v1::ModuleNode& child : *node->mutable_children()) {
+    FinalizeTree(&child);
+    const uint64_t times = std::max<uint32_t>(child.repeat(), 1);
+    params += child.parameters() * times;
+    act += child.activation_bytes() * times;
+  }
+  node->set_parameters(params);
+  node->set_activation_bytes(act);
+}
+
+void BuildRankTree(const ValidatedJob& j, int64_t r, v1::ModuleNode* root) {
+  root->set_name(absl::StrCat("pp_rank_", r));
+  root->set_type("GPTModel");
+  for (int64_t c = 0; c < j.vpp; ++c) {
+    const StageContents& st = j.stages[r + c * j.pp];
+    v1::ModuleNode* chunk = root;
+    if (j.vpp > 1) {
+      chunk = root->add_children();
+      chunk->set_name(absl::StrCat("chunk_", c));
+      chunk->set_type("GPTModel");
+    }
+    if (st.has_embedding) {
+      v1::ModuleNode* e = chunk->add_children();
+      e->set_name("embedding");
+      e->set_type("LanguageModelEmbedding");
+      EmbeddingCost(j, e);
+    }
+    v1::ModuleNode* decoder = chunk->add_children();
+    decoder->set_name("decoder");
+    decoder->set_type("TransformerBlock");
+    // Runs of consecutive layers of the same kind, as "(a-b): n x TransformerLayer".
+    int l = st.first_layer;
+    const int end = st.first_layer + st.num_layers;
+    while (l < end) {
+      int run_end = l;
+      while (run_end < end && j.is_moe_layer[run_end] == j.is_moe_layer[l]) ++run_end;
+      v1::ModuleNode* layer = decoder->add_children();
+      layer->set_name(absl::StrCat("(", l, "-", run_end - 1, ")"));
+      layer->set_type(j.is_moe_layer[l] ? "TransformerLayer(MoE)" : "TransformerLayer");
+      layer->set_repeat(run_end - l);
+      DecoderLayerCost(j, j.is_moe_layer[l], layer);
+      l = run_end;
+    }
+    if (st.has_loss) LossCost(j, !j.tied_embeddings || !(st.has_embedding || st.num_mtp_layers > 0),
+                              decoder);
+    if (st.num_mtp_layers > 0) {
+      v1::ModuleNode* mtp = chunk->add_children();
+      mtp->set_name("mtp");
+      mtp->set_type("MultiTokenPredictionLayer");
+      mtp->set_repeat(st.num_mtp_layers);
+      MtpLayerCost(j, mtp);
+    }
+  }
+  FinalizeTree(root);
+}
+
+}  // namespace
+
+absl::StatusOr<v1::EstimateReport> Estimate(const v1::JobSpec& job, const EstimateOptions& options) {
+  v1::EstimateReport report;
+  std::vector<std::string> notes;
+  absl::StatusOr<ValidatedJob> validated = ValidateJob(job, &notes);
+  if (!validated.ok()) return validated.status();
+  const ValidatedJob& j = *validated;
+
+  BlockCosts b;
+  b.dense_layer = DecoderLayerCost(j, false, nullptr);
+  if (j.is_moe_model()) b.moe_layer = DecoderLayerCost(j, true, nullptr);
+  b.embedding = EmbeddingCost(j, nullptr);
+  if (j.mtp_layers > 0) b.mtp = MtpLayerCost(j, nullptr);
+  b.layer_input = LayerInputBytes(j);
+
+  report.set_num_gpus(j.world);
+  report.set_tensor_parallel(j.tp);
+  report.set_pipeline_parallel(j.pp);
+  report.set_virtual_pipeline_chunks(j.vpp);
+  report.set_context_parallel(j.cp);
+  report.set_expert_parallel(j.ep);
+  report.set_expert_tensor_parallel(j.etp);
+  report.set_data_parallel(j.dp);
+  report.set_expert_data_parallel(j.edp);
+  report.set_num_microbatches(j.num_microbatches);
+  report.set_padded_vocab_size(j.padded_vocab);
+
+  double total_params = 0;
+  uint64_t worst_peak = 0;
+  std::vector<ChunkCost> chunks(j.vpp);
+  std::vector<double> chunk_act(j.vpp);
+  for (int64_t r = 0; r < j.pp; ++r) {
+    v1::RankReport* rank = report.add_ranks();
+    rank->set_pp_rank(r);
+    double dense = 0, expert = 0, transient = 0;
+    for (int64_t c = 0; c < j.vpp; ++c) {
+      chunks[c] = CostOfChunk(j, j.stages[r + c * j.pp], b);
+      chunk_act[c] = chunks[c].total.act_bytes;
+      dense += chunks[c].total.dense_params;
+      expert += chunks[c].total.expert_params;
+      transient = std::max(transient, chunks[c].transient);
+    }
+    const InFlight in_flight = PeakInFlight(j, r, chunk_act);
+    RankMemory mem;
+    mem.held_activation_bytes = in_flight.held_bytes;
+    mem.transient_bytes = transient;
+    for (int64_t c = 0; c < j.vpp; ++c) {
+      const StageContents& st = j.stages[r + c * j.pp];
+      const double count = static_cast<double>(in_flight.per_chunk[c]);
+      mem.routed_activation_bytes += count * chunks[c].routed_act;
+      mem.layer_activation_bytes += count * chunks[c].layer_act;
+      v1::ChunkReport* cr = rank->add_chunks();
+      cr->set_chunk(c);
+      cr->set_virtual_stage(r + c * j.pp);
+      cr->set_num_decoder_layers(st.num_layers);
+      cr->set_num_mtp_layers(st.num_mtp_layers);
+      cr->set_has_embedding(st.has_embedding);
+      cr->set_has_loss(st.has_loss);
+      cr->set_parameters(Bytes(chunks[c].total.params()));
+      cr->set_in_flight_microbatches(in_flight.per_chunk[c]);
+      cr->set_activation_bytes_per_microbatch(Bytes(chunk_act[c]));
+      cr->set_activation_bytes(Bytes(count * chunk_act[c]));
+    }
+    rank->set_dense_parameters(Bytes(dense));
+    rank->set_expert_parameters(Bytes(expert));
+    rank->set_parameters(rank->dense_parameters() + rank->expert_parameters());
+    FillStatic(j, dense, expert, rank->mutable_static_());
+    rank->set_static_bytes(rank->static_().total_bytes());
+    rank->set_activation_bytes(Bytes(in_flight.held_bytes));
+    rank->set_transient_bytes(Bytes(transient));
+    AddOverheads(j, mem, rank->mutable_overheads());
+    uint64_t allocated = rank->static_bytes() + rank->activation_bytes() + rank->transient_bytes();
+    uint64_t device_only = 0;
+    for (const v1::Overhead& o : rank->overheads()) {
+      (o.in_allocated() ? allocated : device_only) += o.bytes();
+    }
+    rank->set_peak_allocated_bytes(allocated);
+    rank->set_peak_device_bytes(allocated + device_only);
+    if (rank->peak_device_bytes() > worst_peak) {
+      worst_peak = rank->peak_device_bytes();
+      report.set_worst_rank(static_cast<uint32_t>(r));
+    }
+    // Whole-model parameters: every rank's share times its TP/EP replication.
+    total_params += dense * j.tp + expert * j.ep * j.etp;
+    if (options.module_tree) BuildRankTree(j, r, report.add_rank_trees());
+  }
+  report.set_total_parameters(Bytes(total_params));
+  for (std::string& n : notes) report.add_notes(std::move(n));
+  return report;
+}
+
+}  // namespace oomguard

@@ -1,0 +1,359 @@
+#include "estimator/layer_memory.h"
+
+#include <algorithm>
+#include <string>
+
+namespace oomguard {
+namespace {
+
+using v1::RecomputeModule;
+
+// Token counts and widths of one micro-batch on one GPU.
+struct Shape {
+  explicit Shape(const ValidatedJob& j)
+      : full_tokens(static_cast<double>(j.micro_batch) * j.seq / j.cp),
+        sp_tokens(j.sp ? full_tokens / j.tp : full_tokens),
+        tp(static_cast<double>(j.tp)),
+        elt(j.param_bytes >= 4 ? 4.0 : 2.0),
+        norm_stats(j.layer_norm ? 8.0 : 4.0) {}
+  double full_tokens;  // b * s / CP: tokens inside the tensor-parallel region.
+  double sp_tokens;    // Tokens in the sequence-parallel region (= full without SP).
+  double tp;
+  double elt;          // Bytes per activation element (bf16/fp16: 2).
+  double norm_stats;   // Bytes per token of saved norm statistics (fp32).
+};
+
+bool Offloads(const ValidatedJob& j, const char* module) {
+  return std::find(j.offload_modules.begin(), j.offload_modules.end(), module) !=
+         j.offload_modules.end();
+}
+
+// Adds a module to the block totals and, when a tree is wanted, as a node.
+class BlockBuilder {
+ public:
+  BlockBuilder(BlockCost* cost, v1::ModuleNode* tree) : cost_(cost), tree_(tree) {}
+
+  // A child node of `parent` (null = the block's root) holding `params`
+  // elements and `act` bytes. Returns the node so children can hang off it.
+  v1::ModuleNode* Module(v1::ModuleNode* parent, const char* name, const char* type,
+                         double dense_params, double expert_params, double act) {
+    cost_->dense_params += dense_params;
+    cost_->expert_params += expert_params;
+    cost_->act_bytes += act;
+    v1::ModuleNode* host = parent ? parent : tree_;
+    if (host == nullptr) return nullptr;
+    v1::ModuleNode* node = host->add_children();
+    node->set_name(name);
+    node->set_type(type);
+    node->set_parameters(static_cast<uint64_t>(dense_params + expert_params));
+    node->set_activation_bytes(static_cast<uint64_t>(act));
+    return node;
+  }
+  // A grouping node with no parameters or activations of its own.
+  v1::ModuleNode* Group(const char* name, const char* type) {
+    if (tree_ == nullptr) return nullptr;
+    v1::ModuleNode* node = tree_->add_children();
+    node->set_name(name);
+    node->set_type(type);
+    return node;
+  }
+
+ private:
+  BlockCost* cost_;
+  v1::ModuleNode* tree_;
+};
+
+// The norm in front of attention or MLP: keeps its input and output (the
+// output is the next linear's saved input) and fp32 statistics.
+// `separate` = a module of its own (not fused into a TE LayerNormLinear),
+// which is what `layernorm` recompute can discard.
+double NormActivation(const ValidatedJob& j, const Shape& s, bool separate, bool offloaded) {
+  if (offloaded) return 0;
+  const double input = s.elt * s.sp_tokens * j.hidden;
+  double output = s.elt * s.sp_tokens * j.hidden + s.norm_stats * s.sp_tokens;
+  if (separate && j.HasRecomputeModule(v1::RECOMPUTE_MODULE_LAYERNORM)) output = 0;
+  return input + output;
+}
+
+double NormParams(const ValidatedJob& j, int64_t width) {
+  return static_cast<double>(width) * (j.layer_norm ? 2 : 1);
+}
+
+double DropoutMask(const ValidatedJob& j, const Shape& s) {
+  return j.hidden_dropout > 0 ? s.sp_tokens * j.hidden : 0;  // bool mask
+}
+
+// Bytes per element of the s x s attention probabilities unfused attention
+// keeps: softmax output (bf16 from the fused kernel; Megatron's local
+// attention keeps the fp32 softmax and a bf16 copy), plus dropout mask and
+// dropout output when attention dropout is on.
+double ScoreBytesPerElement(const ValidatedJob& j) {
+  double bytes = j.local_attention ? 6 : 2;
+  if (j.attention_dropout > 0) bytes += 3;
+  return bytes;
+}
+
+double ScoreElements(const ValidatedJob& j, double heads_per_rank) {
+  return static_cast<double>(j.micro_batch) * heads_per_rank * (static_cast<double>(j.seq) / j.cp) *
+         static_cast<double>(j.seq);
+}
+
+// Core attention internals beyond its q/k/v inputs and output: the fp32
+// log-sum-exp of flash attention, or the s^2 probabilities of unfused
+// attention. Selective `core_attn` recompute discards them.
+double CoreAttentionInternals(const ValidatedJob& j, const Shape& s, double heads_per_rank) {
+  if (j.HasRecomputeModule(v1::RECOMPUTE_MODULE_CORE_ATTN)) return 0;
+  if (j.flash_attention) return 4 * s.full_tokens * heads_per_rank;
+  return ScoreElements(j, heads_per_rank) * ScoreBytesPerElement(j);
+}
+
+double AttentionTransient(const ValidatedJob& j, const Shape& s, double heads_per_rank,
+                          double qkv_width_per_rank) {
+  if (!j.flash_attention) return 4 * ScoreElements(j, heads_per_rank);
+  return 2 * s.elt * s.full_tokens * qkv_width_per_rank;
+}
+
+// RoPE without the fused kernel keeps cos/sin tables per layer.
+double RopeTables(const ValidatedJob& j, const Shape& s, int64_t rot_dim) {
+  if (!j.rope || j.rope_fused) return 0;
+  return 4.0 * s.elt * (static_cast<double>(j.seq) / j.cp) * rot_dim;
+}
+
+void StandardAttention(const ValidatedJob& j, const Shape& s, BlockBuilder& b, BlockCost& c) {
+  const double heads = static_cast<double>(j.heads) / j.tp;
+  const double groups = static_cast<double>(j.query_groups) / j.tp;
+  const double d = static_cast<double>(j.head_dim);
+  const double h = static_cast<double>(j.hidden);
+  const double qkv_width = (heads + 2 * groups) * d;
+  b.Module(nullptr, "input_layernorm", j.transformer_engine ? "TENorm(fused)" : "RMSNorm",
+           NormParams(j, j.hidden), 0,
+           NormActivation(j, s, !j.transformer_engine, Offloads(j, "attn_norm")));
+  v1::ModuleNode* attn = b.Group("self_attention", "SelfAttention");
+  double qkv_act = s.elt * s.full_tokens * qkv_width;  // fused QKV output (v is a view)
+  if (j.rope) {
+    qkv_act += s.elt * s.full_tokens * (heads + groups) * d;  // q, k after RoPE
+  } else if (j.heads != j.query_groups) {
+    qkv_act += s.elt * s.full_tokens * heads * d;  // q reshaped out of the GQA layout
+  }
+  qkv_act += RopeTables(j, s, j.head_dim);
+  if (Offloads(j, "qkv_linear")) qkv_act = 0;
+  b.Module(attn, "linear_qkv", "ColumnParallelLinear",
+           h * qkv_width + (j.qkv_bias ? qkv_width : 0), 0, qkv_act);
+  if (j.qk_layernorm) {
+    b.Module(attn, "q_layernorm", "RMSNorm", NormParams(j, j.head_dim), 0, 0);
+    b.Module(attn, "k_layernorm", "RMSNorm", NormParams(j, j.head_dim), 0, 0);
+  }
+  const double out = s.elt * s.full_tokens * heads * d;  // attention output = proj input
+  b.Module(attn, "core_attention", j.flash_attention ? "TEDotProductAttention" : "UnfusedAttention",
+           0, 0,
+           Offloads(j, "core_attn") ? 0
+                                    : CoreAttentionInternals(j, s, heads) +
+                                          (Offloads(j, "attn_proj") ? 0 : out));
+  b.Module(attn, "linear_proj", "RowParallelLinear", heads * d * h + (j.linear_bias ? h : 0), 0, 0);
+  b.Module(nullptr, "self_attn_bda", "BiasDropoutAdd", 0, 0, DropoutMask(j, s));
+  c.transient_bytes = std::max(c.transient_bytes, AttentionTransient(j, s, heads, qkv_width));
+}
+
+void LatentAttention(const ValidatedJob& j, const Shape& s, BlockBuilder& b, BlockCost& c) {
+  const double heads = static_cast<double>(j.heads) / j.tp;
+  const double h = static_cast<double>(j.hidden);
+  const double ql = static_cast<double>(j.q_lora_rank), kl = static_cast<double>(j.kv_lora_rank);
+  const double dn = static_cast<double>(j.qk_head_dim), dr = static_cast<double>(j.qk_pos_head_dim);
+  const double dv = static_cast<double>(j.v_head_dim);
+  const double bias = j.linear_bias ? 1 : 0;
+  const bool ln_recompute = j.HasRecomputeModule(v1::RECOMPUTE_MODULE_LAYERNORM);
+  b.Module(nullptr, "input_layernorm", "TENorm", NormParams(j, j.hidden), 0,
+           NormActivation(j, s, true, Offloads(j, "attn_norm")));
+  v1::ModuleNode* attn = b.Group("self_attention", "MLASelfAttention");
+  const bool qkv_offloaded = Offloads(j, "qkv_linear");
+  // Compressed (latent) tensors live in the sequence-parallel region.
+  auto latent = [&](double width, bool has_norm) {
+    if (qkv_offloaded) return 0.0;
+    double bytes = s.elt * s.sp_tokens * width;  // down-projection output
+    if (has_norm && !ln_recompute) bytes += s.elt * s.sp_tokens * width + 4 * s.sp_tokens;
+    return bytes;
+  };
+  if (j.q_lora_rank > 0) {
+    b.Module(attn, "linear_q_down_proj", "Linear", h * ql + bias * ql, 0, latent(ql, j.qk_layernorm));
+    if (j.qk_layernorm) b.Module(attn, "q_layernorm", "RMSNorm", ql, 0, 0);
+    b.Module(attn, "linear_q_up_proj", "ColumnParallelLinear",
+             ql * heads * (dn + dr) + bias * heads * (dn + dr), 0, 0);
+  } else {
+    b.Module(attn, "linear_q_proj", "ColumnParallelLinear",
+             h * heads * (dn + dr) + bias * heads * (dn + dr), 0, 0);
+  }
+  // kv_down output keeps the RoPE part too; only the latent part is normed.
+  double kv_latent = latent(kl + dr, false);
+  if (j.qk_layernorm && !ln_recompute && !qkv_offloaded) {
+    kv_latent += s.elt * s.sp_tokens * kl + 4 * s.sp_tokens;
+  }
+  b.Module(attn, "linear_kv_down_proj", "Linear", h * (kl + dr) + bias * (kl + dr), 0, kv_latent);
+  if (j.qk_layernorm) b.Module(attn, "kv_layernorm", "RMSNorm", kl, 0, 0);
+  // Up-projection outputs after RoPE and concatenation: the q, k, v that
+  // core attention keeps. `mla_up_proj` recompute discards them.
+  double up = s.elt * s.full_tokens * heads * (2 * (dn + dr) + dv) + RopeTables(j, s, j.qk_pos_head_dim);
+  if (j.HasRecomputeModule(v1::RECOMPUTE_MODULE_MLA_UP_PROJ) || Offloads(j, "core_attn")) up = 0;
+  b.Module(attn, "linear_kv_up_proj", "ColumnParallelLinear",
+           kl * heads * (dn + dv) + bias * heads * (dn + dv), 0, up);
+  const double out = s.elt * s.full_tokens * heads * dv;
+  b.Module(attn, "core_attention", j.flash_attention ? "TEDotProductAttention" : "UnfusedAttention",
+           0, 0,
+           Offloads(j, "core_attn") ? 0
+                                    : CoreAttentionInternals(j, s, heads) +
+                                          (Offloads(j, "attn_proj") ? 0 : out));
+  b.Module(attn, "linear_proj", "RowParallelLinear", heads * dv * h + bias * h, 0, 0);
+  b.Module(nullptr, "self_attn_bda", "BiasDropoutAdd", 0, 0, DropoutMask(j, s));
+  c.transient_bytes =
+      std::max(c.transient_bytes, AttentionTransient(j, s, heads, heads * (2 * (dn + dr) + dv)));
+}
+
+void DenseMlp(const ValidatedJob& j, const Shape& s, BlockBuilder& b, BlockCost& c) {
+  const double h = static_cast<double>(j.hidden), f = static_cast<double>(j.ffn) / j.tp;
+  const double g = j.gated ? 2 : 1, bias = j.linear_bias ? 1 : 0;
+  const bool mlp_recompute = j.HasRecomputeModule(v1::RECOMPUTE_MODULE_MLP);
+  // With TE the pre-MLP norm is fused into fc1, so `mlp` recompute covers it.
+  double norm = NormActivation(j, s, !j.transformer_engine, Offloads(j, "mlp_norm"));
+  if (mlp_recompute && j.transformer_engine) norm = s.elt * s.sp_tokens * h;  // checkpoint input
+  b.Module(nullptr, "pre_mlp_layernorm", j.transformer_engine ? "TENorm(fused)" : "RMSNorm",
+           NormParams(j, j.hidden), 0, norm);
+  v1::ModuleNode* mlp = b.Group("mlp", "MLP");
+  const double fc1 = mlp_recompute ? 0 : s.elt * s.full_tokens * g * f;
+  const double act = mlp_recompute ? 0 : s.elt * s.full_tokens * f;
+  b.Module(mlp, "linear_fc1", "ColumnParallelLinear", h * g * f + bias * g * f, 0, fc1);
+  b.Module(mlp, "linear_fc2", "RowParallelLinear", f * h + bias * h, 0, act);
+  b.Module(nullptr, "mlp_bda", "BiasDropoutAdd", 0, 0, DropoutMask(j, s));
+  c.transient_bytes = std::max(c.transient_bytes, s.elt * s.full_tokens * (g + 1) * f);
+}
+
+void MoeMlp(const ValidatedJob& j, const Shape& s, BlockBuilder& b, BlockCost& c) {
+  const double h = static_cast<double>(j.hidden), g = j.gated ? 2 : 1;
+  const double bias = j.linear_bias ? 1 : 0;
+  const double k = static_cast<double>(j.topk), fe = static_cast<double>(j.expert_ffn);
+  const double local_experts = static_cast<double>(j.experts) / j.ep;
+  const bool moe_recompute = j.HasRecomputeModule(v1::RECOMPUTE_MODULE_MOE);
+  b.Module(nullptr, "pre_mlp_layernorm", "TENorm", NormParams(j, j.hidden), 0,
+           NormActivation(j, s, !moe_recompute, Offloads(j, "mlp_norm")));
+  v1::ModuleNode* moe = b.Group("mlp", "MoELayer");
+  const double router_bytes_per_logit = (j.router_fp32 ? 4 : s.elt) + 4 + 4 + 1;
+  b.Module(moe, "router", "TopKRouter", h * static_cast<double>(j.experts), 0,
+           moe_recompute ? 0 : s.sp_tokens * static_cast<double>(j.experts) * router_bytes_per_logit);
+  // Routed tokens per GPU: top-k copies of the local tokens, gathered over
+  // ETP (EP cancels: each GPU receives as many as it sends, when balanced).
+  double capacity = 1;
+  if (j.capacity_factor > 0) {
+    capacity = j.capacity_factor;
+    if (!j.pad_to_capacity) capacity = std::min(1.0, capacity);
+  }
+  const double routed_tokens = k * s.sp_tokens * static_cast<double>(j.etp) * capacity;
+  const double ffn_per_rank = fe / j.etp;
+  double dispatched = s.elt * routed_tokens * h + 4 * routed_tokens;  // tokens + fp32 probs
+  double fc1 = s.elt * routed_tokens * g * ffn_per_rank;
+  double act = s.elt * routed_tokens * ffn_per_rank;
+  if (moe_recompute) dispatched = fc1 = act = 0;
+  if (j.HasRecomputeModule(v1::RECOMPUTE_MODULE_MOE_ACT) || Offloads(j, "moe_act")) act = 0;
+  if (Offloads(j, "expert_fc1")) dispatched = 0;
+  v1::ModuleNode* experts =
+      b.Module(moe, "experts", j.grouped_gemm ? "TEGroupedMLP" : "SequentialMLP", 0, 0, 0);
+  b.Module(experts, "linear_fc1", "GroupedColumnParallelLinear", 0,
+           local_experts * (h * g * ffn_per_rank + bias * g * ffn_per_rank), dispatched + fc1);
+  b.Module(experts, "linear_fc2", "GroupedRowParallelLinear", 0,
+           local_experts * (ffn_per_rank * h + bias * h), act);
+  c.routed_act_bytes += dispatched + fc1 + act;
+  if (j.shared_ffn > 0) {
+    const double fs = static_cast<double>(j.shared_ffn) / j.tp;
+    const bool drop = moe_recompute || j.HasRecomputeModule(v1::RECOMPUTE_MODULE_SHARED_EXPERTS);
+    b.Module(moe, "shared_experts", "SharedExpertMLP", h * g * fs + fs * h + bias * (g * fs + h), 0,
+             drop ? 0 : s.elt * s.full_tokens * (g + 1) * fs);
+  }
+  b.Module(nullptr, "mlp_bda", "BiasDropoutAdd", 0, 0, DropoutMask(j, s));
+  c.transient_bytes =
+      std::max(c.transient_bytes, s.elt * routed_tokens * (g + 1) * ffn_per_rank + s.elt * routed_tokens * h);
+}
+
+}  // namespace
+
+void BlockCost::Add(const BlockCost& o, double times) {
+  dense_params += o.dense_params * times;
+  expert_params += o.expert_params * times;
+  act_bytes += o.act_bytes * times;
+  routed_act_bytes += o.routed_act_bytes * times;
+  full_act_bytes = std::max(full_act_bytes, o.full_act_bytes);
+  transient_bytes = std::max(transient_bytes, o.transient_bytes);
+}
+
+double LayerInputBytes(const ValidatedJob& j) {
+  Shape s(j);
+  return s.elt * s.sp_tokens * j.hidden;
+}
+
+BlockCost DecoderLayerCost(const ValidatedJob& j, bool moe, v1::ModuleNode* tree) {
+  BlockCost c;
+  Shape s(j);
+  BlockBuilder b(&c, tree);
+  if (j.mla) {
+    LatentAttention(j, s, b, c);
+  } else {
+    StandardAttention(j, s, b, c);
+  }
+  if (moe) {
+    MoeMlp(j, s, b, c);
+  } else {
+    DenseMlp(j, s, b, c);
+  }
+  c.full_act_bytes = c.act_bytes;
+  return c;
+}
+
+BlockCost EmbeddingCost(const ValidatedJob& j, v1::ModuleNode* tree) {
+  BlockCost c;
+  Shape s(j);
+  BlockBuilder b(&c, tree);
+  b.Module(nullptr, "word_embeddings", "VocabParallelEmbedding",
+           static_cast<double>(j.padded_vocab) * j.hidden / j.tp, 0, DropoutMask(j, s));
+  if (j.learned_positions) {
+    b.Module(nullptr, "position_embeddings", "Embedding",
+             static_cast<double>(j.max_positions) * j.hidden, 0, 0);
+  }
+  return c;
+}
+
+BlockCost LossCost(const ValidatedJob& j, bool owns_output_weight, v1::ModuleNode* tree) {
+  BlockCost c;
+  Shape s(j);
+  BlockBuilder b(&c, tree);
+  b.Module(nullptr, "final_layernorm", "TENorm", NormParams(j, j.hidden), 0,
+           NormActivation(j, s, false, false));
+  const double logits = s.full_tokens * static_cast<double>(j.padded_vocab) / j.tp;
+  double kept = 4 * logits;                 // fp32 softmax kept by the cross entropy
+  double transient = s.elt * logits;        // bf16 logits gradient in backward
+  if (j.ce_fusion == v1::CROSS_ENTROPY_FUSION_NATIVE) transient += 4 * logits;
+  if (j.ce_fusion == v1::CROSS_ENTROPY_FUSION_TE) {
+    kept = s.elt * logits;  // gradient written in place into the logits
+    transient = 0;
+  }
+  b.Module(nullptr, "output_layer", "ColumnParallelLinear",
+           owns_output_weight ? static_cast<double>(j.padded_vocab) * j.hidden / j.tp : 0, 0, kept);
+  c.transient_bytes = transient;
+  c.full_act_bytes = c.act_bytes;
+  return c;
+}
+
+BlockCost MtpLayerCost(const ValidatedJob& j, v1::ModuleNode* tree) {
+  BlockCost c;
+  Shape s(j);
+  BlockBuilder b(&c, tree);
+  const double h = static_cast<double>(j.hidden);
+  b.Module(nullptr, "enorm", "TENorm", NormParams(j, j.hidden), 0,
+           DropoutMask(j, s) + NormActivation(j, s, true, false));
+  b.Module(nullptr, "hnorm", "TENorm", NormParams(j, j.hidden), 0, NormActivation(j, s, true, false));
+  b.Module(nullptr, "eh_proj", "ColumnParallelLinear", 2 * h * h / j.tp + (j.linear_bias ? h / j.tp : 0),
+           0, s.elt * s.sp_tokens * 2 * h);
+  v1::ModuleNode* layer = b.Group("transformer_layer", "TransformerLayer");
+  c.Add(DecoderLayerCost(j, j.mtp_layer_is_moe, layer));
+  BlockCost loss = LossCost(j, false, tree);
+  c.Add(loss);
+  c.full_act_bytes = c.act_bytes;
+  return c;
+}
+
+}  // namespace oomguard

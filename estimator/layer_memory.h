@@ -1,0 +1,57 @@
+// Per-module parameters and activation memory of the building blocks of a
+// Megatron-Core GPT model on one GPU: a decoder layer (dense or MoE MLP,
+// standard or latent attention), the embedding, the final norm + output
+// layer + loss, and an MTP layer.
+//
+// Activations are the tensors Megatron-Core + Transformer Engine keep for
+// backward, per micro-batch, after TP/SP/CP splitting and after selective
+// recompute and activation offload have removed what they discard.
+#ifndef OOMGUARD_ESTIMATOR_LAYER_MEMORY_H_
+#define OOMGUARD_ESTIMATOR_LAYER_MEMORY_H_
+
+#include "estimator/validated_job.h"
+#include "oomguard/v1/report.pb.h"
+
+namespace oomguard {
+
+struct BlockCost {
+  double dense_params = 0;   // Elements replicated over DP (sharded over DP x CP).
+  double expert_params = 0;  // Routed-expert elements (sharded over expert DP).
+  // Bytes kept for backward per micro-batch.
+  double act_bytes = 0;
+  // Of act_bytes, the routed-expert tokens and their FFN intermediates
+  // (what grows with routing imbalance).
+  double routed_act_bytes = 0;
+  // Bytes the block holds while its backward runs when it was fully
+  // recomputed (its activations without full recompute).
+  double full_act_bytes = 0;
+  // Working memory of the block's backward on top of what it keeps
+  // (activation gradients, weight-gradient temporaries).
+  double transient_bytes = 0;
+
+  double params() const { return dense_params + expert_params; }
+  void Add(const BlockCost& o, double times = 1);
+};
+
+// One decoder layer. `moe` picks the MLP kind. `tree` (optional) receives
+// the layer's module nodes as children.
+BlockCost DecoderLayerCost(const ValidatedJob& j, bool moe, v1::ModuleNode* tree);
+
+// Word (and position) embedding of the first stage.
+BlockCost EmbeddingCost(const ValidatedJob& j, v1::ModuleNode* tree);
+
+// Final norm + output layer + cross-entropy of the last stage. The output
+// weight is counted when the stage owns one (untied, or tied with PP > 1).
+BlockCost LossCost(const ValidatedJob& j, bool owns_output_weight, v1::ModuleNode* tree);
+
+// One MTP layer: norms, eh_proj, a decoder layer, its final norm and a
+// second output/loss pass (sharing the output weight).
+BlockCost MtpLayerCost(const ValidatedJob& j, v1::ModuleNode* tree);
+
+// Bytes of the checkpoint a fully recomputed group of layers keeps: the
+// group's input hidden states.
+double LayerInputBytes(const ValidatedJob& j);
+
+}  // namespace oomguard
+
+#endif  // OOMGUARD_ESTIMATOR_LAYER_MEMORY_H_

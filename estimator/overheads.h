@@ -1,0 +1,35 @@
+// Memory outside the model's own tensors, itemised: library workspaces,
+// pipeline send/receive buffers, routing imbalance, CUDA graphs (all inside
+// PyTorch's allocator), and the CUDA context, NCCL buffers and allocator
+// slack (outside what torch.cuda.max_memory_allocated reports).
+//
+// Constants come from measurements (../shared/calibration): each carries its
+// basis in the report so a user can see where a number comes from.
+#ifndef OOMGUARD_ESTIMATOR_OVERHEADS_H_
+#define OOMGUARD_ESTIMATOR_OVERHEADS_H_
+
+#include <vector>
+
+#include "estimator/validated_job.h"
+#include "oomguard/v1/report.pb.h"
+
+namespace oomguard {
+
+struct RankMemory {
+  double held_activation_bytes = 0;    // In-flight activations at the peak.
+  double routed_activation_bytes = 0;  // Of those, routed-expert tokens.
+  double transient_bytes = 0;
+  double layer_activation_bytes = 0;   // Decoder-layer part of held activations.
+};
+
+// Appends the overheads of one rank to `out`.
+void AddOverheads(const ValidatedJob& j, const RankMemory& m,
+                  google::protobuf::RepeatedPtrField<v1::Overhead>* out);
+
+// Fraction of extra routed-expert tokens a GPU receives over the balanced
+// share when routing is not forced to balance.
+inline constexpr double kMoeImbalanceMargin = 0.25;
+
+}  // namespace oomguard
+
+#endif  // OOMGUARD_ESTIMATOR_OVERHEADS_H_

@@ -1,0 +1,53 @@
+#include "estimator/pipeline_schedule.h"
+
+#include <algorithm>
+
+namespace oomguard {
+
+InFlight PeakInFlight(const ValidatedJob& j, int64_t r, const std::vector<double>& chunk_bytes) {
+  const int64_t p = j.pp, v = static_cast<int64_t>(chunk_bytes.size()), n = j.num_microbatches;
+  InFlight out;
+  out.per_chunk.assign(v, 0);
+  if (v == 1) {
+    // No interleaving: rank r runs p - r - 1 warm-up forwards, then one more
+    // forward before its first backward.
+    out.per_chunk[0] = std::min(p - r, n);
+    out.held_bytes = static_cast<double>(out.per_chunk[0]) * chunk_bytes[0];
+    return out;
+  }
+  // Interleaved: forwards go through chunks in groups of g micro-batches;
+  // backwards visit chunks in reverse order.
+  const int64_t g = j.group_size, total = n * v;
+  int64_t warmup = 2 * (p - r - 1) + (v - 1) * g + (j.overlap_moe_ep ? 1 : 0);
+  warmup = std::min(warmup, total);
+  auto forward_chunk = [&](int64_t k) { return (k % (g * v)) / g; };
+  auto backward_chunk = [&](int64_t k) { return v - 1 - (k % (g * v)) / g; };
+  std::vector<int64_t> live(v, 0);
+  double bytes = 0;
+  auto consider = [&] {
+    if (bytes > out.held_bytes) {
+      out.held_bytes = bytes;
+      out.per_chunk = live;
+    }
+  };
+  for (int64_t k = 0; k < warmup; ++k) {
+    ++live[forward_chunk(k)];
+    bytes += chunk_bytes[forward_chunk(k)];
+  }
+  consider();
+  // Steady state: one forward, then one backward. The live set is periodic
+  // with period g * v, so two periods cover every distinct state.
+  const int64_t steps = std::min(total - warmup, 2 * g * v + 2);
+  for (int64_t i = 0; i < steps; ++i) {
+    const int64_t f = forward_chunk(warmup + i);
+    ++live[f];
+    bytes += chunk_bytes[f];
+    consider();
+    const int64_t b = backward_chunk(i);
+    --live[b];
+    bytes -= chunk_bytes[b];
+  }
+  return out;
+}
+
+}  // namespace oomguard

@@ -1,0 +1,56 @@
+// Every in-scope measured case through the same path as `oomguard
+// calibrate`: per-case error bounds and the summary targets.
+#include "tools/calibration.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+
+namespace oomguard {
+namespace {
+
+const std::string kDir = std::string(OOMGUARD_SOURCE_DIR) + "/../shared/calibration/";
+
+std::vector<CaseResult> EvaluateFile(const std::string& file) {
+  if (!std::ifstream(kDir + file)) return {};
+  auto cases = file.ends_with(".csv") ? LoadSweepCases(kDir + file) : LoadMegatronCiCases(kDir + file);
+  EXPECT_TRUE(cases.ok()) << cases.status();
+  std::vector<CaseResult> out;
+  for (const auto& c : *cases) out.push_back(EvaluateCase(c));
+  return out;
+}
+
+TEST(Calibration, MegatronCiCasesWithinTargets) {
+  std::vector<CaseResult> results = EvaluateFile("megatron_ci_h100.jsonl");
+  if (results.empty()) GTEST_SKIP() << "no calibration data beside the checkout";
+  for (const CaseResult& r : results) {
+    if (!r.c.excluded.empty() || !r.c.gpus_known) continue;
+    ASSERT_TRUE(r.error.empty()) << r.c.name << ": " << r.error;
+    if (r.c.measured_peak > 4.0 * (1 << 30)) {
+      EXPECT_LT(std::abs(r.peak_err()), 0.10) << r.c.name;
+      EXPECT_GT(r.peak_err(), -0.05) << r.c.name;
+    }
+  }
+  const CalibrationSummary s = Summarise(results);
+  EXPECT_GE(s.targeted, 30);
+  EXPECT_LT(s.peak_median, 0.05);
+  std::cout << FormatCalibration(results);
+}
+
+TEST(Calibration, SingleGpuSweepFollowsClosedForms) {
+  std::vector<CaseResult> results = EvaluateFile("h100_single_gpu_sweep.csv");
+  if (results.empty()) GTEST_SKIP() << "no calibration data beside the checkout";
+  for (const CaseResult& r : results) {
+    ASSERT_TRUE(r.error.empty()) << r.c.name << ": " << r.error;
+    EXPECT_LT(std::abs(r.static_err()), 0.03) << r.c.name;
+    EXPECT_LT(std::abs(r.peak_err()), 0.10) << r.c.name;
+  }
+  const CalibrationSummary s = Summarise(results);
+  std::cout << "sweep: static median " << s.static_median << ", peak median " << s.peak_median
+            << ", worst " << s.peak_worst << "\n";
+  EXPECT_LT(s.peak_median, 0.02);
+}
+
+}  // namespace
+}  // namespace oomguard

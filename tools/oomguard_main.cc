@@ -1,0 +1,60 @@
+// The `oomguard` command: estimate, calibrate (and serve, with the service).
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "tools/calibration.h"
+#include "tools/estimate_command.h"
+
+namespace {
+
+constexpr char kUsage[] =
+    "oomguard: per-rank GPU memory of Megatron-Core training jobs\n"
+    "  oomguard estimate --gpus N [--gpu-memory-gib G] [--json] [--tree] -- <Megatron-LM args>\n"
+    "  oomguard estimate --gpus N --preset NAME [Megatron-LM args overriding the preset]\n"
+    "  oomguard calibrate [megatron_ci_h100.jsonl|h100_single_gpu_sweep.csv ...]\n";
+
+int Calibrate(const std::vector<std::string>& files) {
+  std::vector<oomguard::CaseResult> results;
+  for (const std::string& f : files) {
+    const bool csv = f.size() > 4 && f.substr(f.size() - 4) == ".csv";
+    auto cases = csv ? oomguard::LoadSweepCases(f) : oomguard::LoadMegatronCiCases(f);
+    if (!cases.ok()) {
+      std::cerr << "oomguard calibrate: " << cases.status().message() << "\n";
+      return 2;
+    }
+    for (const auto& c : *cases) results.push_back(oomguard::EvaluateCase(c));
+  }
+  std::cout << oomguard::FormatCalibration(results);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
+    std::cout << kUsage;
+    return args.empty() ? 2 : 0;
+  }
+  const std::string command = args[0];
+  args.erase(args.begin());
+  if (command == "estimate") {
+    std::string out, err;
+    const int rc = oomguard::RunEstimate(args, out, err);
+    std::cout << out;
+    if (!err.empty()) std::cerr << "oomguard estimate: " << err << "\n";
+    return rc;
+  }
+  if (command == "calibrate") {
+    if (args.empty()) {
+      args = {"../shared/calibration/megatron_ci_h100.jsonl",
+              "../shared/calibration/h100_single_gpu_sweep.csv"};
+    }
+    return Calibrate(args);
+  }
+  // serve: dispatched here once the service lands.
+  std::cerr << "oomguard: unknown command \"" << command << "\"\n" << kUsage;
+  return 2;
+}
