@@ -33,6 +33,14 @@ enum class ArgsMode {
 // Applies `args` (one token per element, flags with "--") to `job`.
 // Appends human-readable notes (ignored unknown flags, assumed defaults) to
 // `notes` when it is not null.
+//
+// Accepts `--flag value`, `--flag=value`, switches, multi-value flags (values
+// run to the next "--" token) and underscore spellings
+// (`--use_distributed_optimizer`); a later flag overrides an earlier one.
+// Does not set parallelism.num_gpus (not a Megatron-LM flag).
+// Errors: InvalidArgument naming the flag and the value for malformed
+// values, missing values and stray tokens; Unimplemented for FSDP
+// (`--use-torch-fsdp2`, `--use-megatron-fsdp`, `--use-custom-fsdp`).
 absl::Status ApplyMegatronArgs(absl::Span<const std::string> args,
                                ArgsMode mode, v1::JobSpec* job,
                                std::vector<std::string>* notes);
