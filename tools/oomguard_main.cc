@@ -1,9 +1,9 @@
-// The `oomguard` command: estimate, calibrate (and serve, with the service).
+// The `oomguard` command: estimate, calibrate, serve.
 #include <iostream>
 #include <string>
 #include <vector>
 
-#include "absl/strings/str_cat.h"
+#include "service/serve_command.h"
 #include "tools/calibration.h"
 #include "tools/estimate_command.h"
 
@@ -13,6 +13,7 @@ constexpr char kUsage[] =
     "oomguard: per-rank GPU memory of Megatron-Core training jobs\n"
     "  oomguard estimate --gpus N [--gpu-memory-gib G] [--json] [--tree] -- <Megatron-LM args>\n"
     "  oomguard estimate --gpus N --preset NAME [Megatron-LM args overriding the preset]\n"
+    "  oomguard serve [--grpc_address=127.0.0.1:50051 --metrics_address=... ; see serve --help]\n"
     "  oomguard calibrate [megatron_ci_h100.jsonl|h100_single_gpu_sweep.csv ...]\n";
 
 int Calibrate(const std::vector<std::string>& files) {
@@ -54,7 +55,7 @@ int main(int argc, char** argv) {
     }
     return Calibrate(args);
   }
-  // serve: dispatched here once the service lands.
+  if (command == "serve") return oomguard::service::RunServe(argc - 1, argv + 1);
   std::cerr << "oomguard: unknown command \"" << command << "\"\n" << kUsage;
   return 2;
 }

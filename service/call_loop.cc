@@ -1,0 +1,109 @@
+// The worker pool over the async completion queues (see call_loop.h).
+#include "service/call_loop.h"
+
+#include <utility>
+
+#include "grpcpp/server_context.h"
+#include "grpcpp/support/async_unary_call.h"
+
+namespace oomguard::service {
+namespace {
+
+// The completion-queue tag of every call.
+class Call {
+ public:
+  virtual ~Call() = default;
+  // Advances the call; `ok` is the queue's verdict on its last operation.
+  virtual void Proceed(bool ok) = 0;
+};
+
+struct Endpoints {
+  AsyncOomguard* async;
+  OomguardService* handlers;
+  grpc::ServerCompletionQueue* queue;
+};
+
+// One unary call: waits for a request, runs the handler on the worker that
+// received it, sends the response, then deletes itself.
+template <typename Request, typename Response>
+class UnaryCall final : public Call {
+ public:
+  using Requester = void (AsyncOomguard::*)(
+      grpc::ServerContext*, Request*, grpc::ServerAsyncResponseWriter<Response>*,
+      grpc::CompletionQueue*, grpc::ServerCompletionQueue*, void*);
+  using Handler = grpc::Status (OomguardService::*)(grpc::ServerContext&, const Request&,
+                                                    Response*);
+
+  // Asks the server for the next call of this method.
+  static void Await(const Endpoints& endpoints, Requester requester, Handler handler) {
+    auto* call = new UnaryCall(endpoints, requester, handler);
+    (endpoints.async->*requester)(&call->context_, &call->request_, &call->writer_,
+                                  endpoints.queue, endpoints.queue, call);
+  }
+
+  void Proceed(bool ok) override {
+    if (finishing_ || !ok) {  // Sent, or the server is shutting down.
+      delete this;
+      return;
+    }
+    Await(endpoints_, requester_, handler_);  // Keep a call of this method waiting.
+    const grpc::Status status = (endpoints_.handlers->*handler_)(context_, request_, &response_);
+    finishing_ = true;
+    if (status.ok()) {
+      writer_.Finish(response_, status, this);
+    } else {
+      writer_.FinishWithError(status, this);
+    }
+  }
+
+ private:
+  UnaryCall(const Endpoints& endpoints, Requester requester, Handler handler)
+      : endpoints_(endpoints), requester_(requester), handler_(handler), writer_(&context_) {}
+
+  const Endpoints endpoints_;
+  const Requester requester_;
+  const Handler handler_;
+  grpc::ServerContext context_;
+  Request request_;
+  Response response_;
+  grpc::ServerAsyncResponseWriter<Response> writer_;
+  bool finishing_ = false;
+};
+
+void AwaitEveryMethod(const Endpoints& e) {
+  UnaryCall<v1::EstimateRequest, v1::EstimateResponse>::Await(
+      e, &AsyncOomguard::RequestEstimate, &OomguardService::Estimate);
+  UnaryCall<grpc::ByteBuffer, grpc::ByteBuffer>::Await(e, &AsyncOomguard::RequestCheck,
+                                                      &OomguardService::Check);
+  UnaryCall<v1::ListPresetsRequest, v1::ListPresetsResponse>::Await(
+      e, &AsyncOomguard::RequestListPresets, &OomguardService::ListPresets);
+  UnaryCall<v1::ListGpusRequest, v1::ListGpusResponse>::Await(
+      e, &AsyncOomguard::RequestListGpus, &OomguardService::ListGpus);
+}
+
+void Work(grpc::ServerCompletionQueue* queue) {
+  void* tag = nullptr;
+  bool ok = false;
+  while (queue->Next(&tag, &ok)) static_cast<Call*>(tag)->Proceed(ok);
+}
+
+}  // namespace
+
+CallLoop::CallLoop(AsyncOomguard* async, OomguardService* handlers,
+                   std::vector<std::unique_ptr<grpc::ServerCompletionQueue>> queues, int threads)
+    : queues_(std::move(queues)) {
+  for (int i = 0; i < threads; ++i) {
+    grpc::ServerCompletionQueue* queue = queues_[i % queues_.size()].get();
+    // One waiting call per method per worker, so that workers sharing a
+    // queue can each take a call at once.
+    AwaitEveryMethod({async, handlers, queue});
+    workers_.emplace_back(Work, queue);
+  }
+}
+
+CallLoop::~CallLoop() {
+  for (auto& queue : queues_) queue->Shutdown();
+  for (std::thread& worker : workers_) worker.join();
+}
+
+}  // namespace oomguard::service

@@ -1,0 +1,47 @@
+// The thread pool that serves the Oomguard RPCs: a fixed number of worker
+// threads take calls from the server's completion queues and run the
+// handlers. Calls beyond what the workers can take wait in the queue (their
+// deadline still applies: a call whose deadline passed while waiting is
+// answered DEADLINE_EXCEEDED without work); none is refused.
+#ifndef OOMGUARD_SERVICE_CALL_LOOP_H_
+#define OOMGUARD_SERVICE_CALL_LOOP_H_
+
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "grpcpp/completion_queue.h"
+#include "oomguard/v1/service.grpc.pb.h"
+#include "service/oomguard_service.h"
+
+namespace oomguard::service {
+
+// The service as registered: every method asynchronous, Check on
+// serialized messages (see OomguardService::Check).
+using AsyncOomguard = v1::Oomguard::WithAsyncMethod_Estimate<
+    v1::Oomguard::WithRawMethod_Check<v1::Oomguard::WithAsyncMethod_ListPresets<
+        v1::Oomguard::WithAsyncMethod_ListGpus<v1::Oomguard::Service>>>>;
+
+class CallLoop {
+ public:
+  // Starts `threads` workers, spread over `queues` (registered with the
+  // server that `async` belongs to). `async` and `handlers` must outlive the
+  // loop.
+  CallLoop(AsyncOomguard* async, OomguardService* handlers,
+           std::vector<std::unique_ptr<grpc::ServerCompletionQueue>> queues, int threads);
+
+  // Shuts the queues down, drains them and joins the workers. Destroy the
+  // loop only after grpc::Server::Shutdown has returned.
+  ~CallLoop();
+
+  CallLoop(const CallLoop&) = delete;
+  CallLoop& operator=(const CallLoop&) = delete;
+
+ private:
+  std::vector<std::unique_ptr<grpc::ServerCompletionQueue>> queues_;
+  std::vector<std::thread> workers_;
+};
+
+}  // namespace oomguard::service
+
+#endif  // OOMGUARD_SERVICE_CALL_LOOP_H_

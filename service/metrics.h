@@ -1,0 +1,67 @@
+// The service's Prometheus metrics (prometheus-cpp): request counts and
+// latency per method and status code, verdict counts, the distribution of
+// estimated peaks, and the build info. Label sets are small and fixed.
+//
+//   oomguard_requests_total{method,code}            counter
+//   oomguard_request_duration_seconds{method}       histogram
+//   oomguard_verdicts_total{verdict}                counter
+//   oomguard_estimated_peak_bytes                   histogram
+//   oomguard_build_info{version}                    gauge, always 1
+#ifndef OOMGUARD_SERVICE_METRICS_H_
+#define OOMGUARD_SERVICE_METRICS_H_
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include "absl/strings/string_view.h"
+
+#include "absl/time/time.h"
+#include "grpcpp/support/status.h"
+#include "oomguard/v1/admission.pb.h"
+#include "prometheus/counter.h"
+#include "prometheus/histogram.h"
+#include "prometheus/registry.h"
+
+namespace oomguard::service {
+
+// The RPCs of oomguard.v1.Oomguard.
+enum class Method { kEstimate, kCheck, kListPresets, kListGpus };
+inline constexpr int kNumMethods = 4;
+
+// "Estimate", "Check", ...: the RPC name.
+absl::string_view MethodName(Method method);
+
+// Thread-safe; recording costs a few atomic operations.
+class ServiceMetrics {
+ public:
+  explicit ServiceMetrics(absl::string_view version);
+
+  void RecordRequest(Method method, grpc::StatusCode code, absl::Duration latency);
+  // One successful Check.
+  void RecordVerdict(v1::Verdict verdict);
+  // The worst rank's peak of one successful Estimate or Check.
+  void RecordEstimatedPeak(uint64_t peak_device_bytes);
+
+  // What the /metrics endpoint serves.
+  std::shared_ptr<prometheus::Registry> registry() const { return registry_; }
+
+ private:
+  static constexpr int kNumCodes = 17;  // gRPC status codes 0..16.
+
+  struct MethodSeries {
+    prometheus::Histogram* duration = nullptr;
+    // Created on first use so that only codes that happened are exported.
+    std::array<std::atomic<prometheus::Counter*>, kNumCodes> requests{};
+  };
+
+  std::shared_ptr<prometheus::Registry> registry_;
+  prometheus::Family<prometheus::Counter>* requests_family_;
+  std::array<MethodSeries, kNumMethods> methods_;
+  std::array<prometheus::Counter*, v1::Verdict_ARRAYSIZE> verdicts_{};
+  prometheus::Histogram* estimated_peak_;
+};
+
+}  // namespace oomguard::service
+
+#endif  // OOMGUARD_SERVICE_METRICS_H_

@@ -1,0 +1,167 @@
+// The oomguard.v1.Oomguard service (see oomguard_service.h).
+#include "service/oomguard_service.h"
+
+#include <chrono>
+#include <exception>
+#include <string>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+#include "absl/time/clock.h"
+#include "estimator/admission.h"
+#include "estimator/estimator.h"
+#include "estimator/presets.h"
+#include "service/request_log.h"
+#include "service/request_resolution.h"
+#include "service/status_mapping.h"
+
+namespace oomguard::service {
+namespace {
+
+absl::Time Deadline(const grpc::ServerContext& context) {
+  const auto deadline = context.deadline();
+  if (deadline == std::chrono::system_clock::time_point::max()) return absl::InfiniteFuture();
+  return absl::FromChrono(deadline);
+}
+
+void AddNotes(const std::vector<std::string>& notes, v1::EstimateReport* report) {
+  for (const std::string& note : notes) report->add_notes(note);
+}
+
+}  // namespace
+
+OomguardService::OomguardService(ServiceConfig config, ServiceMetrics* metrics)
+    : config_(std::move(config)),
+      metrics_(metrics),
+      check_cache_(config_.response_cache_bytes) {
+  for (const v1::GpuSpec& gpu : config_.catalog.gpus()) *gpus_.add_gpus() = gpu;
+}
+
+template <typename Handler>
+grpc::Status OomguardService::Handle(Method method, grpc::ServerContext& context,
+                                     Handler&& handler) {
+  const absl::Time start = absl::Now();
+  const absl::Time deadline = Deadline(context);
+  Outcome outcome;
+  absl::Status status;
+  if (deadline <= start) {
+    status = absl::DeadlineExceededError("the deadline passed before the call was handled");
+  } else {
+    // The core does not throw; this guard keeps e.g. std::bad_alloc from
+    // taking the server down with every call in flight.
+    try {
+      status = handler(deadline, outcome);
+    } catch (const std::exception& e) {
+      status = absl::InternalError(absl::StrCat("unexpected exception: ", e.what()));
+    }
+  }
+  const grpc::Status result = ToGrpcStatus(status);
+  const absl::Duration latency = absl::Now() - start;
+
+  metrics_->RecordRequest(method, result.error_code(), latency);
+  if (result.ok() && outcome.peak_bytes > 0) metrics_->RecordEstimatedPeak(outcome.peak_bytes);
+  if (result.ok() && method == Method::kCheck) metrics_->RecordVerdict(outcome.verdict);
+  if (config_.log_requests) {
+    const std::string peer = context.peer();
+    RequestRecord record;
+    record.method = MethodName(method);
+    record.status = &result;
+    record.latency = latency;
+    record.peak_bytes = outcome.peak_bytes;
+    record.peer = peer;
+    if (outcome.verdict != v1::VERDICT_UNSPECIFIED) {
+      record.verdict = absl::StripPrefix(v1::Verdict_Name(outcome.verdict), "VERDICT_");
+    }
+    WriteLogLine(FormatRequestLine(record, absl::Now()));
+  }
+  return result;
+}
+
+grpc::Status OomguardService::Estimate(grpc::ServerContext& context,
+                                       const v1::EstimateRequest& request,
+                                       v1::EstimateResponse* response) {
+  return Handle(Method::kEstimate, context, [&](absl::Time, Outcome& outcome) -> absl::Status {
+    absl::StatusOr<ResolvedJob> job = ResolveJobSource(request.job(), "job");
+    if (!job.ok()) return job.status();
+    absl::StatusOr<v1::EstimateReport> report =
+        oomguard::Estimate(job->spec, EstimateOptions{.module_tree = request.module_tree()});
+    if (!report.ok()) return report.status();
+    AddNotes(job->notes, &*report);
+    if (static_cast<int>(report->worst_rank()) < report->ranks_size()) {
+      outcome.peak_bytes = report->ranks(report->worst_rank()).peak_device_bytes();
+    }
+    *response->mutable_report() = *std::move(report);
+    return absl::OkStatus();
+  });
+}
+
+absl::Status OomguardService::RunCheck(const v1::CheckRequest& request, absl::Time deadline,
+                                       v1::CheckResponse* response) {
+  absl::StatusOr<ResolvedJob> job = ResolveJobSource(request.job(), "job");
+  if (!job.ok()) return job.status();
+  absl::StatusOr<v1::GpuSpec> gpu = ResolveGpu(request, config_.catalog);
+  if (!gpu.ok()) return gpu.status();
+  const AdmissionOptions options{.safety_margin = request.policy().has_safety_margin()
+                                                      ? request.policy().safety_margin()
+                                                      : config_.default_safety_margin,
+                                 .deadline = deadline};
+  absl::StatusOr<v1::CheckResponse> checked = CheckJob(job->spec, *gpu, options);
+  if (!checked.ok()) return checked.status();
+  AddNotes(job->notes, checked->mutable_report());
+  *response = *std::move(checked);
+  return absl::OkStatus();
+}
+
+grpc::Status OomguardService::Check(grpc::ServerContext& context,
+                                    const grpc::ByteBuffer& request,
+                                    grpc::ByteBuffer* response) {
+  return Handle(Method::kCheck, context,
+                [&](absl::Time deadline, Outcome& outcome) -> absl::Status {
+    std::string request_bytes;
+    std::vector<grpc::Slice> slices;
+    if (!request.Dump(&slices).ok()) return absl::InternalError("cannot read the request");
+    for (const grpc::Slice& slice : slices) {
+      request_bytes.append(reinterpret_cast<const char*>(slice.begin()), slice.size());
+    }
+    std::optional<ResponseCache::Entry> cached = check_cache_.Find(request_bytes);
+    if (!cached) {
+      v1::CheckRequest parsed;
+      if (!parsed.ParseFromString(request_bytes)) {
+        return absl::InvalidArgumentError("request: not a valid oomguard.v1.CheckRequest");
+      }
+      v1::CheckResponse checked;
+      if (absl::Status s = RunCheck(parsed, deadline, &checked); !s.ok()) return s;
+      cached = ResponseCache::Entry{grpc::Slice(checked.SerializeAsString()), checked.verdict(),
+                                    checked.peak_device_bytes()};
+      check_cache_.Insert(request_bytes, *cached);
+    }
+    outcome.verdict = cached->verdict;
+    outcome.peak_bytes = cached->peak_bytes;
+    *response = grpc::ByteBuffer(&cached->response, 1);
+    return absl::OkStatus();
+  });
+}
+
+grpc::Status OomguardService::ListPresets(grpc::ServerContext& context,
+                                          const v1::ListPresetsRequest&,
+                                          v1::ListPresetsResponse* response) {
+  return Handle(Method::kListPresets, context, [&](absl::Time, Outcome&) {
+    for (const PresetInfo& info : oomguard::ListPresets()) {
+      v1::Preset* preset = response->add_presets();
+      preset->set_name(info.name);
+      preset->set_description(info.description);
+    }
+    return absl::OkStatus();
+  });
+}
+
+grpc::Status OomguardService::ListGpus(grpc::ServerContext& context, const v1::ListGpusRequest&,
+                                       v1::ListGpusResponse* response) {
+  return Handle(Method::kListGpus, context, [&](absl::Time, Outcome&) {
+    *response = gpus_;
+    return absl::OkStatus();
+  });
+}
+
+}  // namespace oomguard::service

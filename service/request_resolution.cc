@@ -1,0 +1,95 @@
+// Request -> core inputs (see request_resolution.h).
+#include "service/request_resolution.h"
+
+#include <string>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "estimator/job_builder.h"
+#include "estimator/megatron_args.h"
+
+namespace oomguard::service {
+namespace {
+
+// `status` (from a parser or a lookup) as InvalidArgument about `field`.
+absl::Status FieldError(absl::string_view field, const absl::Status& status) {
+  return absl::InvalidArgumentError(absl::StrCat(field, ": ", status.message()));
+}
+
+absl::StatusOr<v1::JobSpec> BuildMegatronJob(const v1::MegatronJob& megatron,
+                                             const std::map<std::string, std::string>& env,
+                                             const std::string& field,
+                                             std::vector<std::string>* notes) {
+  if (megatron.num_gpus() == 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, ".num_gpus = 0: the job's world size is required (> 0)"));
+  }
+  if (megatron.model_case() == v1::MegatronJob::MODEL_NOT_SET && megatron.args().empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        field, ".args = \"\": the argument line is required without a preset or "
+               "hf_config_json"));
+  }
+  absl::StatusOr<std::vector<std::string>> args = SplitArgumentLine(megatron.args());
+  if (!args.ok()) return FieldError(absl::StrCat(field, ".args"), args.status());
+  const JobSource source{.preset = megatron.preset(),
+                         .hf_config_json = megatron.hf_config_json(),
+                         .megatron_args = *std::move(args),
+                         .env = env,
+                         .num_gpus = megatron.num_gpus()};
+  absl::StatusOr<v1::JobSpec> spec = BuildJob(source, notes);
+  if (!spec.ok()) return FieldError(field, spec.status());
+  return spec;
+}
+
+}  // namespace
+
+absl::StatusOr<ResolvedJob> ResolveJobSource(const v1::JobSource& source,
+                                             absl::string_view field) {
+  const std::map<std::string, std::string> env(source.env().begin(), source.env().end());
+  ResolvedJob job;
+  switch (source.source_case()) {
+    case v1::JobSource::kSpec:
+      job.spec = source.spec();
+      ApplyEnvironment(env, &job.spec);
+      break;
+    case v1::JobSource::kMegatron: {
+      absl::StatusOr<v1::JobSpec> spec = BuildMegatronJob(
+          source.megatron(), env, absl::StrCat(field, ".megatron"), &job.notes);
+      if (!spec.ok()) return spec.status();
+      job.spec = *std::move(spec);
+      break;
+    }
+    case v1::JobSource::SOURCE_NOT_SET:
+      return absl::InvalidArgumentError(
+          absl::StrCat(field, ": missing; set spec or megatron"));
+  }
+  if (source.gpus_per_node() > 0) {
+    job.spec.mutable_runtime()->set_gpus_per_node(source.gpus_per_node());
+  }
+  return job;
+}
+
+absl::StatusOr<v1::GpuSpec> ResolveGpu(const v1::CheckRequest& request,
+                                       const GpuCatalog& catalog) {
+  switch (request.gpu_case()) {
+    case v1::CheckRequest::kGpuName: {
+      absl::StatusOr<v1::GpuSpec> gpu = catalog.Find(request.gpu_name());
+      if (!gpu.ok()) return FieldError("gpu_name", gpu.status());
+      return gpu;
+    }
+    case v1::CheckRequest::kGpuMemoryBytes: {
+      if (request.gpu_memory_bytes() == 0) {
+        return absl::InvalidArgumentError("gpu_memory_bytes = 0: must be > 0");
+      }
+      v1::GpuSpec gpu;
+      gpu.set_memory_bytes(request.gpu_memory_bytes());
+      return gpu;
+    }
+    case v1::CheckRequest::GPU_NOT_SET:
+      break;
+  }
+  return absl::InvalidArgumentError(
+      "gpu: missing; set gpu_name (see ListGpus) or gpu_memory_bytes");
+}
+
+}  // namespace oomguard::service
