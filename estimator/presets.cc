@@ -1,5 +1,5 @@
 // Built-in presets: public HuggingFace config.json texts (preset_configs.inc)
-// read on demand through ParseHfConfig.
+// read through ParseHfConfig once, on first use.
 #include "estimator/presets.h"
 
 #include <algorithm>
@@ -73,6 +73,27 @@ std::string KnownNames() {
   return absl::StrJoin(names, ", ");
 }
 
+// Every preset's ModelSpec, parsed once (index = position in kPresetTable),
+// so lookups on the service's hot path copy instead of re-parsing JSON.
+const std::vector<absl::StatusOr<v1::ModelSpec>>& ParsedPresets() {
+  static const auto* const kParsed = [] {
+    auto* parsed = new std::vector<absl::StatusOr<v1::ModelSpec>>();
+    for (const PresetEntry& entry : kPresetTable) {
+      absl::StatusOr<v1::ModelSpec> model = ParseHfConfig(entry.config_json);
+      if (model.ok()) {
+        model->set_name(std::string(entry.display_name));
+      } else {
+        // Preset data is compiled in; a failure here is a bug in the table.
+        model = absl::InternalError(absl::StrCat("preset \"", std::string(entry.name),
+                                                 "\": ", model.status().message()));
+      }
+      parsed->push_back(std::move(model));
+    }
+    return parsed;
+  }();
+  return *kParsed;
+}
+
 }  // namespace
 
 const std::vector<PresetInfo>& ListPresets() {
@@ -88,15 +109,7 @@ absl::StatusOr<v1::ModelSpec> FindPreset(std::string_view name) {
         absl::StrCat("unknown preset \"", std::string(name),
                      "\"; known presets: ", KnownNames()));
   }
-  absl::StatusOr<v1::ModelSpec> model = ParseHfConfig(entry->config_json);
-  if (!model.ok()) {
-    // Preset data is compiled in; a failure here is a bug in the table.
-    return absl::InternalError(absl::StrCat("preset \"",
-                                            std::string(entry->name),
-                                            "\": ", model.status().message()));
-  }
-  model->set_name(std::string(entry->display_name));
-  return model;
+  return ParsedPresets()[entry - kPresetTable];
 }
 
 }  // namespace oomguard
