@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -60,6 +61,7 @@ ChunkCost CostOfChunk(const ValidatedJob& j, const StageContents& st, const Bloc
   }
   c.total.dense_params = layers.dense_params;
   c.total.expert_params = layers.expert_params;
+  c.total.adam_params = layers.adam_params;
   c.total.act_bytes = layer_act;
   c.layer_act = layer_act;
   c.routed_act = j.recompute == v1::RECOMPUTE_GRANULARITY_FULL ? 0 : layers.routed_act_bytes;
@@ -67,7 +69,10 @@ ChunkCost CostOfChunk(const ValidatedJob& j, const StageContents& st, const Bloc
   if (st.has_embedding) c.total.Add(b.embedding);
   const bool builds_embedding = st.has_embedding || st.num_mtp_layers > 0;
   if (st.num_mtp_layers > 0) {
-    if (!st.has_embedding) c.total.dense_params += b.embedding.params();
+    if (!st.has_embedding) {
+      c.total.dense_params += b.embedding.params();
+      c.total.adam_params += b.embedding.adam_params;
+    }
     BlockCost mtp = b.mtp;
     if (j.recompute == v1::RECOMPUTE_GRANULARITY_FULL) {
       const BlockCost& inner = j.mtp_layer_is_moe ? b.moe_layer : b.dense_layer;
@@ -89,22 +94,42 @@ ChunkCost CostOfChunk(const ValidatedJob& j, const StageContents& st, const Bloc
   return c;
 }
 
-void FillStatic(const ValidatedJob& j, double dense, double expert, v1::StaticBytes* s) {
-  const double r_dense = j.distributed_optimizer ? static_cast<double>(j.dp * j.cp) : 1;
-  const double r_expert = j.distributed_optimizer ? static_cast<double>(j.edp) : 1;
+// How many GPUs share the optimizer state of one dense and one expert
+// element: each distributed-optimizer instance shards over its part of the
+// data-parallel group.
+std::pair<double, double> OptimizerShards(const ValidatedJob& j) {
+  if (!j.distributed_optimizer) return {1, 1};
+  const double instances = static_cast<double>(j.optimizer_instances);
+  return {static_cast<double>(j.dp * j.cp) / instances, static_cast<double>(j.edp) / instances};
+}
+
+// `adam` of the `dense` elements take Adam's moments under Muon.
+void FillStatic(const ValidatedJob& j, double dense, double adam, double expert,
+                v1::StaticBytes* s) {
+  const auto [r_dense, r_expert] = OptimizerShards(j);
   const double f = j.offload_fraction;
   const double gpu_opt = j.master_bytes + j.moment_bytes * (1 - f);
   const double host_opt = (j.master_bytes + j.moment_bytes) * f;
+  const double extra_moments = adam * (j.adam_moment_bytes - j.moment_bytes);
   s->set_dense_param_bytes(Bytes(dense * j.param_bytes));
   s->set_dense_grad_bytes(Bytes(dense * j.grad_bytes));
-  s->set_dense_optimizer_bytes(Bytes(dense * gpu_opt / r_dense));
+  s->set_dense_optimizer_bytes(Bytes((dense * gpu_opt + extra_moments * (1 - f)) / r_dense));
   s->set_expert_param_bytes(Bytes(expert * j.param_bytes));
   s->set_expert_grad_bytes(Bytes(expert * j.grad_bytes));
   s->set_expert_optimizer_bytes(Bytes(expert * gpu_opt / r_expert));
-  s->set_host_optimizer_bytes(Bytes(dense * host_opt / r_dense + expert * host_opt / r_expert));
+  s->set_host_optimizer_bytes(
+      Bytes((dense * host_opt + extra_moments * f) / r_dense + expert * host_opt / r_expert));
   s->set_total_bytes(s->dense_param_bytes() + s->dense_grad_bytes() + s->dense_optimizer_bytes() +
                      s->expert_param_bytes() + s->expert_grad_bytes() +
                      s->expert_optimizer_bytes());
+}
+
+// The fp32 gradient copies the optimizer step makes for the master
+// parameters when the gradient buffer holds 16-bit gradients.
+double OptimizerStepBytes(const ValidatedJob& j, double dense, double expert) {
+  if (j.grad_bytes >= 4 || j.master_bytes == 0) return 0;
+  const auto [r_dense, r_expert] = OptimizerShards(j);
+  return 4 * (dense / r_dense + expert / r_expert);
 }
 
 // Sums children into their parents (repeated nodes count repeat times).
@@ -201,11 +226,12 @@ absl::StatusOr<v1::EstimateReport> Estimate(const v1::JobSpec& job, const Estima
   for (int64_t r = 0; r < j.pp; ++r) {
     v1::RankReport* rank = report.add_ranks();
     rank->set_pp_rank(r);
-    double dense = 0, expert = 0, transient = 0;
+    double dense = 0, adam = 0, expert = 0, transient = 0;
     for (int64_t c = 0; c < j.vpp; ++c) {
       chunks[c] = CostOfChunk(j, j.stages[r + c * j.pp], b);
       chunk_act[c] = chunks[c].total.act_bytes;
       dense += chunks[c].total.dense_params;
+      adam += chunks[c].total.adam_params;
       expert += chunks[c].total.expert_params;
       transient = std::max(transient, chunks[c].transient);
     }
@@ -216,6 +242,7 @@ absl::StatusOr<v1::EstimateReport> Estimate(const v1::JobSpec& job, const Estima
     for (int64_t c = 0; c < j.vpp; ++c) {
       const StageContents& st = j.stages[r + c * j.pp];
       const double count = static_cast<double>(in_flight.per_chunk[c]);
+      mem.has_output_layer = mem.has_output_layer || st.has_loss;
       mem.routed_activation_bytes += count * chunks[c].routed_act;
       mem.layer_activation_bytes += count * chunks[c].layer_act;
       v1::ChunkReport* cr = rank->add_chunks();
@@ -233,12 +260,15 @@ absl::StatusOr<v1::EstimateReport> Estimate(const v1::JobSpec& job, const Estima
     rank->set_dense_parameters(Bytes(dense));
     rank->set_expert_parameters(Bytes(expert));
     rank->set_parameters(rank->dense_parameters() + rank->expert_parameters());
-    FillStatic(j, dense, expert, rank->mutable_static_());
+    FillStatic(j, dense, adam, expert, rank->mutable_static_());
     rank->set_static_bytes(rank->static_().total_bytes());
     rank->set_activation_bytes(Bytes(in_flight.held_bytes));
     rank->set_transient_bytes(Bytes(transient));
+    rank->set_optimizer_step_bytes(Bytes(OptimizerStepBytes(j, dense, expert)));
     AddOverheads(j, mem, rank->mutable_overheads());
-    uint64_t allocated = rank->static_bytes() + rank->activation_bytes() + rank->transient_bytes();
+    uint64_t allocated =
+        rank->static_bytes() + std::max(rank->activation_bytes() + rank->transient_bytes(),
+                                        rank->optimizer_step_bytes());
     uint64_t device_only = 0;
     for (const v1::Overhead& o : rank->overheads()) {
       (o.in_allocated() ? allocated : device_only) += o.bytes();

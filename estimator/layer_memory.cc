@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <string>
 
+#include "absl/strings/match.h"
+#include "absl/strings/string_view.h"
+
 namespace oomguard {
 namespace {
 
@@ -28,6 +31,14 @@ bool Offloads(const ValidatedJob& j, const char* module) {
          j.offload_modules.end();
 }
 
+// Muon updates 2-D hidden weights only; embeddings, the output layer and
+// 1-D parameters (norm weights) stay with Adam. Linear biases are 1-D too
+// but are counted with their weight (under 0.1% of a linear's elements).
+bool LeftToAdamByMuon(absl::string_view name, absl::string_view type) {
+  return absl::StrContains(type, "Norm") || absl::StrContains(type, "Embedding") ||
+         name == "output_layer";
+}
+
 // Adds a module to the block totals and, when a tree is wanted, as a node.
 class BlockBuilder {
  public:
@@ -39,6 +50,7 @@ class BlockBuilder {
                          double dense_params, double expert_params, double act) {
     cost_->dense_params += dense_params;
     cost_->expert_params += expert_params;
+    if (LeftToAdamByMuon(name, type)) cost_->adam_params += dense_params;
     cost_->act_bytes += act;
     v1::ModuleNode* host = parent ? parent : tree_;
     if (host == nullptr) return nullptr;
@@ -88,7 +100,7 @@ double DropoutMask(const ValidatedJob& j, const Shape& s) {
 // attention keeps the fp32 softmax and a bf16 copy), plus dropout mask and
 // dropout output when attention dropout is on.
 double ScoreBytesPerElement(const ValidatedJob& j) {
-  double bytes = j.local_attention ? 6 : 2;
+  double bytes = j.local_attention && !j.fused_softmax ? 6 : 2;
   if (j.attention_dropout > 0) bytes += 3;
   return bytes;
 }
@@ -107,9 +119,17 @@ double CoreAttentionInternals(const ValidatedJob& j, const Shape& s, double head
   return ScoreElements(j, heads_per_rank) * ScoreBytesPerElement(j);
 }
 
+// Backward working set of core attention: unfused attention's fp32 score
+// gradient (plus the probabilities `core_attn` recompute brings back), or
+// flash attention's q/k/v gradients.
 double AttentionTransient(const ValidatedJob& j, const Shape& s, double heads_per_rank,
                           double qkv_width_per_rank) {
-  if (!j.flash_attention) return 4 * ScoreElements(j, heads_per_rank);
+  if (!j.flash_attention) {
+    const double recomputed = j.HasRecomputeModule(v1::RECOMPUTE_MODULE_CORE_ATTN)
+                                  ? ScoreBytesPerElement(j)
+                                  : 0;
+    return (4 + recomputed) * ScoreElements(j, heads_per_rank);
+  }
   return 2 * s.elt * s.full_tokens * qkv_width_per_rank;
 }
 
@@ -275,6 +295,7 @@ void MoeMlp(const ValidatedJob& j, const Shape& s, BlockBuilder& b, BlockCost& c
 void BlockCost::Add(const BlockCost& o, double times) {
   dense_params += o.dense_params * times;
   expert_params += o.expert_params * times;
+  adam_params += o.adam_params * times;
   act_bytes += o.act_bytes * times;
   routed_act_bytes += o.routed_act_bytes * times;
   full_act_bytes = std::max(full_act_bytes, o.full_act_bytes);

@@ -17,6 +17,9 @@ namespace oomguard {
 struct BlockCost {
   double dense_params = 0;   // Elements replicated over DP (sharded over DP x CP).
   double expert_params = 0;  // Routed-expert elements (sharded over expert DP).
+  // Of dense_params, the embeddings, output layer and norms: what Muon
+  // leaves to Adam (Megatron's get_megatron_muon_optimizer).
+  double adam_params = 0;
   // Bytes kept for backward per micro-batch.
   double act_bytes = 0;
   // Of act_bytes, the routed-expert tokens and their FFN intermediates

@@ -568,18 +568,6 @@ absl::Status ApplyFp8Format(const FlagUse&, ParseState& s) {
   return absl::OkStatus();
 }
 
-absl::Status ApplyDistributedOptimizerInstances(const FlagUse& flag,
-                                                ParseState& s) {
-  absl::StatusOr<uint32_t> value = ParseUint32(flag);
-  if (!value.ok()) return value.status();
-  if (*value > 1) {
-    s.Note(absl::StrCat(flag.display, " ", *value,
-                        ": not modelled; optimizer state is assumed sharded "
-                        "over the whole data-parallel group"));
-  }
-  return absl::OkStatus();
-}
-
 absl::Status Accept(const FlagUse&, ParseState&) { return absl::OkStatus(); }
 
 absl::Status SetGroupQueryAttention(const FlagUse&, ParseState& s) {
@@ -692,8 +680,6 @@ void AddParallelismFlags(FlagTable& t) {
       Custom(Arity::kOne, ApplyPipelineLayout);
   t["overlap-moe-expert-parallel-comm"] =
       Switch(p, &P::set_overlap_moe_expert_parallel_comm, true);
-  t["num-distributed-optimizer-instances"] =
-      Custom(Arity::kOne, ApplyDistributedOptimizerInstances);
 }
 
 void AddTrainingFlags(FlagTable& t) {
@@ -702,6 +688,11 @@ void AddTrainingFlags(FlagTable& t) {
   t["micro-batch-size"] = Uint(tr, &T::set_micro_batch_size);
   t["global-batch-size"] = Custom(Arity::kOne, ApplyGlobalBatchSize);
   t["seq-length"] = Uint(tr, &T::set_seq_length);
+  t["defer-embedding-wgrad-compute"] =
+      Switch(tr, &T::set_defer_embedding_wgrad_compute, true);
+  t["wgrad-deferral-limit"] = Uint(tr, &T::set_wgrad_deferral_limit);
+  t["no-masked-softmax-fusion"] =
+      Switch(tr, &T::set_masked_softmax_fusion, false);
   t["rampup-batch-size"] = Custom(Arity::kList, ApplyRampupBatchSize);
   t["step-batch-size-schedule"] =
       Custom(Arity::kList, ApplyStepBatchSizeSchedule);
@@ -763,6 +754,8 @@ void AddPrecisionFlags(FlagTable& t) {
                          {"dist_muon", v1::OPTIMIZER_MUON}});
   t["use-distributed-optimizer"] =
       Switch(p, &P::set_use_distributed_optimizer, true);
+  t["num-distributed-optimizer-instances"] =
+      Uint(p, &P::set_num_distributed_optimizer_instances);
   t["grad-reduce-in-bf16"] =
       Switch(p, &P::set_main_grads_dtype, v1::DTYPE_BF16);
   t["accumulate-allreduce-grads-in-fp32"] =
@@ -871,7 +864,7 @@ constexpr absl::string_view kSilentFlags[] = {
     // Kernel choices and numerics with the same saved tensors.
     "use-mcore-models", "no-gradient-accumulation-fusion",
     "gradient-accumulation-fusion", "attention-softmax-in-fp32",
-    "apply-query-key-layer-scaling", "no-masked-softmax-fusion",
+    "apply-query-key-layer-scaling",
     "no-bias-gelu-fusion", "no-bias-swiglu-fusion", "no-bias-dropout-fusion",
     "no-persist-layer-norm", "apply-residual-connection-post-layernorm",
     "openai-gelu", "te-rng-tracker", "inference-rng-tracker", "norm-epsilon",
@@ -910,10 +903,6 @@ constexpr Unmodelled kUnmodelledFlags[] = {
     {"tp-comm-overlap-cfg",
      "TP communication overlap user buffers are not modelled"},
     {"delay-wgrad-compute", "delayed weight-gradient buffers are not modelled"},
-    {"wgrad-deferral-limit",
-     "deferred weight-gradient buffers are not modelled"},
-    {"defer-embedding-wgrad-compute",
-     "deferred embedding weight-gradient buffers are not modelled"},
     {"moe-flex-dispatcher-backend",
      "dispatcher communication buffers (DeepEP/HybridEP) are not modelled"},
     {"encoder-num-layers", "encoder-decoder (T5) models are not modelled"},

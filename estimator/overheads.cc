@@ -1,5 +1,6 @@
 #include "estimator/overheads.h"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -38,18 +39,54 @@ int CommunicatorCount(const ValidatedJob& j) {
 
 void AddOverheads(const ValidatedJob& j, const RankMemory& m,
                   google::protobuf::RepeatedPtrField<v1::Overhead>* out) {
+  // One micro-batch on one GPU: bytes per element, tokens inside the TP
+  // region, tokens in the sequence-parallel region.
+  const double elt = j.param_bytes >= 4 ? 4 : 2;
+  const double tokens = static_cast<double>(j.micro_batch) * j.seq / j.cp;
+  const double sp_tokens = j.sp ? tokens / j.tp : tokens;
   Add(out, "library_workspaces", 64 * kMiB + (j.transformer_engine ? 32 * kMiB : 0), true,
       "cuBLAS/cuBLASLt workspaces allocated through PyTorch (64 MiB measured on H100) plus "
       "Transformer Engine's 32 MiB GEMM workspace");
-  if (j.local_attention) {
-    Add(out, "attention_score_buffer",
-        2.0 * j.micro_batch * (static_cast<double>(j.heads) / j.tp) * (static_cast<double>(j.seq) / j.cp) *
-            static_cast<double>(j.seq),
-        true, "Megatron's local attention keeps a persistent bf16 [b, heads, s, s] score buffer");
+  if (j.transformer_engine && j.grouped_gemm && j.is_moe_model()) {
+    Add(out, "grouped_gemm_workspaces", 4 * 32 * kMiB, true,
+        "Transformer Engine's grouped GEMM runs on 4 cuBLAS streams, each with its own 32 MiB "
+        "workspace on Hopper and newer (0.13 GiB measured in Megatron's grouped-GEMM MoE tests)");
+  }
+  {
+    // Megatron's GlobalMemoryBuffer keeps the largest tensor it served per
+    // dtype for reuse: the local attention's [b * heads, s, s] score
+    // buffer, the allgather MoE dispatcher's hidden states (gathered over
+    // EP x ETP) and, without TE, the sequence-parallel linears' inputs.
+    double buffer = 0;
+    if (j.local_attention) {
+      buffer = elt * j.micro_batch * (static_cast<double>(j.heads) / j.tp) *
+               (static_cast<double>(j.seq) / j.cp) * static_cast<double>(j.seq);
+    }
+    if (j.is_moe_model() && j.allgather_dispatcher && j.ep * j.etp > 1) {
+      buffer = std::max(buffer, elt * sp_tokens * static_cast<double>(j.ep * j.etp) * j.hidden);
+    }
+    if (!j.transformer_engine && j.sp && j.tp > 1) {
+      buffer = std::max(buffer, elt * tokens * j.hidden);
+    }
+    Add(out, "global_memory_buffer", buffer, true,
+        "Megatron's GlobalMemoryBuffer keeps the largest tensor it served: the local attention's "
+        "[b*heads, s, s] score buffer, the allgather MoE dispatcher's hidden states over EP x ETP, "
+        "sequence-parallel inputs of non-TE linears");
+  }
+  if (j.defer_embedding_wgrad && m.has_output_layer) {
+    // Backward of micro-batch i keeps i-1 earlier ones (at most the limit).
+    double deferred = static_cast<double>(j.num_microbatches - 1);
+    if (j.wgrad_deferral_limit > 0) {
+      deferred = std::min(deferred, static_cast<double>(j.wgrad_deferral_limit));
+    }
+    const double logits_grad = elt * tokens * static_cast<double>(j.padded_vocab) / j.tp;
+    const double input = elt * sp_tokens * static_cast<double>(j.hidden);
+    Add(out, "deferred_embedding_wgrad", deferred * (logits_grad + input), true,
+        "--defer-embedding-wgrad-compute: the last stage keeps the logits gradient and the "
+        "output layer's input of each deferred micro-batch until the pipeline flush");
   }
   if (j.pp > 1) {
-    const double tokens = static_cast<double>(j.micro_batch) * j.seq / j.cp / (j.sp ? j.tp : 1);
-    Add(out, "pipeline_p2p_buffers", 2 * 2 * tokens * j.hidden, true,
+    Add(out, "pipeline_p2p_buffers", 2 * elt * sp_tokens * j.hidden, true,
         "one received activation and one outgoing gradient of shape [s/CP/(SP?TP:1), b, h]");
   }
   if (j.is_moe_model() && !j.force_balance && j.capacity_factor == 0) {

@@ -20,6 +20,7 @@ struct RankMemory {
   double routed_activation_bytes = 0;  // Of those, routed-expert tokens.
   double transient_bytes = 0;
   double layer_activation_bytes = 0;   // Decoder-layer part of held activations.
+  bool has_output_layer = false;       // The rank runs the output layer and loss.
 };
 
 // Appends the overheads of one rank to `out`.

@@ -123,6 +123,8 @@ absl::Status ResolveModel(const v1::ModelSpec& m, ValidatedJob& j,
   j.shared_ffn = m.moe_shared_expert_intermediate_size();
   j.grouped_gemm = m.moe_grouped_gemm();
   j.router_fp32 = m.moe_router_dtype_fp32();
+  j.allgather_dispatcher = m.moe_token_dispatcher() == v1::TOKEN_DISPATCHER_UNSPECIFIED ||
+                           m.moe_token_dispatcher() == v1::TOKEN_DISPATCHER_ALLGATHER;
   j.force_balance = m.moe_router_force_load_balancing();
   j.capacity_factor = m.has_moe_expert_capacity_factor() ? m.moe_expert_capacity_factor() : 0;
   j.pad_to_capacity = m.moe_pad_expert_input_to_capacity();
@@ -334,6 +336,16 @@ absl::Status ResolveTraining(const v1::JobSpec& job, ValidatedJob& j) {
   }
   j.ce_fusion = t.cross_entropy_fusion();
   j.rope_fused = j.rope && (t.has_rope_fusion() ? t.rope_fusion() : true) && j.transformer_engine;
+  j.fused_softmax = (t.has_masked_softmax_fusion() ? t.masked_softmax_fusion() : true) &&
+                    job.precision().params_dtype() != v1::DTYPE_FP32 && j.seq > 16 &&
+                    j.seq <= 16384 && j.seq % 4 == 0 &&
+                    (j.micro_batch * j.heads / j.tp) % 4 == 0;
+  j.defer_embedding_wgrad = t.defer_embedding_wgrad_compute();
+  j.wgrad_deferral_limit = t.wgrad_deferral_limit();
+  if (j.wgrad_deferral_limit > 0 && !j.defer_embedding_wgrad) {
+    return Bad("training.wgrad_deferral_limit", j.wgrad_deferral_limit,
+               "needs training.defer_embedding_wgrad_compute");
+  }
   return absl::OkStatus();
 }
 
@@ -404,7 +416,7 @@ absl::Status ResolvePrecision(const v1::PrecisionSpec& p, ValidatedJob& j) {
   }
   const bool low_precision = params != v1::DTYPE_FP32;
   j.param_bytes = DtypeBytes(params, 2);
-  j.grad_bytes = DtypeBytes(p.main_grads_dtype(), low_precision ? 4 : 4);
+  j.grad_bytes = DtypeBytes(p.main_grads_dtype(), params == v1::DTYPE_FP16 ? 2 : 4);
   if (!low_precision) j.grad_bytes = 4;
   const bool aware = p.use_precision_aware_optimizer();
   if (!aware && (p.exp_avg_dtype() != v1::DTYPE_UNSPECIFIED ||
@@ -416,15 +428,30 @@ absl::Status ResolvePrecision(const v1::PrecisionSpec& p, ValidatedJob& j) {
   j.master_bytes = low_precision ? DtypeBytes(p.main_params_dtype(), 4) : 0;
   const double m1 = DtypeBytes(p.exp_avg_dtype(), 4);
   const double m2 = DtypeBytes(p.exp_avg_sq_dtype(), 4);
-  switch (p.optimizer()) {
-    case v1::OPTIMIZER_SGD:
-    case v1::OPTIMIZER_MUON:
-      j.moment_bytes = m1;
-      break;
-    default:
-      j.moment_bytes = m1 + m2;
-  }
+  j.moment_bytes = p.optimizer() == v1::OPTIMIZER_SGD || p.optimizer() == v1::OPTIMIZER_MUON
+                       ? m1
+                       : m1 + m2;
+  j.adam_moment_bytes = p.optimizer() == v1::OPTIMIZER_MUON ? m1 + m2 : j.moment_bytes;
   j.distributed_optimizer = p.use_distributed_optimizer();
+  j.optimizer_instances =
+      p.has_num_distributed_optimizer_instances() ? p.num_distributed_optimizer_instances() : 1;
+  if (auto s = CheckSize("precision.num_distributed_optimizer_instances", j.optimizer_instances,
+                         1 << 20);
+      !s.ok()) {
+    return s;
+  }
+  if (j.optimizer_instances > 1) {
+    if (!j.distributed_optimizer) {
+      return Bad("precision.num_distributed_optimizer_instances", j.optimizer_instances,
+                 "needs precision.use_distributed_optimizer");
+    }
+    if ((j.dp * j.cp) % j.optimizer_instances != 0 ||
+        (j.is_moe_model() && j.edp % j.optimizer_instances != 0)) {
+      return Bad("precision.num_distributed_optimizer_instances", j.optimizer_instances,
+                 absl::StrCat("must divide DP x CP = ", j.dp * j.cp,
+                              j.is_moe_model() ? absl::StrCat(" and expert DP = ", j.edp) : ""));
+    }
+  }
   j.offload_fraction = 0;
   if (p.optimizer_cpu_offload()) {
     j.offload_fraction = p.has_optimizer_offload_fraction() ? p.optimizer_offload_fraction() : 1.0;

@@ -37,6 +37,7 @@ struct ValidatedJob {
   std::vector<bool> is_moe_layer;  // Per decoder layer.
   bool mtp_layer_is_moe;
   bool grouped_gemm, router_fp32, force_balance;
+  bool allgather_dispatcher;
   double capacity_factor;  // 0 = dropless.
   bool pad_to_capacity;
   int64_t mtp_layers;
@@ -53,6 +54,9 @@ struct ValidatedJob {
   bool transformer_engine;   // TE layers (fused norm+linear).
   v1::CrossEntropyFusion ce_fusion;
   bool rope_fused;
+  bool defer_embedding_wgrad;
+  bool fused_softmax;  // Local attention keeps 2-byte probabilities only.
+  int64_t wgrad_deferral_limit;  // 0 = every micro-batch.
 
   // Recompute.
   v1::RecomputeGranularity recompute;
@@ -65,7 +69,11 @@ struct ValidatedJob {
 
   // Precision and optimizer: bytes per parameter element.
   double param_bytes, grad_bytes, master_bytes, moment_bytes;
+  // Moment bytes of the parameters Muon leaves to Adam (embeddings, output
+  // layer, 1-D); equal to moment_bytes for the other optimizers.
+  double adam_moment_bytes;
   bool distributed_optimizer;
+  int64_t optimizer_instances;  // Distributed-optimizer copies over DP.
   double offload_fraction;  // Of the optimizer moments, on the host.
   bool fp8, fp8_param_gather;
 

@@ -27,6 +27,9 @@ TEST(Calibration, MegatronCiCasesWithinTargets) {
   for (const CaseResult& r : results) {
     if (!r.c.excluded.empty() || !r.c.gpus_known) continue;
     ASSERT_TRUE(r.error.empty()) << r.c.name << ": " << r.error;
+    // Every targeted case, small ones included.
+    EXPECT_LT(std::abs(r.static_err()), 0.07) << r.c.name;
+    EXPECT_LT(std::abs(r.peak_err()), 0.10) << r.c.name;
     if (r.c.measured_peak > 4.0 * (1 << 30)) {
       EXPECT_LT(std::abs(r.peak_err()), 0.10) << r.c.name;
       EXPECT_GT(r.peak_err(), -0.05) << r.c.name;
@@ -35,6 +38,7 @@ TEST(Calibration, MegatronCiCasesWithinTargets) {
   const CalibrationSummary s = Summarise(results);
   EXPECT_GE(s.targeted, 30);
   EXPECT_LT(s.peak_median, 0.05);
+  EXPECT_LT(s.static_median, 0.02);
   std::cout << FormatCalibration(results);
 }
 

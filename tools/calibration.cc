@@ -115,8 +115,7 @@ absl::StatusOr<std::vector<CalibrationCase>> LoadSweepCases(const std::string& p
     return static_cast<size_t>(std::find(header.begin(), header.end(), name) - header.begin());
   };
   const size_t id = column("config_id"), argv = column("argv"), st = column("static_alloc_mib"),
-               pre = column("pre_fwd_alloc_mib"), peak = column("peak_alloc_mib"),
-               grad = column("grad_fp32");
+               peak = column("peak_alloc_mib");
   std::vector<CalibrationCase> cases;
   for (size_t i = 1; i < lines->size(); ++i) {
     const std::vector<std::string> f = SplitCsv((*lines)[i]);
@@ -124,15 +123,14 @@ absl::StatusOr<std::vector<CalibrationCase>> LoadSweepCases(const std::string& p
     CalibrationCase c;
     c.name = absl::StrCat("sweep/", f[id]);
     c.argv = absl::StrSplit(f[argv], ' ', absl::SkipEmpty());
+    // The sweep ran Megatron's local attention with masked_softmax_fusion
+    // off (h100_single_gpu_sweep.md), which its argv column does not say.
+    if (absl::StrContains(c.name, "local_unfused")) c.argv.push_back("--no-masked-softmax-fusion");
     c.gpus = 1;
     c.gpus_known = true;
     c.without_workspaces = true;
     double mib = 0;
-    // With bf16 main grads the optimizer still holds fp32 .grad copies right
-    // after the step; the steady state before the next forward is comparable.
-    const bool step_quirk = f[grad] == "false";
-    if (!step_quirk && absl::SimpleAtod(f[st], &mib)) c.measured_static = mib * kMiB;
-    if (step_quirk && absl::SimpleAtod(f[pre], &mib)) c.measured_static = mib * kMiB;
+    if (absl::SimpleAtod(f[st], &mib)) c.measured_static = mib * kMiB;
     if (absl::SimpleAtod(f[peak], &mib)) c.measured_peak = mib * kMiB;
     cases.push_back(std::move(c));
   }
@@ -160,13 +158,16 @@ CaseResult EvaluateCase(const CalibrationCase& c) {
   const v1::RankReport& last = report->ranks(report->ranks_size() - 1);
   double persistent = 0, workspaces = 0;
   for (const v1::Overhead& o : last.overheads()) {
-    if (o.name() == "library_workspaces") workspaces = static_cast<double>(o.bytes());
-    if (o.name() == "library_workspaces" || o.name() == "pipeline_p2p_buffers" ||
-        o.name() == "attention_score_buffer") {
+    const bool workspace =
+        o.name() == "library_workspaces" || o.name() == "grouped_gemm_workspaces";
+    if (workspace) workspaces += static_cast<double>(o.bytes());
+    if (workspace || o.name() == "pipeline_p2p_buffers" ||
+        o.name() == "global_memory_buffer") {
       persistent += static_cast<double>(o.bytes());
     }
   }
-  r.est_static = static_cast<double>(last.static_bytes()) + persistent;
+  // Measured after the optimizer step, before the next zero_grad.
+  r.est_static = static_cast<double>(last.static_bytes() + last.optimizer_step_bytes()) + persistent;
   r.est_peak = static_cast<double>(last.peak_allocated_bytes());
   if (c.without_workspaces) {
     r.est_static -= workspaces;
