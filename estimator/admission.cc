@@ -39,15 +39,16 @@ using Rung = std::vector<Change>;
 
 uint32_t TensorParallel(const v1::JobSpec& j) {
   return j.parallelism().has_tensor_model_parallel_size()
-             ? j.parallelism().tensor_model_parallel_size() : 1;
+             ? j.parallelism().tensor_model_parallel_size()
+             : 1;
 }
 uint32_t PipelineParallel(const v1::JobSpec& j) {
   return j.parallelism().has_pipeline_model_parallel_size()
-             ? j.parallelism().pipeline_model_parallel_size() : 1;
+             ? j.parallelism().pipeline_model_parallel_size()
+             : 1;
 }
 uint32_t ContextParallel(const v1::JobSpec& j) {
-  return j.parallelism().has_context_parallel_size() ? j.parallelism().context_parallel_size()
-                                                     : 1;
+  return j.parallelism().has_context_parallel_size() ? j.parallelism().context_parallel_size() : 1;
 }
 bool HasCudaGraphs(const v1::JobSpec& j) {
   const v1::CudaGraphImpl impl = j.runtime().cuda_graph_impl();
@@ -76,8 +77,7 @@ std::vector<v1::RecomputeModule> SelectiveModules(const v1::RecomputeSpec& r) {
 
 // "moe_act" for RECOMPUTE_MODULE_MOE_ACT: the --recompute-modules word.
 std::string ModuleFlagName(v1::RecomputeModule m) {
-  return absl::AsciiStrToLower(
-      absl::StripPrefix(v1::RecomputeModule_Name(m), "RECOMPUTE_MODULE_"));
+  return absl::AsciiStrToLower(absl::StripPrefix(v1::RecomputeModule_Name(m), "RECOMPUTE_MODULE_"));
 }
 
 // --- The changes ------------------------------------------------------------
@@ -146,8 +146,7 @@ std::optional<std::string> MorePipelineParallel(const v1::GpuSpec&, v1::JobSpec*
   v1::ParallelismSpec* p = job->mutable_parallelism();
   const uint64_t pp = PipelineParallel(*job);
   const uint64_t model_parallel = uint64_t{TensorParallel(*job)} * pp * ContextParallel(*job);
-  if (!p->pipeline_model_parallel_layout().empty() ||
-      p->num_gpus() % (2 * model_parallel) != 0) {
+  if (!p->pipeline_model_parallel_layout().empty() || p->num_gpus() % (2 * model_parallel) != 0) {
     return std::nullopt;
   }
   p->set_pipeline_model_parallel_size(static_cast<uint32_t>(2 * pp));
@@ -158,8 +157,7 @@ std::optional<std::string> MorePipelineParallel(const v1::GpuSpec&, v1::JobSpec*
 std::optional<std::string> MoreTensorParallel(const v1::GpuSpec&, v1::JobSpec* job) {
   v1::ParallelismSpec* p = job->mutable_parallelism();
   const uint64_t tp = TensorParallel(*job);
-  const uint64_t per_node =
-      job->runtime().has_gpus_per_node() ? job->runtime().gpus_per_node() : 8;
+  const uint64_t per_node = job->runtime().has_gpus_per_node() ? job->runtime().gpus_per_node() : 8;
   const uint64_t model_parallel = 2 * tp * PipelineParallel(*job) * ContextParallel(*job);
   if (2 * tp > per_node || p->num_gpus() % model_parallel != 0) return std::nullopt;
   p->set_tensor_model_parallel_size(static_cast<uint32_t>(2 * tp));
@@ -215,7 +213,8 @@ std::optional<std::string> FullRecompute(const v1::GpuSpec&, v1::JobSpec* job) {
   r->set_num_layers(1);
   r->clear_modules();
   std::string setting =
-      "--recompute-granularity full --recompute-method uniform --recompute-num-layers 1";
+      "--recompute-granularity full --recompute-method uniform "
+      "--recompute-num-layers 1";
   if (!GraphsAllowFullRecompute(*job)) {
     job->mutable_runtime()->set_cuda_graph_impl(v1::CUDA_GRAPH_IMPL_NONE);
     job->mutable_runtime()->clear_cuda_graph_modules();
@@ -231,7 +230,8 @@ std::optional<std::string> FullRecompute(const v1::GpuSpec&, v1::JobSpec* job) {
 const std::vector<Rung>& Ladder() {
   static const auto* const kLadder = new std::vector<Rung>{
       {{v1::Recommendation::KIND_ENVIRONMENT, "expandable_segments",
-        "expandable segments remove most of the caching allocator's fragmentation slack, at no "
+        "expandable segments remove most of the caching allocator's "
+        "fragmentation slack, at no "
         "throughput cost",
         EnableExpandableSegments}},
       {{v1::Recommendation::KIND_CONFIG_CHANGE, "recompute_moe_act",
@@ -241,28 +241,35 @@ const std::vector<Rung>& Ladder() {
       {{v1::Recommendation::KIND_CONFIG_CHANGE, "recompute_layernorm",
         "recomputing the norms costs almost no compute", RecomputeLayernorm}},
       {{v1::Recommendation::KIND_CONFIG_CHANGE, "recompute_mla_up_proj",
-        "recomputing the MLA up-projections frees the expanded query/key/value activations",
+        "recomputing the MLA up-projections frees the expanded query/key/value "
+        "activations",
         RecomputeMlaUpProj}},
       {{v1::Recommendation::KIND_CONFIG_CHANGE, "more_pipeline_parallel",
-        "fewer layers per pipeline stage; costs less throughput than more TP (about 6% when DP "
+        "fewer layers per pipeline stage; costs less throughput than more TP "
+        "(about 6% when DP "
         "halves)",
         MorePipelineParallel},
        {v1::Recommendation::KIND_CONFIG_CHANGE, "more_tensor_parallel",
-        "more PP is not possible here; more TP splits the weights and activations further but "
+        "more PP is not possible here; more TP splits the weights and "
+        "activations further but "
         "costs throughput (-28% on Llama-3-70B)",
         MoreTensorParallel}},
       {{v1::Recommendation::KIND_CONFIG_CHANGE, "distributed_optimizer",
-        "shards the optimizer state over the data-parallel ranks (~1-2% throughput)",
+        "shards the optimizer state over the data-parallel ranks (~1-2% "
+        "throughput)",
         DistributedOptimizer}},
       {{v1::Recommendation::KIND_CONFIG_CHANGE, "optimizer_cpu_offload",
-        "keeps the optimizer moments in host memory (needs host RAM, slows the optimizer step)",
+        "keeps the optimizer moments in host memory (needs host RAM, slows the "
+        "optimizer step)",
         OptimizerCpuOffload}},
       {{v1::Recommendation::KIND_CONFIG_CHANGE, "activation_cpu_offload",
-        "keeps layer activations in host memory; possible because PP = 1 and nothing is "
+        "keeps layer activations in host memory; possible because PP = 1 and "
+        "nothing is "
         "recomputed",
         ActivationCpuOffload}},
       {{v1::Recommendation::KIND_CONFIG_CHANGE, "full_recompute",
-        "recomputes whole layers in backward: the strongest saving, the highest compute cost",
+        "recomputes whole layers in backward: the strongest saving, the "
+        "highest compute cost",
         FullRecompute}},
   };
   return *kLadder;
@@ -294,7 +301,8 @@ std::optional<std::string> GraphsForFullRecompute(const v1::GpuSpec&, v1::JobSpe
   }
   job->mutable_runtime()->set_cuda_graph_impl(v1::CUDA_GRAPH_IMPL_NONE);
   job->mutable_runtime()->clear_cuda_graph_modules();
-  return "--cuda-graph-impl none (or selective recompute, or --cuda-graph-impl local "
+  return "--cuda-graph-impl none (or selective recompute, or --cuda-graph-impl "
+         "local "
          "--cuda-graph-scope full_iteration)";
 }
 
@@ -311,18 +319,22 @@ std::optional<std::string> NcclGraphRegisterOff(const v1::GpuSpec& gpu, v1::JobS
 const std::vector<Change>& Incompatibilities() {
   static const auto* const kChecks = new std::vector<Change>{
       {v1::Recommendation::KIND_INCOMPATIBILITY, "cpu_offloading_conflict",
-       "Megatron-Core refuses --cpu-offloading with pipeline parallelism > 1, with recompute "
+       "Megatron-Core refuses --cpu-offloading with pipeline parallelism > 1, "
+       "with recompute "
        "and with CUDA graphs",
        DropCpuOffloading},
       {v1::Recommendation::KIND_INCOMPATIBILITY, "nccl_ub_with_expandable_segments",
-       "NCCL user buffers (--use-nccl-ub) fail with PyTorch's expandable segments",
+       "NCCL user buffers (--use-nccl-ub) fail with PyTorch's expandable "
+       "segments",
        DropNcclUb},
       {v1::Recommendation::KIND_INCOMPATIBILITY, "full_recompute_with_cuda_graphs",
-       "Megatron-Core supports full (layer) recompute only with a full-iteration CUDA graph, "
+       "Megatron-Core supports full (layer) recompute only with a "
+       "full-iteration CUDA graph, "
        "not with TE-scoped graphs",
        GraphsForFullRecompute},
       {v1::Recommendation::KIND_INCOMPATIBILITY, "nccl_graph_register",
-       "Megatron-Core's CudaGraphManager requires NCCL_GRAPH_REGISTER=0 with CUDA graphs and "
+       "Megatron-Core's CudaGraphManager requires NCCL_GRAPH_REGISTER=0 with "
+       "CUDA graphs and "
        "expandable segments before Blackwell",
        NcclGraphRegisterOff},
   };
@@ -382,8 +394,8 @@ std::string FormatBytes(double bytes) {
   return absl::StrFormat("%.1f GiB", bytes / kGiB);
 }
 
-v1::Recommendation MakeRecommendation(const Change& change, std::string setting,
-                                      uint64_t before, uint64_t after, uint64_t usable) {
+v1::Recommendation MakeRecommendation(const Change& change, std::string setting, uint64_t before,
+                                      uint64_t after, uint64_t usable) {
   v1::Recommendation rec;
   rec.set_kind(change.kind);
   rec.set_id(change.id);
@@ -422,9 +434,9 @@ absl::StatusOr<bool> ClimbLadder(v1::JobSpec job, uint64_t peak, const v1::GpuSp
   return fits_with_settings;
 }
 
-absl::Status AddIncompatibilities(const v1::JobSpec& job, const Peak& base,
-                                  const v1::GpuSpec& gpu, uint64_t usable,
-                                  BudgetedEstimator& estimator, v1::CheckResponse* out) {
+absl::Status AddIncompatibilities(const v1::JobSpec& job, const Peak& base, const v1::GpuSpec& gpu,
+                                  uint64_t usable, BudgetedEstimator& estimator,
+                                  v1::CheckResponse* out) {
   for (const Change& change : Incompatibilities()) {
     v1::JobSpec fixed = job;
     std::optional<std::string> setting = change.apply(gpu, &fixed);
@@ -471,8 +483,7 @@ std::string Summary(const v1::CheckResponse& r, const v1::GpuSpec& gpu) {
       break;
     }
     default: {
-      s = absl::StrCat("Does not fit: ", where, ", ", FormatBytes(-r.headroom_bytes()),
-                       " over");
+      s = absl::StrCat("Does not fit: ", where, ", ", FormatBytes(-r.headroom_bytes()), " over");
       if (ladder.empty()) {
         absl::StrAppend(&s, "; no recommended change helps: use more GPUs or larger ones");
         break;
@@ -481,8 +492,7 @@ std::string Summary(const v1::CheckResponse& r, const v1::GpuSpec& gpu) {
                       FormatBytes(ladder.front()->saved_bytes()), ")");
       const v1::Recommendation* last = ladder.back();
       if (!last->sufficient()) {
-        absl::StrAppend(&s, "; even with all ", ladder.size(),
-                        " recommended changes it needs ",
+        absl::StrAppend(&s, "; even with all ", ladder.size(), " recommended changes it needs ",
                         FormatBytes(last->peak_device_bytes_after()),
                         ": use more GPUs or larger ones");
       } else if (ladder.size() > 1) {
@@ -502,8 +512,11 @@ std::string Summary(const v1::CheckResponse& r, const v1::GpuSpec& gpu) {
 
 absl::StatusOr<v1::CheckResponse> CheckJob(const v1::JobSpec& job, const v1::GpuSpec& gpu,
                                            const AdmissionOptions& options) {
-  return CheckJob(job, gpu, options,
-                  [](const v1::JobSpec& j) { return Estimate(j, EstimateOptions{}); });
+  return CheckJob(job, gpu, options, [](const v1::JobSpec& j) {
+    EstimateOptions brief;
+    brief.overhead_basis = false;
+    return Estimate(j, brief);
+  });
 }
 
 absl::StatusOr<v1::CheckResponse> CheckJob(const v1::JobSpec& job, const v1::GpuSpec& gpu,
@@ -524,8 +537,8 @@ absl::StatusOr<v1::CheckResponse> CheckJob(const v1::JobSpec& job, const v1::Gpu
   if (!base.ok()) return base.status();
 
   v1::CheckResponse out;
-  const auto usable = static_cast<uint64_t>(
-      std::floor(static_cast<double>(gpu.memory_bytes()) * (1.0 - margin)));
+  const auto usable =
+      static_cast<uint64_t>(std::floor(static_cast<double>(gpu.memory_bytes()) * (1.0 - margin)));
   out.set_worst_pp_rank(base->pp_rank);
   out.set_peak_device_bytes(base->bytes);
   out.set_capacity_bytes(gpu.memory_bytes());

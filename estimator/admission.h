@@ -29,8 +29,7 @@ struct AdmissionOptions {
 };
 
 // The estimator a check calls (Estimate() without the module tree).
-using EstimateFunction =
-    absl::FunctionRef<absl::StatusOr<v1::EstimateReport>(const v1::JobSpec&)>;
+using EstimateFunction = absl::FunctionRef<absl::StatusOr<v1::EstimateReport>(const v1::JobSpec&)>;
 
 // Checks `job` against `gpu` (a catalog entry, or just memory_bytes).
 // Errors: InvalidArgument for a bad job (from the estimator, naming the

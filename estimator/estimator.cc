@@ -25,9 +25,9 @@ struct BlockCosts {
 
 // One model chunk's parameters and per-micro-batch activations.
 struct ChunkCost {
-  BlockCost total;          // params, act_bytes after full recompute
-  double transient = 0;     // backward working set while this chunk runs
-  double layer_act = 0;     // decoder-layer part of act_bytes
+  BlockCost total;       // params, act_bytes after full recompute
+  double transient = 0;  // backward working set while this chunk runs
+  double layer_act = 0;  // decoder-layer part of act_bytes
   double routed_act = 0;
 };
 
@@ -178,8 +178,8 @@ void BuildRankTree(const ValidatedJob& j, int64_t r, v1::ModuleNode* root) {
       DecoderLayerCost(j, j.is_moe_layer[l], layer);
       l = run_end;
     }
-    if (st.has_loss) LossCost(j, !j.tied_embeddings || !(st.has_embedding || st.num_mtp_layers > 0),
-                              decoder);
+    if (st.has_loss)
+      LossCost(j, !j.tied_embeddings || !(st.has_embedding || st.num_mtp_layers > 0), decoder);
     if (st.num_mtp_layers > 0) {
       v1::ModuleNode* mtp = chunk->add_children();
       mtp->set_name("mtp");
@@ -193,7 +193,8 @@ void BuildRankTree(const ValidatedJob& j, int64_t r, v1::ModuleNode* root) {
 
 }  // namespace
 
-absl::StatusOr<v1::EstimateReport> Estimate(const v1::JobSpec& job, const EstimateOptions& options) {
+absl::StatusOr<v1::EstimateReport> Estimate(const v1::JobSpec& job,
+                                            const EstimateOptions& options) {
   v1::EstimateReport report;
   std::vector<std::string> notes;
   absl::StatusOr<ValidatedJob> validated = ValidateJob(job, &notes);
@@ -265,10 +266,10 @@ absl::StatusOr<v1::EstimateReport> Estimate(const v1::JobSpec& job, const Estima
     rank->set_activation_bytes(Bytes(in_flight.held_bytes));
     rank->set_transient_bytes(Bytes(transient));
     rank->set_optimizer_step_bytes(Bytes(OptimizerStepBytes(j, dense, expert)));
-    AddOverheads(j, mem, rank->mutable_overheads());
+    AddOverheads(j, mem, options.overhead_basis, rank->mutable_overheads());
     uint64_t allocated =
-        rank->static_bytes() + std::max(rank->activation_bytes() + rank->transient_bytes(),
-                                        rank->optimizer_step_bytes());
+        rank->static_bytes() +
+        std::max(rank->activation_bytes() + rank->transient_bytes(), rank->optimizer_step_bytes());
     uint64_t device_only = 0;
     for (const v1::Overhead& o : rank->overheads()) {
       (o.in_allocated() ? allocated : device_only) += o.bytes();

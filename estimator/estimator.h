@@ -15,6 +15,9 @@ namespace oomguard {
 struct EstimateOptions {
   // Fill EstimateReport.rank_trees with the module tree of every PP rank.
   bool module_tree = false;
+  // Fill Overhead.basis (one line per overhead saying where its number
+  // comes from). Off for the admission check's many re-estimates.
+  bool overhead_basis = true;
 };
 
 // Estimates the per-rank GPU memory of `job`.

@@ -29,17 +29,41 @@ struct BuiltinGpu {
 
 std::vector<BuiltinGpu> BuiltinGpus() {
   return {
-      {"H100-SXM-80GB", {"H100", "H100-80GB", "H100-SXM", "H100-SXM5-80GB"}, 81009,
-       v1::GPU_VENDOR_NVIDIA, 9, "NVIDIA H100 SXM5, 80 GB HBM3 (79.11 GiB usable)"},
-      {"H200-141GB", {"H200", "H200-SXM-141GB"}, 143165, v1::GPU_VENDOR_NVIDIA, 9,
+      {"H100-SXM-80GB",
+       {"H100", "H100-80GB", "H100-SXM", "H100-SXM5-80GB"},
+       81009,
+       v1::GPU_VENDOR_NVIDIA,
+       9,
+       "NVIDIA H100 SXM5, 80 GB HBM3 (79.11 GiB usable)"},
+      {"H200-141GB",
+       {"H200", "H200-SXM-141GB"},
+       143165,
+       v1::GPU_VENDOR_NVIDIA,
+       9,
        "NVIDIA H200 SXM, 141 GB HBM3e (139.81 GiB usable)"},
-      {"A100-SXM-80GB", {"A100-80GB", "A100-SXM4-80GB"}, 81254, v1::GPU_VENDOR_NVIDIA, 8,
+      {"A100-SXM-80GB",
+       {"A100-80GB", "A100-SXM4-80GB"},
+       81254,
+       v1::GPU_VENDOR_NVIDIA,
+       8,
        "NVIDIA A100 SXM4, 80 GB HBM2e (79.35 GiB usable)"},
-      {"A100-40GB", {"A100-SXM4-40GB", "A100-SXM-40GB"}, 40540, v1::GPU_VENDOR_NVIDIA, 8,
+      {"A100-40GB",
+       {"A100-SXM4-40GB", "A100-SXM-40GB"},
+       40540,
+       v1::GPU_VENDOR_NVIDIA,
+       8,
        "NVIDIA A100 SXM4, 40 GB HBM2 (39.59 GiB usable)"},
-      {"B200-192GB", {"B200"}, 182630, v1::GPU_VENDOR_NVIDIA, 10,
+      {"B200-192GB",
+       {"B200"},
+       182630,
+       v1::GPU_VENDOR_NVIDIA,
+       10,
        "NVIDIA B200, 192 GB HBM3e (178.35 GiB usable)"},
-      {"MI300X-192GB", {"MI300X"}, 196588, v1::GPU_VENDOR_AMD, 0,
+      {"MI300X-192GB",
+       {"MI300X"},
+       196588,
+       v1::GPU_VENDOR_AMD,
+       0,
        "AMD Instinct MI300X, 192 GB HBM3 (191.98 GiB usable)"},
   };
 }
@@ -85,8 +109,8 @@ absl::StatusOr<GpuCatalog> GpuCatalog::Create(std::vector<v1::GpuSpec> gpus) {
     keys.insert(keys.end(), g.aliases().begin(), g.aliases().end());
     for (const std::string& key : keys) {
       if (!names.insert(NormalizeName(key)).second) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            entry, ": name or alias '", key, "' is already used by another entry"));
+        return absl::InvalidArgumentError(
+            absl::StrCat(entry, ": name or alias '", key, "' is already used by another entry"));
       }
     }
   }
@@ -123,8 +147,8 @@ absl::StatusOr<v1::GpuSpec> GpuCatalog::Find(std::string_view name) const {
   }
   std::vector<std::string> known;
   for (const v1::GpuSpec& g : gpus_) known.push_back(g.name());
-  return absl::NotFoundError(absl::StrCat("unknown GPU '", std::string(name),
-                                          "'; known: ", absl::StrJoin(known, ", ")));
+  return absl::NotFoundError(
+      absl::StrCat("unknown GPU '", std::string(name), "'; known: ", absl::StrJoin(known, ", ")));
 }
 
 bool NeedsNcclGraphRegisterOff(const v1::GpuSpec& gpu) {

@@ -141,19 +141,15 @@ class ConfigReader {
   }
 
   absl::Status Missing(std::string_view key) const {
-    return absl::InvalidArgumentError(
-        absl::StrFormat("%s: missing \"%s\"", Prefix(), key));
+    return absl::InvalidArgumentError(absl::StrFormat("%s: missing \"%s\"", Prefix(), key));
   }
 
-  absl::Status BadValue(std::string_view key, std::string_view expected,
-                        const Value& value) const {
-    return absl::InvalidArgumentError(
-        absl::StrFormat("%s: \"%s\" must be %s, got %s", Prefix(), key,
-                        expected, ValueText(value)));
+  absl::Status BadValue(std::string_view key, std::string_view expected, const Value& value) const {
+    return absl::InvalidArgumentError(absl::StrFormat("%s: \"%s\" must be %s, got %s", Prefix(),
+                                                      key, expected, ValueText(value)));
   }
 
-  absl::StatusOr<uint32_t> ToUint(std::string_view key,
-                                  const Value& value) const {
+  absl::StatusOr<uint32_t> ToUint(std::string_view key, const Value& value) const {
     constexpr std::string_view kExpected = "a non-negative integer";
     if (value.kind_case() != Value::kNumberValue) {
       return BadValue(key, kExpected, value);
@@ -172,8 +168,7 @@ class ConfigReader {
     return ToUint(key, *value);
   }
 
-  absl::StatusOr<std::optional<uint32_t>> OptionalUint(
-      std::string_view key) const {
+  absl::StatusOr<std::optional<uint32_t>> OptionalUint(std::string_view key) const {
     const Value* value = Find(key);
     if (value == nullptr) return std::optional<uint32_t>();
     HF_ASSIGN_OR_RETURN(uint32_t number, ToUint(key, *value));
@@ -190,20 +185,19 @@ class ConfigReader {
   }
 
   // A probability in [0, 1].
-  absl::StatusOr<std::optional<double>> OptionalFraction(
-      std::string_view key) const {
+  absl::StatusOr<std::optional<double>> OptionalFraction(std::string_view key) const {
     const Value* value = Find(key);
     if (value == nullptr) return std::optional<double>();
-    if (value->kind_case() != Value::kNumberValue ||
-        !(value->number_value() >= 0) || !(value->number_value() <= 1)) {
+    if (value->kind_case() != Value::kNumberValue || !(value->number_value() >= 0) ||
+        !(value->number_value() <= 1)) {
       return BadValue(key, "a number in [0, 1]", *value);
     }
     return std::optional<double>(value->number_value());
   }
 
   // A list of layer indices, each < `num_layers`.
-  absl::StatusOr<std::vector<uint32_t>> OptionalLayerList(
-      std::string_view key, uint32_t num_layers) const {
+  absl::StatusOr<std::vector<uint32_t>> OptionalLayerList(std::string_view key,
+                                                          uint32_t num_layers) const {
     std::vector<uint32_t> layers;
     const Value* value = Find(key);
     if (value == nullptr) return layers;
@@ -213,8 +207,7 @@ class ConfigReader {
     for (const Value& item : value->list_value().values()) {
       HF_ASSIGN_OR_RETURN(uint32_t layer, ToUint(key, item));
       if (layer >= num_layers) {
-        return BadValue(key, absl::StrCat("layer indices < ", num_layers),
-                        item);
+        return BadValue(key, absl::StrCat("layer indices < ", num_layers), item);
       }
       layers.push_back(layer);
     }
@@ -222,9 +215,7 @@ class ConfigReader {
   }
 
  private:
-  std::string Prefix() const {
-    return absl::StrCat("config.json (", model_type_, ")");
-  }
+  std::string Prefix() const { return absl::StrCat("config.json (", model_type_, ")"); }
 
   absl::Status MissingOrNull(std::string_view key) const {
     auto it = config_.fields().find(std::string(key));
@@ -243,8 +234,7 @@ std::string OneLine(const std::string& message) {
   if (lines.size() > 1) {
     const std::string context(absl::StripAsciiWhitespace(lines[1]));
     if (!context.empty()) {
-      absl::StrAppend(&text, " (near \"", context.substr(0, kMaxValueTextChars),
-                      "\")");
+      absl::StrAppend(&text, " (near \"", context.substr(0, kMaxValueTextChars), "\")");
     }
   }
   return text;
@@ -253,14 +243,12 @@ std::string OneLine(const std::string& message) {
 // Parses the text into a Struct; bounds the size first.
 absl::StatusOr<Struct> ParseJsonObject(std::string_view json) {
   if (json.size() > kMaxConfigBytes) {
-    return absl::InvalidArgumentError(
-        absl::StrFormat("config.json: %d bytes exceeds the limit of %d bytes",
-                        json.size(), kMaxConfigBytes));
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "config.json: %d bytes exceeds the limit of %d bytes", json.size(), kMaxConfigBytes));
   }
   const size_t first = json.find_first_not_of(" \t\r\n");
   if (first != std::string_view::npos && json[first] != '{') {
-    return absl::InvalidArgumentError(
-        "config.json: the top level must be a JSON object");
+    return absl::InvalidArgumentError("config.json: the top level must be a JSON object");
   }
   Struct config;
   const auto status = google::protobuf::util::JsonStringToMessage(
@@ -273,11 +261,9 @@ absl::StatusOr<Struct> ParseJsonObject(std::string_view json) {
 }
 
 // The non-empty string value of `key` in `config`, if any.
-std::optional<std::string> StringField(const Struct& config,
-                                       std::string_view key) {
+std::optional<std::string> StringField(const Struct& config, std::string_view key) {
   auto it = config.fields().find(std::string(key));
-  if (it == config.fields().end() ||
-      it->second.kind_case() != Value::kStringValue ||
+  if (it == config.fields().end() || it->second.kind_case() != Value::kStringValue ||
       it->second.string_value().empty()) {
     return std::nullopt;
   }
@@ -292,9 +278,8 @@ absl::StatusOr<const Struct*> LanguageConfig(const Struct& top) {
     return &top;
   }
   if (it->second.kind_case() != Value::kStructValue) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("config.json: \"text_config\" must be an object, got ",
-                     ValueText(it->second)));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "config.json: \"text_config\" must be an object, got ", ValueText(it->second)));
   }
   return &it->second.struct_value();
 }
@@ -307,14 +292,11 @@ absl::Status ApplyCommon(const ConfigReader& cfg, v1::ModelSpec* model) {
   HF_ASSIGN_OR_RETURN(uint32_t heads, cfg.RequiredUint("num_attention_heads"));
   HF_ASSIGN_OR_RETURN(uint32_t ffn, cfg.RequiredUint("intermediate_size"));
   HF_ASSIGN_OR_RETURN(uint32_t vocab, cfg.RequiredUint("vocab_size"));
-  HF_ASSIGN_OR_RETURN(std::optional<uint32_t> max_pos,
-                      cfg.OptionalUint("max_position_embeddings"));
-  HF_ASSIGN_OR_RETURN(std::optional<bool> tie,
-                      cfg.OptionalBool("tie_word_embeddings"));
+  HF_ASSIGN_OR_RETURN(std::optional<uint32_t> max_pos, cfg.OptionalUint("max_position_embeddings"));
+  HF_ASSIGN_OR_RETURN(std::optional<bool> tie, cfg.OptionalBool("tie_word_embeddings"));
   HF_ASSIGN_OR_RETURN(std::optional<double> attention_dropout,
                       cfg.OptionalFraction("attention_dropout"));
-  HF_ASSIGN_OR_RETURN(std::optional<double> hidden_dropout,
-                      cfg.OptionalFraction("hidden_dropout"));
+  HF_ASSIGN_OR_RETURN(std::optional<double> hidden_dropout, cfg.OptionalFraction("hidden_dropout"));
 
   model->set_num_layers(layers);
   model->set_hidden_size(hidden);
@@ -340,12 +322,9 @@ absl::Status ApplyCommon(const ConfigReader& cfg, v1::ModelSpec* model) {
 }
 
 // GQA shape: KV groups and head dimension.
-absl::Status ApplyStandardAttention(const ConfigReader& cfg,
-                                    v1::ModelSpec* model) {
-  HF_ASSIGN_OR_RETURN(std::optional<uint32_t> kv_heads,
-                      cfg.OptionalUint("num_key_value_heads"));
-  HF_ASSIGN_OR_RETURN(std::optional<uint32_t> head_dim,
-                      cfg.OptionalUint("head_dim"));
+absl::Status ApplyStandardAttention(const ConfigReader& cfg, v1::ModelSpec* model) {
+  HF_ASSIGN_OR_RETURN(std::optional<uint32_t> kv_heads, cfg.OptionalUint("num_key_value_heads"));
+  HF_ASSIGN_OR_RETURN(std::optional<uint32_t> head_dim, cfg.OptionalUint("head_dim"));
   model->set_num_query_groups(kv_heads.value_or(model->num_attention_heads()));
   // Without head_dim, Megatron's default h / heads is what HF uses too.
   if (head_dim.has_value()) model->set_kv_channels(*head_dim);
@@ -369,11 +348,9 @@ void SetMoePattern(const std::vector<bool>& pattern, v1::ModelSpec* model) {
 
 // Qwen2-MoE / Qwen3-MoE: layer i is MoE unless it is listed in
 // mlp_only_layers or (i + 1) is not a multiple of decoder_sparse_step.
-absl::Status ApplyQwenMoePattern(const ConfigReader& cfg,
-                                 v1::ModelSpec* model) {
+absl::Status ApplyQwenMoePattern(const ConfigReader& cfg, v1::ModelSpec* model) {
   const uint32_t layers = model->num_layers();
-  HF_ASSIGN_OR_RETURN(std::optional<uint32_t> step,
-                      cfg.OptionalUint("decoder_sparse_step"));
+  HF_ASSIGN_OR_RETURN(std::optional<uint32_t> step, cfg.OptionalUint("decoder_sparse_step"));
   if (step.has_value() && *step == 0) {
     return cfg.BadValue("decoder_sparse_step", "a positive integer",
                         *cfg.Find("decoder_sparse_step"));
@@ -390,13 +367,11 @@ absl::Status ApplyQwenMoePattern(const ConfigReader& cfg,
 }
 
 // Qwen2-MoE and Qwen3-MoE experts.
-absl::Status ApplyQwenMoe(const ConfigReader& cfg, bool shared_expert,
-                          v1::ModelSpec* model) {
+absl::Status ApplyQwenMoe(const ConfigReader& cfg, bool shared_expert, v1::ModelSpec* model) {
   HF_ASSIGN_OR_RETURN(uint32_t experts, cfg.RequiredUint("num_experts"));
   if (experts == 0) return absl::OkStatus();  // A dense model.
   HF_ASSIGN_OR_RETURN(uint32_t topk, cfg.RequiredUint("num_experts_per_tok"));
-  HF_ASSIGN_OR_RETURN(uint32_t width,
-                      cfg.RequiredUint("moe_intermediate_size"));
+  HF_ASSIGN_OR_RETURN(uint32_t width, cfg.RequiredUint("moe_intermediate_size"));
   model->set_num_experts(experts);
   model->set_moe_router_topk(topk);
   model->set_moe_ffn_hidden_size(width);
@@ -422,8 +397,7 @@ absl::Status ApplyMixtral(const ConfigReader& cfg, v1::ModelSpec* model) {
 
 // Multi-head latent attention shapes.
 absl::Status ApplyMla(const ConfigReader& cfg, v1::ModelSpec* model) {
-  HF_ASSIGN_OR_RETURN(std::optional<uint32_t> q_lora,
-                      cfg.OptionalUint("q_lora_rank"));
+  HF_ASSIGN_OR_RETURN(std::optional<uint32_t> q_lora, cfg.OptionalUint("q_lora_rank"));
   HF_ASSIGN_OR_RETURN(uint32_t kv_lora, cfg.RequiredUint("kv_lora_rank"));
   HF_ASSIGN_OR_RETURN(uint32_t qk_nope, cfg.RequiredUint("qk_nope_head_dim"));
   HF_ASSIGN_OR_RETURN(uint32_t qk_rope, cfg.RequiredUint("qk_rope_head_dim"));
@@ -441,15 +415,12 @@ absl::Status ApplyMla(const ConfigReader& cfg, v1::ModelSpec* model) {
 
 // DeepSeek: layer i is MoE when i >= first_k_dense_replace and i is a
 // multiple of moe_layer_freq.
-absl::Status ApplyDeepSeekPattern(const ConfigReader& cfg,
-                                  v1::ModelSpec* model) {
+absl::Status ApplyDeepSeekPattern(const ConfigReader& cfg, v1::ModelSpec* model) {
   HF_ASSIGN_OR_RETURN(std::optional<uint32_t> first_dense,
                       cfg.OptionalUint("first_k_dense_replace"));
-  HF_ASSIGN_OR_RETURN(std::optional<uint32_t> freq,
-                      cfg.OptionalUint("moe_layer_freq"));
+  HF_ASSIGN_OR_RETURN(std::optional<uint32_t> freq, cfg.OptionalUint("moe_layer_freq"));
   if (freq.has_value() && *freq == 0) {
-    return cfg.BadValue("moe_layer_freq", "a positive integer",
-                        *cfg.Find("moe_layer_freq"));
+    return cfg.BadValue("moe_layer_freq", "a positive integer", *cfg.Find("moe_layer_freq"));
   }
   std::vector<bool> pattern(model->num_layers());
   for (uint32_t i = 0; i < model->num_layers(); ++i) {
@@ -461,14 +432,11 @@ absl::Status ApplyDeepSeekPattern(const ConfigReader& cfg,
 
 // DeepSeek routed + shared experts.
 absl::Status ApplyDeepSeekMoe(const ConfigReader& cfg, v1::ModelSpec* model) {
-  HF_ASSIGN_OR_RETURN(std::optional<uint32_t> experts,
-                      cfg.OptionalUint("n_routed_experts"));
+  HF_ASSIGN_OR_RETURN(std::optional<uint32_t> experts, cfg.OptionalUint("n_routed_experts"));
   if (experts.value_or(0) == 0) return absl::OkStatus();  // A dense model.
   HF_ASSIGN_OR_RETURN(uint32_t topk, cfg.RequiredUint("num_experts_per_tok"));
-  HF_ASSIGN_OR_RETURN(uint32_t width,
-                      cfg.RequiredUint("moe_intermediate_size"));
-  HF_ASSIGN_OR_RETURN(std::optional<uint32_t> shared,
-                      cfg.OptionalUint("n_shared_experts"));
+  HF_ASSIGN_OR_RETURN(uint32_t width, cfg.RequiredUint("moe_intermediate_size"));
+  HF_ASSIGN_OR_RETURN(std::optional<uint32_t> shared, cfg.OptionalUint("n_shared_experts"));
   const uint64_t shared_width = uint64_t{width} * shared.value_or(0);
   if (shared_width > std::numeric_limits<uint32_t>::max()) {
     return cfg.BadValue("n_shared_experts",
@@ -479,8 +447,7 @@ absl::Status ApplyDeepSeekMoe(const ConfigReader& cfg, v1::ModelSpec* model) {
   model->set_num_experts(*experts);
   model->set_moe_router_topk(topk);
   model->set_moe_ffn_hidden_size(width);
-  model->set_moe_shared_expert_intermediate_size(
-      static_cast<uint32_t>(shared_width));
+  model->set_moe_shared_expert_intermediate_size(static_cast<uint32_t>(shared_width));
   model->set_moe_router_dtype_fp32(true);
   ApplyMoeDefaults(model);
   return ApplyDeepSeekPattern(cfg, model);
@@ -489,14 +456,12 @@ absl::Status ApplyDeepSeekMoe(const ConfigReader& cfg, v1::ModelSpec* model) {
 absl::Status ApplyDeepSeek(const ConfigReader& cfg, v1::ModelSpec* model) {
   HF_RETURN_IF_ERROR(ApplyMla(cfg, model));
   HF_RETURN_IF_ERROR(ApplyDeepSeekMoe(cfg, model));
-  HF_ASSIGN_OR_RETURN(std::optional<uint32_t> mtp,
-                      cfg.OptionalUint("num_nextn_predict_layers"));
+  HF_ASSIGN_OR_RETURN(std::optional<uint32_t> mtp, cfg.OptionalUint("num_nextn_predict_layers"));
   model->set_mtp_num_layers(mtp.value_or(0));
   return absl::OkStatus();
 }
 
-absl::Status ApplyFamily(Family family, const ConfigReader& cfg,
-                         v1::ModelSpec* model) {
+absl::Status ApplyFamily(Family family, const ConfigReader& cfg, v1::ModelSpec* model) {
   if (family != Family::kDeepSeek) {
     HF_RETURN_IF_ERROR(ApplyStandardAttention(cfg, model));
   }
@@ -531,14 +496,13 @@ absl::StatusOr<v1::ModelSpec> ParseHfConfig(std::string_view json) {
   std::optional<std::string> model_type = StringField(*text, "model_type");
   if (!model_type.has_value()) model_type = StringField(top, "model_type");
   if (!model_type.has_value()) {
-    return absl::InvalidArgumentError(
-        "config.json: missing \"model_type\" (a string)");
+    return absl::InvalidArgumentError("config.json: missing \"model_type\" (a string)");
   }
   const std::optional<Family> family = FindFamily(*model_type);
   if (!family.has_value()) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "config.json: unsupported model_type \"%s\"; supported: %s",
-        *model_type, SupportedModelTypes()));
+    return absl::InvalidArgumentError(
+        absl::StrFormat("config.json: unsupported model_type \"%s\"; supported: %s", *model_type,
+                        SupportedModelTypes()));
   }
 
   v1::ModelSpec model;

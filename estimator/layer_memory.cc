@@ -22,8 +22,8 @@ struct Shape {
   double full_tokens;  // b * s / CP: tokens inside the tensor-parallel region.
   double sp_tokens;    // Tokens in the sequence-parallel region (= full without SP).
   double tp;
-  double elt;          // Bytes per activation element (bf16/fp16: 2).
-  double norm_stats;   // Bytes per token of saved norm statistics (fp32).
+  double elt;         // Bytes per activation element (bf16/fp16: 2).
+  double norm_stats;  // Bytes per token of saved norm statistics (fp32).
 };
 
 bool Offloads(const ValidatedJob& j, const char* module) {
@@ -125,9 +125,8 @@ double CoreAttentionInternals(const ValidatedJob& j, const Shape& s, double head
 double AttentionTransient(const ValidatedJob& j, const Shape& s, double heads_per_rank,
                           double qkv_width_per_rank) {
   if (!j.flash_attention) {
-    const double recomputed = j.HasRecomputeModule(v1::RECOMPUTE_MODULE_CORE_ATTN)
-                                  ? ScoreBytesPerElement(j)
-                                  : 0;
+    const double recomputed =
+        j.HasRecomputeModule(v1::RECOMPUTE_MODULE_CORE_ATTN) ? ScoreBytesPerElement(j) : 0;
     return (4 + recomputed) * ScoreElements(j, heads_per_rank);
   }
   return 2 * s.elt * s.full_tokens * qkv_width_per_rank;
@@ -157,8 +156,8 @@ void StandardAttention(const ValidatedJob& j, const Shape& s, BlockBuilder& b, B
   }
   qkv_act += RopeTables(j, s, j.head_dim);
   if (Offloads(j, "qkv_linear")) qkv_act = 0;
-  b.Module(attn, "linear_qkv", "ColumnParallelLinear",
-           h * qkv_width + (j.qkv_bias ? qkv_width : 0), 0, qkv_act);
+  b.Module(attn, "linear_qkv", "ColumnParallelLinear", h * qkv_width + (j.qkv_bias ? qkv_width : 0),
+           0, qkv_act);
   if (j.qk_layernorm) {
     b.Module(attn, "q_layernorm", "RMSNorm", NormParams(j, j.head_dim), 0, 0);
     b.Module(attn, "k_layernorm", "RMSNorm", NormParams(j, j.head_dim), 0, 0);
@@ -166,9 +165,9 @@ void StandardAttention(const ValidatedJob& j, const Shape& s, BlockBuilder& b, B
   const double out = s.elt * s.full_tokens * heads * d;  // attention output = proj input
   b.Module(attn, "core_attention", j.flash_attention ? "TEDotProductAttention" : "UnfusedAttention",
            0, 0,
-           Offloads(j, "core_attn") ? 0
-                                    : CoreAttentionInternals(j, s, heads) +
-                                          (Offloads(j, "attn_proj") ? 0 : out));
+           Offloads(j, "core_attn")
+               ? 0
+               : CoreAttentionInternals(j, s, heads) + (Offloads(j, "attn_proj") ? 0 : out));
   b.Module(attn, "linear_proj", "RowParallelLinear", heads * d * h + (j.linear_bias ? h : 0), 0, 0);
   b.Module(nullptr, "self_attn_bda", "BiasDropoutAdd", 0, 0, DropoutMask(j, s));
   c.transient_bytes = std::max(c.transient_bytes, AttentionTransient(j, s, heads, qkv_width));
@@ -194,7 +193,8 @@ void LatentAttention(const ValidatedJob& j, const Shape& s, BlockBuilder& b, Blo
     return bytes;
   };
   if (j.q_lora_rank > 0) {
-    b.Module(attn, "linear_q_down_proj", "Linear", h * ql + bias * ql, 0, latent(ql, j.qk_layernorm));
+    b.Module(attn, "linear_q_down_proj", "Linear", h * ql + bias * ql, 0,
+             latent(ql, j.qk_layernorm));
     if (j.qk_layernorm) b.Module(attn, "q_layernorm", "RMSNorm", ql, 0, 0);
     b.Module(attn, "linear_q_up_proj", "ColumnParallelLinear",
              ql * heads * (dn + dr) + bias * heads * (dn + dr), 0, 0);
@@ -211,16 +211,17 @@ void LatentAttention(const ValidatedJob& j, const Shape& s, BlockBuilder& b, Blo
   if (j.qk_layernorm) b.Module(attn, "kv_layernorm", "RMSNorm", kl, 0, 0);
   // Up-projection outputs after RoPE and concatenation: the q, k, v that
   // core attention keeps. `mla_up_proj` recompute discards them.
-  double up = s.elt * s.full_tokens * heads * (2 * (dn + dr) + dv) + RopeTables(j, s, j.qk_pos_head_dim);
+  double up =
+      s.elt * s.full_tokens * heads * (2 * (dn + dr) + dv) + RopeTables(j, s, j.qk_pos_head_dim);
   if (j.HasRecomputeModule(v1::RECOMPUTE_MODULE_MLA_UP_PROJ) || Offloads(j, "core_attn")) up = 0;
   b.Module(attn, "linear_kv_up_proj", "ColumnParallelLinear",
            kl * heads * (dn + dv) + bias * heads * (dn + dv), 0, up);
   const double out = s.elt * s.full_tokens * heads * dv;
   b.Module(attn, "core_attention", j.flash_attention ? "TEDotProductAttention" : "UnfusedAttention",
            0, 0,
-           Offloads(j, "core_attn") ? 0
-                                    : CoreAttentionInternals(j, s, heads) +
-                                          (Offloads(j, "attn_proj") ? 0 : out));
+           Offloads(j, "core_attn")
+               ? 0
+               : CoreAttentionInternals(j, s, heads) + (Offloads(j, "attn_proj") ? 0 : out));
   b.Module(attn, "linear_proj", "RowParallelLinear", heads * dv * h + bias * h, 0, 0);
   b.Module(nullptr, "self_attn_bda", "BiasDropoutAdd", 0, 0, DropoutMask(j, s));
   c.transient_bytes =
@@ -255,8 +256,9 @@ void MoeMlp(const ValidatedJob& j, const Shape& s, BlockBuilder& b, BlockCost& c
            NormActivation(j, s, !moe_recompute, Offloads(j, "mlp_norm")));
   v1::ModuleNode* moe = b.Group("mlp", "MoELayer");
   const double router_bytes_per_logit = (j.router_fp32 ? 4 : s.elt) + 4 + 4 + 1;
-  b.Module(moe, "router", "TopKRouter", h * static_cast<double>(j.experts), 0,
-           moe_recompute ? 0 : s.sp_tokens * static_cast<double>(j.experts) * router_bytes_per_logit);
+  b.Module(
+      moe, "router", "TopKRouter", h * static_cast<double>(j.experts), 0,
+      moe_recompute ? 0 : s.sp_tokens * static_cast<double>(j.experts) * router_bytes_per_logit);
   // Routed tokens per GPU: top-k copies of the local tokens, gathered over
   // ETP (EP cancels: each GPU receives as many as it sends, when balanced).
   double capacity = 1;
@@ -286,8 +288,8 @@ void MoeMlp(const ValidatedJob& j, const Shape& s, BlockBuilder& b, BlockCost& c
              drop ? 0 : s.elt * s.full_tokens * (g + 1) * fs);
   }
   b.Module(nullptr, "mlp_bda", "BiasDropoutAdd", 0, 0, DropoutMask(j, s));
-  c.transient_bytes =
-      std::max(c.transient_bytes, s.elt * routed_tokens * (g + 1) * ffn_per_rank + s.elt * routed_tokens * h);
+  c.transient_bytes = std::max(c.transient_bytes, s.elt * routed_tokens * (g + 1) * ffn_per_rank +
+                                                      s.elt * routed_tokens * h);
 }
 
 }  // namespace
@@ -345,8 +347,8 @@ BlockCost LossCost(const ValidatedJob& j, bool owns_output_weight, v1::ModuleNod
   b.Module(nullptr, "final_layernorm", "TENorm", NormParams(j, j.hidden), 0,
            NormActivation(j, s, false, false));
   const double logits = s.full_tokens * static_cast<double>(j.padded_vocab) / j.tp;
-  double kept = 4 * logits;                 // fp32 softmax kept by the cross entropy
-  double transient = s.elt * logits;        // bf16 logits gradient in backward
+  double kept = 4 * logits;           // fp32 softmax kept by the cross entropy
+  double transient = s.elt * logits;  // bf16 logits gradient in backward
   if (j.ce_fusion == v1::CROSS_ENTROPY_FUSION_NATIVE) transient += 4 * logits;
   if (j.ce_fusion == v1::CROSS_ENTROPY_FUSION_TE) {
     kept = s.elt * logits;  // gradient written in place into the logits
@@ -366,9 +368,10 @@ BlockCost MtpLayerCost(const ValidatedJob& j, v1::ModuleNode* tree) {
   const double h = static_cast<double>(j.hidden);
   b.Module(nullptr, "enorm", "TENorm", NormParams(j, j.hidden), 0,
            DropoutMask(j, s) + NormActivation(j, s, true, false));
-  b.Module(nullptr, "hnorm", "TENorm", NormParams(j, j.hidden), 0, NormActivation(j, s, true, false));
-  b.Module(nullptr, "eh_proj", "ColumnParallelLinear", 2 * h * h / j.tp + (j.linear_bias ? h / j.tp : 0),
-           0, s.elt * s.sp_tokens * 2 * h);
+  b.Module(nullptr, "hnorm", "TENorm", NormParams(j, j.hidden), 0,
+           NormActivation(j, s, true, false));
+  b.Module(nullptr, "eh_proj", "ColumnParallelLinear",
+           2 * h * h / j.tp + (j.linear_bias ? h / j.tp : 0), 0, s.elt * s.sp_tokens * 2 * h);
   v1::ModuleNode* layer = b.Group("transformer_layer", "TransformerLayer");
   c.Add(DecoderLayerCost(j, j.mtp_layer_is_moe, layer));
   BlockCost loss = LossCost(j, false, tree);

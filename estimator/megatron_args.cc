@@ -74,10 +74,9 @@ std::string Quote(absl::string_view text) {
   return quoted;
 }
 
-absl::Status BadValue(const FlagUse& flag, absl::string_view expected,
-                      absl::string_view value) {
-  return absl::InvalidArgumentError(absl::StrCat(
-      flag.display, ": expected ", expected, ", got ", Quote(value)));
+absl::Status BadValue(const FlagUse& flag, absl::string_view expected, absl::string_view value) {
+  return absl::InvalidArgumentError(
+      absl::StrCat(flag.display, ": expected ", expected, ", got ", Quote(value)));
 }
 
 bool IsDigits(absl::string_view text) {
@@ -105,15 +104,14 @@ struct Range {
 
 constexpr Range kProbability = {0.0, false, 1.0, true, "a number in [0, 1)"};
 constexpr Range kFraction = {0.0, false, 1.0, false, "a number in [0, 1]"};
-constexpr Range kPositive = {0.0, true, std::numeric_limits<double>::max(),
-                             false, "a positive number"};
+constexpr Range kPositive = {0.0, true, std::numeric_limits<double>::max(), false,
+                             "a positive number"};
 
 absl::StatusOr<double> ParseReal(const FlagUse& flag, const Range& range) {
   double out = 0;
-  const bool in_range =
-      absl::SimpleAtod(flag.value(), &out) && std::isfinite(out) &&
-      (range.low_open ? out > range.low : out >= range.low) &&
-      (range.high_open ? out < range.high : out <= range.high);
+  const bool in_range = absl::SimpleAtod(flag.value(), &out) && std::isfinite(out) &&
+                        (range.low_open ? out > range.low : out >= range.low) &&
+                        (range.high_open ? out < range.high : out <= range.high);
   if (!in_range) return BadValue(flag, range.expected, flag.value());
   return out;
 }
@@ -123,15 +121,13 @@ using Words = std::vector<std::pair<absl::string_view, E>>;
 
 // Maps an enum word (argparse `choices`, case-sensitive) to its value.
 template <typename E>
-absl::StatusOr<E> ParseWord(const FlagUse& flag, absl::string_view value,
-                            const Words<E>& words) {
+absl::StatusOr<E> ParseWord(const FlagUse& flag, absl::string_view value, const Words<E>& words) {
   for (const auto& [word, e] : words) {
     if (value == word) return e;
   }
   std::vector<absl::string_view> names;
   for (const auto& entry : words) names.push_back(entry.first);
-  return BadValue(flag, absl::StrCat("one of ", absl::StrJoin(names, "|")),
-                  value);
+  return BadValue(flag, absl::StrCat("one of ", absl::StrJoin(names, "|")), value);
 }
 
 const Words<v1::Dtype>& DtypeWords() {
@@ -159,15 +155,13 @@ class LayerPatternParser {
     if (!ParseSum(0, &value)) return absl::InvalidArgumentError(error_);
     SkipSpaces();
     if (pos_ != text_.size()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("unexpected character at offset ", pos_));
+      return absl::InvalidArgumentError(absl::StrCat("unexpected character at offset ", pos_));
     }
     if (!value.is_list) return absl::InvalidArgumentError("not a list");
     if (value.list.empty()) return absl::InvalidArgumentError("empty list");
     for (uint32_t entry : value.list) {
       if (entry > 1) {
-        return absl::InvalidArgumentError(
-            "entries must be 0 (dense) or 1 (MoE)");
+        return absl::InvalidArgumentError("entries must be 0 (dense) or 1 (MoE)");
       }
     }
     return std::move(value.list);
@@ -206,8 +200,7 @@ class LayerPatternParser {
     while (Consume('+')) {
       Value rhs;
       if (!ParseProduct(depth, &rhs)) return false;
-      if (out->is_list != rhs.is_list)
-        return Fail("cannot add a list and a number");
+      if (out->is_list != rhs.is_list) return Fail("cannot add a list and a number");
       if (out->is_list) {
         out->list.insert(out->list.end(), rhs.list.begin(), rhs.list.end());
       } else {
@@ -229,8 +222,7 @@ class LayerPatternParser {
         out->number *= rhs.number;
       } else {
         if (!out->is_list) std::swap(*out, rhs);
-        if (rhs.number * static_cast<int64_t>(out->list.size()) >
-            kMaxPatternLength) {
+        if (rhs.number * static_cast<int64_t>(out->list.size()) > kMaxPatternLength) {
           return Fail("list too long");
         }
         std::vector<uint32_t> repeated;
@@ -275,21 +267,18 @@ class LayerPatternParser {
   bool ParseNumber(int64_t* out) {
     SkipSpaces();
     const size_t start = pos_;
-    while (pos_ < text_.size() &&
-           absl::ascii_isdigit(static_cast<unsigned char>(text_[pos_]))) {
+    while (pos_ < text_.size() && absl::ascii_isdigit(static_cast<unsigned char>(text_[pos_]))) {
       ++pos_;
     }
     if (pos_ == start) return Fail("expected a number, a list or '('");
-    if (!absl::SimpleAtoi(text_.substr(start, pos_ - start), out) ||
-        *out > kMaxPatternLength) {
+    if (!absl::SimpleAtoi(text_.substr(start, pos_ - start), out) || *out > kMaxPatternLength) {
       return Fail("number too large");
     }
     return true;
   }
 
   bool CheckSize(const Value& value) {
-    const int64_t size =
-        value.is_list ? static_cast<int64_t>(value.list.size()) : value.number;
+    const int64_t size = value.is_list ? static_cast<int64_t>(value.list.size()) : value.number;
     return size <= kMaxPatternLength || Fail("list too long");
   }
 
@@ -313,8 +302,7 @@ struct ParseState {
   bool group_query_attention = false;
   std::optional<uint32_t> num_query_groups = std::nullopt;
   bool cross_entropy_loss_fusion = false;
-  std::optional<v1::CrossEntropyFusion> cross_entropy_fusion_impl =
-      std::nullopt;
+  std::optional<v1::CrossEntropyFusion> cross_entropy_fusion_impl = std::nullopt;
   std::optional<std::string> tokenizer_type = std::nullopt;
   bool vocab_size_given = false;
   bool global_batch_size_given = false;
@@ -329,8 +317,7 @@ struct ParseState {
     const auto ours = notes->end() - static_cast<ptrdiff_t>(notes_added);
     if (std::find(ours, notes->end(), text) != notes->end()) return;
     ++notes_added;
-    notes->push_back(notes_added > kMaxNotes ? "further notes omitted"
-                                             : std::move(text));
+    notes->push_back(notes_added > kMaxNotes ? "further notes omitted" : std::move(text));
   }
 };
 
@@ -355,8 +342,7 @@ using Part = Msg* (JobSpec::*)();
 
 template <typename Msg>
 FlagDef Uint(Part<Msg> part, void (Msg::*set)(uint32_t)) {
-  return {Arity::kOne,
-          [part, set](const FlagUse& flag, ParseState& s) -> absl::Status {
+  return {Arity::kOne, [part, set](const FlagUse& flag, ParseState& s) -> absl::Status {
             absl::StatusOr<uint32_t> value = ParseUint32(flag);
             if (!value.ok()) return value.status();
             ((s.job->*part)()->*set)(*value);
@@ -366,22 +352,18 @@ FlagDef Uint(Part<Msg> part, void (Msg::*set)(uint32_t)) {
 
 template <typename Msg>
 FlagDef Real(Part<Msg> part, void (Msg::*set)(double), Range range) {
-  return {
-      Arity::kOne,
-      [part, set, range](const FlagUse& flag, ParseState& s) -> absl::Status {
-        absl::StatusOr<double> value = ParseReal(flag, range);
-        if (!value.ok()) return value.status();
-        ((s.job->*part)()->*set)(*value);
-        return absl::OkStatus();
-      }};
+  return {Arity::kOne, [part, set, range](const FlagUse& flag, ParseState& s) -> absl::Status {
+            absl::StatusOr<double> value = ParseReal(flag, range);
+            if (!value.ok()) return value.status();
+            ((s.job->*part)()->*set)(*value);
+            return absl::OkStatus();
+          }};
 }
 
 // A switch that sets a field to a constant.
 template <typename Msg, typename T>
-FlagDef Switch(Part<Msg> part, void (Msg::*set)(T),
-               std::type_identity_t<T> value) {
-  return {Arity::kSwitch,
-          [part, set, value](const FlagUse&, ParseState& s) -> absl::Status {
+FlagDef Switch(Part<Msg> part, void (Msg::*set)(T), std::type_identity_t<T> value) {
+  return {Arity::kSwitch, [part, set, value](const FlagUse&, ParseState& s) -> absl::Status {
             ((s.job->*part)()->*set)(value);
             return absl::OkStatus();
           }};
@@ -389,16 +371,15 @@ FlagDef Switch(Part<Msg> part, void (Msg::*set)(T),
 
 // A one-value flag whose value is an enum word.
 template <typename Msg, typename E>
-FlagDef Word(Part<Msg> part, void (Msg::*set)(E),
-             std::type_identity_t<Words<E>> words) {
-  return {Arity::kOne,
-          [part, set, words = std::move(words)](const FlagUse& flag,
-                                                ParseState& s) -> absl::Status {
-            absl::StatusOr<E> value = ParseWord(flag, flag.value(), words);
-            if (!value.ok()) return value.status();
-            ((s.job->*part)()->*set)(*value);
-            return absl::OkStatus();
-          }};
+FlagDef Word(Part<Msg> part, void (Msg::*set)(E), std::type_identity_t<Words<E>> words) {
+  return {
+      Arity::kOne,
+      [part, set, words = std::move(words)](const FlagUse& flag, ParseState& s) -> absl::Status {
+        absl::StatusOr<E> value = ParseWord(flag, flag.value(), words);
+        if (!value.ok()) return value.status();
+        ((s.job->*part)()->*set)(*value);
+        return absl::OkStatus();
+      }};
 }
 
 // A flag handled by a function of its own.
@@ -429,14 +410,13 @@ absl::Status ApplyMoeLayerFreq(const FlagUse& flag, ParseState& s) {
     model->clear_moe_layer_pattern();
     return absl::OkStatus();
   }
-  absl::StatusOr<std::vector<uint32_t>> pattern =
-      LayerPatternParser(flag.value()).Parse();
+  absl::StatusOr<std::vector<uint32_t>> pattern = LayerPatternParser(flag.value()).Parse();
   if (!pattern.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        flag.display,
-        ": expected an integer or a list expression such as "
-        "([0]*3+[1]*11), got ",
-        Quote(flag.value()), " (", pattern.status().message(), ")"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(flag.display,
+                     ": expected an integer or a list expression such as "
+                     "([0]*3+[1]*11), got ",
+                     Quote(flag.value()), " (", pattern.status().message(), ")"));
   }
   model->clear_moe_layer_freq();
   model->mutable_moe_layer_pattern()->Assign(pattern->begin(), pattern->end());
@@ -494,11 +474,9 @@ absl::Status ApplyStepBatchSizeSchedule(const FlagUse& flag, ParseState& s) {
 }
 
 absl::Status ApplyCrossEntropyFusionImpl(const FlagUse& flag, ParseState& s) {
-  absl::StatusOr<v1::CrossEntropyFusion> impl =
-      ParseWord<v1::CrossEntropyFusion>(
-          flag, flag.value(),
-          {{"native", v1::CROSS_ENTROPY_FUSION_NATIVE},
-           {"te", v1::CROSS_ENTROPY_FUSION_TE}});
+  absl::StatusOr<v1::CrossEntropyFusion> impl = ParseWord<v1::CrossEntropyFusion>(
+      flag, flag.value(),
+      {{"native", v1::CROSS_ENTROPY_FUSION_NATIVE}, {"te", v1::CROSS_ENTROPY_FUSION_TE}});
   if (!impl.ok()) return impl.status();
   s.cross_entropy_fusion_impl = *impl;
   return absl::OkStatus();
@@ -516,8 +494,7 @@ absl::Status ApplyRecomputeModules(const FlagUse& flag, ParseState& s) {
   };
   std::vector<v1::RecomputeModule> modules;
   for (absl::string_view word : flag.values) {
-    absl::StatusOr<v1::RecomputeModule> module =
-        ParseWord(flag, word, *kModules);
+    absl::StatusOr<v1::RecomputeModule> module = ParseWord(flag, word, *kModules);
     if (!module.ok()) return module.status();
     if (std::find(modules.begin(), modules.end(), *module) == modules.end()) {
       modules.push_back(*module);
@@ -529,8 +506,7 @@ absl::Status ApplyRecomputeModules(const FlagUse& flag, ParseState& s) {
   return absl::OkStatus();
 }
 
-void AssignStrings(const FlagUse& flag,
-                   google::protobuf::RepeatedPtrField<std::string>* field) {
+void AssignStrings(const FlagUse& flag, google::protobuf::RepeatedPtrField<std::string>* field) {
   field->Clear();
   for (absl::string_view value : flag.values) field->Add(std::string(value));
 }
@@ -546,8 +522,7 @@ absl::Status ApplyCudaGraphModules(const FlagUse& flag, ParseState& s) {
 }
 
 absl::Status ApplyPipelineLayout(const FlagUse& flag, ParseState& s) {
-  s.job->mutable_parallelism()->set_pipeline_model_parallel_layout(
-      std::string(flag.value()));
+  s.job->mutable_parallelism()->set_pipeline_model_parallel_layout(std::string(flag.value()));
   return absl::OkStatus();
 }
 
@@ -594,15 +569,13 @@ void AddModelFlags(FlagTable& t) {
   t["kv-channels"] = Uint(m, &M::set_kv_channels);
   t["vocab-size"] = Custom(Arity::kOne, ApplyVocabSize);
   t["tokenizer-type"] = Custom(Arity::kOne, ApplyTokenizerType);
-  t["make-vocab-size-divisible-by"] =
-      Uint(m, &M::set_make_vocab_size_divisible_by);
+  t["make-vocab-size-divisible-by"] = Uint(m, &M::set_make_vocab_size_divisible_by);
   t["max-position-embeddings"] = Uint(m, &M::set_max_position_embeddings);
   t["swiglu"] = Switch(m, &M::set_activation, v1::ACTIVATION_SWIGLU);
-  t["squared-relu"] =
-      Switch(m, &M::set_activation, v1::ACTIVATION_SQUARED_RELU);
-  t["normalization"] = Word(m, &M::set_normalization,
-                            {{"LayerNorm", v1::NORMALIZATION_LAYER_NORM},
-                             {"RMSNorm", v1::NORMALIZATION_RMS_NORM}});
+  t["squared-relu"] = Switch(m, &M::set_activation, v1::ACTIVATION_SQUARED_RELU);
+  t["normalization"] =
+      Word(m, &M::set_normalization,
+           {{"LayerNorm", v1::NORMALIZATION_LAYER_NORM}, {"RMSNorm", v1::NORMALIZATION_RMS_NORM}});
   t["position-embedding-type"] =
       Word(m, &M::set_position_embedding,
            {{"learned_absolute", v1::POSITION_EMBEDDING_LEARNED_ABSOLUTE},
@@ -613,8 +586,7 @@ void AddModelFlags(FlagTable& t) {
   // Legacy spellings of --position-embedding-type.
   t["use-rotary-position-embeddings"] =
       Switch(m, &M::set_position_embedding, v1::POSITION_EMBEDDING_ROPE);
-  t["no-position-embedding"] =
-      Switch(m, &M::set_position_embedding, v1::POSITION_EMBEDDING_NONE);
+  t["no-position-embedding"] = Switch(m, &M::set_position_embedding, v1::POSITION_EMBEDDING_NONE);
   t["disable-bias-linear"] = Switch(m, &M::set_add_bias_linear, false);
   t["add-qkv-bias"] = Switch(m, &M::set_add_qkv_bias, true);
   t["qk-layernorm"] = Switch(m, &M::set_qk_layernorm, true);
@@ -622,8 +594,7 @@ void AddModelFlags(FlagTable& t) {
       Switch(m, &M::set_untie_embeddings_and_output_weights, true);
   t["hidden-dropout"] = Real(m, &M::set_hidden_dropout, kProbability);
   t["attention-dropout"] = Real(m, &M::set_attention_dropout, kProbability);
-  t["multi-latent-attention"] =
-      Switch(m, &M::set_attention_type, v1::ATTENTION_TYPE_MLA);
+  t["multi-latent-attention"] = Switch(m, &M::set_attention_type, v1::ATTENTION_TYPE_MLA);
   t["q-lora-rank"] = Uint(m, &M::set_q_lora_rank);
   t["kv-lora-rank"] = Uint(m, &M::set_kv_lora_rank);
   t["qk-head-dim"] = Uint(m, &M::set_qk_head_dim);
@@ -632,22 +603,17 @@ void AddModelFlags(FlagTable& t) {
   t["num-experts"] = Uint(m, &M::set_num_experts);
   t["moe-ffn-hidden-size"] = Uint(m, &M::set_moe_ffn_hidden_size);
   t["moe-router-topk"] = Uint(m, &M::set_moe_router_topk);
-  t["moe-shared-expert-intermediate-size"] =
-      Uint(m, &M::set_moe_shared_expert_intermediate_size);
+  t["moe-shared-expert-intermediate-size"] = Uint(m, &M::set_moe_shared_expert_intermediate_size);
   t["moe-layer-freq"] = Custom(Arity::kOne, ApplyMoeLayerFreq);
   t["moe-grouped-gemm"] = Switch(m, &M::set_moe_grouped_gemm, true);
-  t["moe-token-dispatcher-type"] =
-      Word(m, &M::set_moe_token_dispatcher,
-           {{"allgather", v1::TOKEN_DISPATCHER_ALLGATHER},
-            {"alltoall", v1::TOKEN_DISPATCHER_ALLTOALL},
-            {"flex", v1::TOKEN_DISPATCHER_FLEX}});
+  t["moe-token-dispatcher-type"] = Word(m, &M::set_moe_token_dispatcher,
+                                        {{"allgather", v1::TOKEN_DISPATCHER_ALLGATHER},
+                                         {"alltoall", v1::TOKEN_DISPATCHER_ALLTOALL},
+                                         {"flex", v1::TOKEN_DISPATCHER_FLEX}});
   t["moe-router-dtype"] = Custom(Arity::kOne, ApplyMoeRouterDtype);
-  t["moe-router-force-load-balancing"] =
-      Switch(m, &M::set_moe_router_force_load_balancing, true);
-  t["moe-expert-capacity-factor"] =
-      Real(m, &M::set_moe_expert_capacity_factor, kPositive);
-  t["moe-pad-expert-input-to-capacity"] =
-      Switch(m, &M::set_moe_pad_expert_input_to_capacity, true);
+  t["moe-router-force-load-balancing"] = Switch(m, &M::set_moe_router_force_load_balancing, true);
+  t["moe-expert-capacity-factor"] = Real(m, &M::set_moe_expert_capacity_factor, kPositive);
+  t["moe-pad-expert-input-to-capacity"] = Switch(m, &M::set_moe_pad_expert_input_to_capacity, true);
   t["mtp-num-layers"] = Uint(m, &M::set_mtp_num_layers);
 }
 
@@ -655,31 +621,24 @@ void AddParallelismFlags(FlagTable& t) {
   using P = v1::ParallelismSpec;
   const Part<P> p = &JobSpec::mutable_parallelism;
   t["tensor-model-parallel-size"] = Uint(p, &P::set_tensor_model_parallel_size);
-  t["pipeline-model-parallel-size"] =
-      Uint(p, &P::set_pipeline_model_parallel_size);
+  t["pipeline-model-parallel-size"] = Uint(p, &P::set_pipeline_model_parallel_size);
   t["context-parallel-size"] = Uint(p, &P::set_context_parallel_size);
   t["expert-model-parallel-size"] = Uint(p, &P::set_expert_model_parallel_size);
-  t["expert-tensor-parallel-size"] =
-      Uint(p, &P::set_expert_tensor_parallel_size);
+  t["expert-tensor-parallel-size"] = Uint(p, &P::set_expert_tensor_parallel_size);
   t["sequence-parallel"] = Switch(p, &P::set_sequence_parallel, true);
   t["num-layers-per-virtual-pipeline-stage"] =
       Uint(p, &P::set_num_layers_per_virtual_pipeline_stage);
-  t["num-virtual-stages-per-pipeline-rank"] =
-      Uint(p, &P::set_num_virtual_stages_per_pipeline_rank);
+  t["num-virtual-stages-per-pipeline-rank"] = Uint(p, &P::set_num_virtual_stages_per_pipeline_rank);
   t["microbatch-group-size-per-virtual-pipeline-stage"] =
       Uint(p, &P::set_microbatch_group_size_per_vp_stage);
-  t["decoder-first-pipeline-num-layers"] =
-      Uint(p, &P::set_decoder_first_pipeline_num_layers);
-  t["decoder-last-pipeline-num-layers"] =
-      Uint(p, &P::set_decoder_last_pipeline_num_layers);
+  t["decoder-first-pipeline-num-layers"] = Uint(p, &P::set_decoder_first_pipeline_num_layers);
+  t["decoder-last-pipeline-num-layers"] = Uint(p, &P::set_decoder_last_pipeline_num_layers);
   t["account-for-embedding-in-pipeline-split"] =
       Switch(p, &P::set_account_for_embedding_in_pipeline_split, true);
   t["account-for-loss-in-pipeline-split"] =
       Switch(p, &P::set_account_for_loss_in_pipeline_split, true);
-  t["pipeline-model-parallel-layout"] =
-      Custom(Arity::kOne, ApplyPipelineLayout);
-  t["overlap-moe-expert-parallel-comm"] =
-      Switch(p, &P::set_overlap_moe_expert_parallel_comm, true);
+  t["pipeline-model-parallel-layout"] = Custom(Arity::kOne, ApplyPipelineLayout);
+  t["overlap-moe-expert-parallel-comm"] = Switch(p, &P::set_overlap_moe_expert_parallel_comm, true);
 }
 
 void AddTrainingFlags(FlagTable& t) {
@@ -688,50 +647,41 @@ void AddTrainingFlags(FlagTable& t) {
   t["micro-batch-size"] = Uint(tr, &T::set_micro_batch_size);
   t["global-batch-size"] = Custom(Arity::kOne, ApplyGlobalBatchSize);
   t["seq-length"] = Uint(tr, &T::set_seq_length);
-  t["defer-embedding-wgrad-compute"] =
-      Switch(tr, &T::set_defer_embedding_wgrad_compute, true);
+  t["defer-embedding-wgrad-compute"] = Switch(tr, &T::set_defer_embedding_wgrad_compute, true);
   t["wgrad-deferral-limit"] = Uint(tr, &T::set_wgrad_deferral_limit);
-  t["no-masked-softmax-fusion"] =
-      Switch(tr, &T::set_masked_softmax_fusion, false);
+  t["no-masked-softmax-fusion"] = Switch(tr, &T::set_masked_softmax_fusion, false);
   t["rampup-batch-size"] = Custom(Arity::kList, ApplyRampupBatchSize);
-  t["step-batch-size-schedule"] =
-      Custom(Arity::kList, ApplyStepBatchSizeSchedule);
+  t["step-batch-size-schedule"] = Custom(Arity::kList, ApplyStepBatchSizeSchedule);
   t["attention-backend"] = Word(tr, &T::set_attention_backend,
                                 {{"auto", v1::ATTENTION_BACKEND_UNSPECIFIED},
                                  {"flash", v1::ATTENTION_BACKEND_FLASH},
                                  {"fused", v1::ATTENTION_BACKEND_FUSED},
                                  {"unfused", v1::ATTENTION_BACKEND_UNFUSED},
                                  {"local", v1::ATTENTION_BACKEND_LOCAL}});
-  t["use-flash-attn"] =
-      Switch(tr, &T::set_attention_backend, v1::ATTENTION_BACKEND_FLASH);
-  t["transformer-impl"] =
-      Word(tr, &T::set_transformer_impl,
-           {{"transformer_engine", v1::TRANSFORMER_IMPL_TRANSFORMER_ENGINE},
-            {"local", v1::TRANSFORMER_IMPL_LOCAL},
-            {"inference_optimized", v1::TRANSFORMER_IMPL_TRANSFORMER_ENGINE}});
-  t["cross-entropy-loss-fusion"] =
-      Custom(Arity::kSwitch, SetCrossEntropyLossFusion);
-  t["cross-entropy-fusion-impl"] =
-      Custom(Arity::kOne, ApplyCrossEntropyFusionImpl);
+  t["use-flash-attn"] = Switch(tr, &T::set_attention_backend, v1::ATTENTION_BACKEND_FLASH);
+  t["transformer-impl"] = Word(tr, &T::set_transformer_impl,
+                               {{"transformer_engine", v1::TRANSFORMER_IMPL_TRANSFORMER_ENGINE},
+                                {"local", v1::TRANSFORMER_IMPL_LOCAL},
+                                {"inference_optimized", v1::TRANSFORMER_IMPL_TRANSFORMER_ENGINE}});
+  t["cross-entropy-loss-fusion"] = Custom(Arity::kSwitch, SetCrossEntropyLossFusion);
+  t["cross-entropy-fusion-impl"] = Custom(Arity::kOne, ApplyCrossEntropyFusionImpl);
   t["no-rope-fusion"] = Switch(tr, &T::set_rope_fusion, false);
 }
 
 void AddRecomputeFlags(FlagTable& t) {
   using R = v1::RecomputeSpec;
   const Part<R> r = &JobSpec::mutable_recompute;
-  t["recompute-granularity"] =
-      Word(r, &R::set_granularity,
-           {{"full", v1::RECOMPUTE_GRANULARITY_FULL},
-            {"selective", v1::RECOMPUTE_GRANULARITY_SELECTIVE},
-            {"none", v1::RECOMPUTE_GRANULARITY_NONE}});
-  t["recompute-method"] = Word(r, &R::set_method,
-                               {{"uniform", v1::RECOMPUTE_METHOD_UNIFORM},
-                                {"block", v1::RECOMPUTE_METHOD_BLOCK}});
+  t["recompute-granularity"] = Word(r, &R::set_granularity,
+                                    {{"full", v1::RECOMPUTE_GRANULARITY_FULL},
+                                     {"selective", v1::RECOMPUTE_GRANULARITY_SELECTIVE},
+                                     {"none", v1::RECOMPUTE_GRANULARITY_NONE}});
+  t["recompute-method"] =
+      Word(r, &R::set_method,
+           {{"uniform", v1::RECOMPUTE_METHOD_UNIFORM}, {"block", v1::RECOMPUTE_METHOD_BLOCK}});
   t["recompute-num-layers"] = Uint(r, &R::set_num_layers);
   t["recompute-modules"] = Custom(Arity::kList, ApplyRecomputeModules);
   // Megatron's legacy switch: selective recompute with the default modules.
-  t["recompute-activations"] =
-      Switch(r, &R::set_granularity, v1::RECOMPUTE_GRANULARITY_SELECTIVE);
+  t["recompute-activations"] = Switch(r, &R::set_granularity, v1::RECOMPUTE_GRANULARITY_SELECTIVE);
   t["cpu-offloading"] = Switch(r, &R::set_cpu_offloading, true);
   t["cpu-offloading-num-layers"] = Uint(r, &R::set_cpu_offloading_num_layers);
   t["fine-grained-activation-offloading"] =
@@ -752,37 +702,29 @@ void AddPrecisionFlags(FlagTable& t) {
                          {"sgd", v1::OPTIMIZER_SGD},
                          {"muon", v1::OPTIMIZER_MUON},
                          {"dist_muon", v1::OPTIMIZER_MUON}});
-  t["use-distributed-optimizer"] =
-      Switch(p, &P::set_use_distributed_optimizer, true);
-  t["num-distributed-optimizer-instances"] =
-      Uint(p, &P::set_num_distributed_optimizer_instances);
-  t["grad-reduce-in-bf16"] =
-      Switch(p, &P::set_main_grads_dtype, v1::DTYPE_BF16);
-  t["accumulate-allreduce-grads-in-fp32"] =
-      Switch(p, &P::set_main_grads_dtype, v1::DTYPE_FP32);
-  t["use-precision-aware-optimizer"] =
-      Switch(p, &P::set_use_precision_aware_optimizer, true);
+  t["use-distributed-optimizer"] = Switch(p, &P::set_use_distributed_optimizer, true);
+  t["num-distributed-optimizer-instances"] = Uint(p, &P::set_num_distributed_optimizer_instances);
+  t["grad-reduce-in-bf16"] = Switch(p, &P::set_main_grads_dtype, v1::DTYPE_BF16);
+  t["accumulate-allreduce-grads-in-fp32"] = Switch(p, &P::set_main_grads_dtype, v1::DTYPE_FP32);
+  t["use-precision-aware-optimizer"] = Switch(p, &P::set_use_precision_aware_optimizer, true);
   t["main-params-dtype"] = Word(p, &P::set_main_params_dtype, DtypeWords());
   t["main-grads-dtype"] = Word(p, &P::set_main_grads_dtype, DtypeWords());
   t["exp-avg-dtype"] = Word(p, &P::set_exp_avg_dtype, DtypeWords());
   t["exp-avg-sq-dtype"] = Word(p, &P::set_exp_avg_sq_dtype, DtypeWords());
   t["optimizer-cpu-offload"] = Switch(p, &P::set_optimizer_cpu_offload, true);
-  t["optimizer-offload-fraction"] =
-      Real(p, &P::set_optimizer_offload_fraction, kFraction);
+  t["optimizer-offload-fraction"] = Real(p, &P::set_optimizer_offload_fraction, kFraction);
 }
 
 void AddRuntimeFlags(FlagTable& t) {
   using R = v1::RuntimeSpec;
   const Part<R> r = &JobSpec::mutable_runtime;
-  t["cuda-graph-impl"] =
-      Word(r, &R::set_cuda_graph_impl,
-           {{"none", v1::CUDA_GRAPH_IMPL_NONE},
-            {"local", v1::CUDA_GRAPH_IMPL_LOCAL},
-            {"transformer_engine", v1::CUDA_GRAPH_IMPL_TRANSFORMER_ENGINE}});
-  t["enable-cuda-graph"] =
-      Switch(r, &R::set_cuda_graph_impl, v1::CUDA_GRAPH_IMPL_LOCAL);
-  t["external-cuda-graph"] = Switch(r, &R::set_cuda_graph_impl,
-                                    v1::CUDA_GRAPH_IMPL_TRANSFORMER_ENGINE);
+  t["cuda-graph-impl"] = Word(r, &R::set_cuda_graph_impl,
+                              {{"none", v1::CUDA_GRAPH_IMPL_NONE},
+                               {"local", v1::CUDA_GRAPH_IMPL_LOCAL},
+                               {"transformer_engine", v1::CUDA_GRAPH_IMPL_TRANSFORMER_ENGINE}});
+  t["enable-cuda-graph"] = Switch(r, &R::set_cuda_graph_impl, v1::CUDA_GRAPH_IMPL_LOCAL);
+  t["external-cuda-graph"] =
+      Switch(r, &R::set_cuda_graph_impl, v1::CUDA_GRAPH_IMPL_TRANSFORMER_ENGINE);
   t["cuda-graph-scope"] = Custom(Arity::kList, ApplyCudaGraphModules);
   t["cuda-graph-modules"] = Custom(Arity::kList, ApplyCudaGraphModules);
   t["use-nccl-ub"] = Switch(r, &R::set_use_nccl_ub, true);
@@ -816,70 +758,57 @@ constexpr absl::string_view kUnimplementedFlags[] = {
 // amount): accepted silently with their values.
 constexpr absl::string_view kSilentFlags[] = {
     // Logging, profiling, checkpointing.
-    "timing-log-level", "timing-log-option", "profile", "profile-step-start",
-    "profile-step-end", "profile-ranks", "use-pytorch-profiler",
-    "record-memory-history", "memory-snapshot-path", "logging-level",
-    "enable-one-logger", "save", "load", "save-interval",
-    "save-retain-interval", "no-save-optim", "no-save-rng", "no-load-optim",
-    "no-load-rng", "finetune", "pretrained-checkpoint", "use-dist-ckpt",
-    "auto-detect-ckpt-format", "async-save", "async-ckpt-use-cpu-shm",
-    "async-strategy", "use-checkpoint-args",
+    "timing-log-level", "timing-log-option", "profile", "profile-step-start", "profile-step-end",
+    "profile-ranks", "use-pytorch-profiler", "record-memory-history", "memory-snapshot-path",
+    "logging-level", "enable-one-logger", "save", "load", "save-interval", "save-retain-interval",
+    "no-save-optim", "no-save-rng", "no-load-optim", "no-load-rng", "finetune",
+    "pretrained-checkpoint", "use-dist-ckpt", "auto-detect-ckpt-format", "async-save",
+    "async-ckpt-use-cpu-shm", "async-strategy", "use-checkpoint-args",
     "use-checkpoint-opt-param-scheduler", "override-opt-param-scheduler",
-    "use-persistent-ckpt-worker", "no-ckpt-fully-parallel-save",
-    "load-main-params-from-ckpt",
+    "use-persistent-ckpt-worker", "no-ckpt-fully-parallel-save", "load-main-params-from-ckpt",
     // Data and tokenizer files.
-    "data-path", "train-data-path", "valid-data-path", "test-data-path",
-    "data-cache-path", "data-args-path", "per-split-data-args-path", "split",
-    "mock-data", "num-workers", "dataloader-type", "vocab-file", "merge-file",
-    "no-mmap-bin-files", "mmap-bin-files", "reset-position-ids",
-    "reset-attention-mask", "eod-mask-loss",
-    "no-create-attention-mask-in-dataloader",
-    "create-attention-mask-in-dataloader", "object-storage-cache-path",
-    "full-validation", "multiple-validation-sets", "legacy-tokenizer",
+    "data-path", "train-data-path", "valid-data-path", "test-data-path", "data-cache-path",
+    "data-args-path", "per-split-data-args-path", "split", "mock-data", "num-workers",
+    "dataloader-type", "vocab-file", "merge-file", "no-mmap-bin-files", "mmap-bin-files",
+    "reset-position-ids", "reset-attention-mask", "eod-mask-loss",
+    "no-create-attention-mask-in-dataloader", "create-attention-mask-in-dataloader",
+    "object-storage-cache-path", "full-validation", "multiple-validation-sets", "legacy-tokenizer",
     "use-packed-sequence",
     // Learning rate, schedule, loss scaling, optimizer hyper-parameters.
-    "lr", "min-lr", "decoupled-lr", "decoupled-min-lr", "weight-decay",
-    "start-weight-decay", "end-weight-decay", "weight-decay-incr-style",
-    "clip-grad", "adam-beta1", "adam-beta2", "adam-eps", "sgd-momentum",
-    "loss-scale", "initial-loss-scale", "min-loss-scale", "loss-scale-window",
-    "hysteresis",
+    "lr", "min-lr", "decoupled-lr", "decoupled-min-lr", "weight-decay", "start-weight-decay",
+    "end-weight-decay", "weight-decay-incr-style", "clip-grad", "adam-beta1", "adam-beta2",
+    "adam-eps", "sgd-momentum", "loss-scale", "initial-loss-scale", "min-loss-scale",
+    "loss-scale-window", "hysteresis",
     // Run control, seeds, initialization, checks.
-    "train-iters", "train-samples", "skip-train", "seed",
-    "data-parallel-random-init", "init-method-std",
-    "init-method-xavier-uniform", "rerun-mode",
-    "check-for-nan-in-loss-and-grad", "no-check-for-nan-in-loss-and-grad",
-    "check-for-spiky-loss", "check-for-large-grads", "test-mode",
-    "calculate-per-token-loss", "enable-experimental", "deterministic-mode",
+    "train-iters", "train-samples", "skip-train", "seed", "data-parallel-random-init",
+    "init-method-std", "init-method-xavier-uniform", "rerun-mode", "check-for-nan-in-loss-and-grad",
+    "no-check-for-nan-in-loss-and-grad", "check-for-spiky-loss", "check-for-large-grads",
+    "test-mode", "calculate-per-token-loss", "enable-experimental", "deterministic-mode",
     "verify-integrity", "empty-unused-memory-level", "use-cpu-initialization",
     // Process groups and communication overlap.
-    "distributed-backend", "distributed-timeout-minutes",
-    "use-tp-pp-dp-mapping", "overlap-grad-reduce", "overlap-param-gather",
-    "overlap-param-gather-with-optimizer-step", "no-align-grad-reduce",
-    "no-align-param-gather", "overlap-p2p-communication",
+    "distributed-backend", "distributed-timeout-minutes", "use-tp-pp-dp-mapping",
+    "overlap-grad-reduce", "overlap-param-gather", "overlap-param-gather-with-optimizer-step",
+    "no-align-grad-reduce", "no-align-param-gather", "overlap-p2p-communication",
     "no-overlap-p2p-communication", "overlap-p2p-communication-warmup-flush",
     "use-ring-exchange-p2p", "variable-seq-lengths", "batch-p2p-comm",
     "no-async-tensor-model-parallel-allreduce",
     // Megatron-FSDP settings (FSDP itself is refused above).
     "data-parallel-sharding-strategy", "outer-dp-sharding-strategy",
     // Kernel choices and numerics with the same saved tensors.
-    "use-mcore-models", "no-gradient-accumulation-fusion",
-    "gradient-accumulation-fusion", "attention-softmax-in-fp32",
-    "apply-query-key-layer-scaling",
-    "no-bias-gelu-fusion", "no-bias-swiglu-fusion", "no-bias-dropout-fusion",
-    "no-persist-layer-norm", "apply-residual-connection-post-layernorm",
-    "openai-gelu", "te-rng-tracker", "inference-rng-tracker", "norm-epsilon",
-    "apply-layernorm-1p", "use-rope-scaling", "rope-scaling-factor",
-    "first-last-layers-bf16", "use-transformer-engine-op-fuser",
+    "use-mcore-models", "no-gradient-accumulation-fusion", "gradient-accumulation-fusion",
+    "attention-softmax-in-fp32", "apply-query-key-layer-scaling", "no-bias-gelu-fusion",
+    "no-bias-swiglu-fusion", "no-bias-dropout-fusion", "no-persist-layer-norm",
+    "apply-residual-connection-post-layernorm", "openai-gelu", "te-rng-tracker",
+    "inference-rng-tracker", "norm-epsilon", "apply-layernorm-1p", "use-rope-scaling",
+    "rope-scaling-factor", "first-last-layers-bf16", "use-transformer-engine-op-fuser",
     "cuda-graph-warmup-steps",
     // MoE routing and loss settings that keep tensor shapes.
-    "moe-aux-loss-coeff", "moe-z-loss-coeff", "moe-input-jitter-eps",
-    "moe-permute-fusion", "moe-per-layer-logging", "moe-token-drop-policy",
-    "moe-shared-expert-overlap", "moe-use-legacy-grouped-gemm",
-    "mtp-loss-scaling-factor",
+    "moe-aux-loss-coeff", "moe-z-loss-coeff", "moe-input-jitter-eps", "moe-permute-fusion",
+    "moe-per-layer-logging", "moe-token-drop-policy", "moe-shared-expert-overlap",
+    "moe-use-legacy-grouped-gemm", "mtp-loss-scaling-factor",
     // Flags of other model families (BERT, multimodal) that change nothing
     // for a GPT model.
-    "bert-no-binary-head", "disable-vision-class-token", "img-h", "img-w",
-    "patch-dim"};
+    "bert-no-binary-head", "disable-vision-class-token", "img-h", "img-w", "patch-dim"};
 
 // Prefixes of silently accepted flag families. Exact table entries (e.g.
 // moe-router-topk, fp8-format) are looked up first.
@@ -898,10 +827,8 @@ struct Unmodelled {
 };
 
 constexpr Unmodelled kUnmodelledFlags[] = {
-    {"tp-comm-overlap",
-     "TP communication overlap user buffers are not modelled"},
-    {"tp-comm-overlap-cfg",
-     "TP communication overlap user buffers are not modelled"},
+    {"tp-comm-overlap", "TP communication overlap user buffers are not modelled"},
+    {"tp-comm-overlap-cfg", "TP communication overlap user buffers are not modelled"},
     {"delay-wgrad-compute", "delayed weight-gradient buffers are not modelled"},
     {"moe-flex-dispatcher-backend",
      "dispatcher communication buffers (DeepEP/HybridEP) are not modelled"},
@@ -923,9 +850,7 @@ bool Contains(const Container& names, absl::string_view name) {
 bool IsSilent(absl::string_view name) {
   if (Contains(kSilentFlags, name)) return true;
   return std::any_of(std::begin(kSilentPrefixes), std::end(kSilentPrefixes),
-                     [name](absl::string_view prefix) {
-                       return absl::StartsWith(name, prefix);
-                     });
+                     [name](absl::string_view prefix) { return absl::StartsWith(name, prefix); });
 }
 
 std::optional<absl::string_view> UnmodelledReason(absl::string_view name) {
@@ -938,9 +863,7 @@ std::optional<absl::string_view> UnmodelledReason(absl::string_view name) {
 // ---------------------------------------------------------------------------
 // Tokens.
 
-bool IsFlagToken(absl::string_view token) {
-  return absl::StartsWith(token, "--");
-}
+bool IsFlagToken(absl::string_view token) { return absl::StartsWith(token, "--"); }
 
 // Whether `token` can be a flag's value. As in argparse, a token starting
 // with "-" is a value only when it looks like a negative number ("-4",
@@ -961,18 +884,16 @@ std::string CanonicalName(absl::string_view name) {
 
 // Applies one known flag; returns how many of the `following` tokens it
 // took as values.
-absl::StatusOr<size_t> ApplyKnownFlag(
-    const FlagDef& def, FlagUse& use,
-    std::optional<absl::string_view> inline_value,
-    absl::Span<const std::string> following, ParseState& s) {
+absl::StatusOr<size_t> ApplyKnownFlag(const FlagDef& def, FlagUse& use,
+                                      std::optional<absl::string_view> inline_value,
+                                      absl::Span<const std::string> following, ParseState& s) {
   size_t taken = 0;
   switch (def.arity) {
     case Arity::kSwitch:
       if (inline_value.has_value() || !following.empty()) {
         return absl::InvalidArgumentError(absl::StrCat(
             use.display, " takes no value, got ",
-            Quote(inline_value.has_value() ? *inline_value
-                                           : absl::string_view(following[0]))));
+            Quote(inline_value.has_value() ? *inline_value : absl::string_view(following[0]))));
       }
       break;
     case Arity::kOne:
@@ -982,8 +903,7 @@ absl::StatusOr<size_t> ApplyKnownFlag(
         use.values.push_back(following[0]);
         taken = 1;
       } else {
-        return absl::InvalidArgumentError(
-            absl::StrCat(use.display, ": missing value"));
+        return absl::InvalidArgumentError(absl::StrCat(use.display, ": missing value"));
       }
       break;
     case Arity::kList:
@@ -1002,8 +922,7 @@ absl::StatusOr<size_t> ApplyKnownFlag(
 
 // Applies the flag `token` ("--name" or "--name=value"); `following` are the
 // value-like tokens after it. Returns how many of them it took.
-absl::StatusOr<size_t> ApplyFlag(absl::string_view token,
-                                 absl::Span<const std::string> following,
+absl::StatusOr<size_t> ApplyFlag(absl::string_view token, absl::Span<const std::string> following,
                                  ParseState& s) {
   absl::string_view body = token.substr(2);
   std::optional<absl::string_view> inline_value;
@@ -1012,8 +931,7 @@ absl::StatusOr<size_t> ApplyFlag(absl::string_view token,
     body = body.substr(0, eq);
   }
   if (body.empty()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("empty flag name in ", Quote(token)));
+    return absl::InvalidArgumentError(absl::StrCat("empty flag name in ", Quote(token)));
   }
   const std::string name = CanonicalName(body);
   FlagUse use{absl::StrCat("--", body), {}};
@@ -1063,8 +981,7 @@ absl::Status ResolveVocab(ParseState& s) {
   const std::string tokenizer = s.tokenizer_type.value_or("");
   if (tokenizer == "NullTokenizer") {
     if (!s.vocab_size_given) {
-      return absl::InvalidArgumentError(
-          "--tokenizer-type NullTokenizer requires --vocab-size");
+      return absl::InvalidArgumentError("--tokenizer-type NullTokenizer requires --vocab-size");
     }
     if (model->vocab_size() == std::numeric_limits<uint32_t>::max()) {
       return absl::InvalidArgumentError("--vocab-size: too large");
@@ -1086,8 +1003,7 @@ absl::Status ResolveVocab(ParseState& s) {
     s.Note(
         "vocab size not given by --vocab-size; assumed 32000 (Llama-2 "
         "tokenizer); pass --vocab-size for exact logits memory");
-  } else if (tokenizer == "BertWordPieceLowerCase" ||
-             tokenizer == "BertWordPieceCase") {
+  } else if (tokenizer == "BertWordPieceLowerCase" || tokenizer == "BertWordPieceCase") {
     model->set_vocab_size(kBertVocabSize);
     s.Note(
         "vocab size not given by --vocab-size; assumed 30522 (BERT "
@@ -1116,19 +1032,16 @@ void ResolveCrossEntropyFusion(ParseState& s) {
   v1::TrainingSpec* training = s.job->mutable_training();
   const v1::CrossEntropyFusion impl =
       s.cross_entropy_fusion_impl.value_or(v1::CROSS_ENTROPY_FUSION_NATIVE);
-  const bool fused_before =
-      training->cross_entropy_fusion() == v1::CROSS_ENTROPY_FUSION_NATIVE ||
-      training->cross_entropy_fusion() == v1::CROSS_ENTROPY_FUSION_TE;
-  if (s.cross_entropy_loss_fusion ||
-      (fused_before && s.cross_entropy_fusion_impl.has_value())) {
+  const bool fused_before = training->cross_entropy_fusion() == v1::CROSS_ENTROPY_FUSION_NATIVE ||
+                            training->cross_entropy_fusion() == v1::CROSS_ENTROPY_FUSION_TE;
+  if (s.cross_entropy_loss_fusion || (fused_before && s.cross_entropy_fusion_impl.has_value())) {
     training->set_cross_entropy_fusion(impl);
   }
 }
 
 void ResolveBatchSchedule(ParseState& s) {
   if (s.final_scheduled_batch_size.has_value() && !s.global_batch_size_given) {
-    s.job->mutable_training()->set_global_batch_size(
-        *s.final_scheduled_batch_size);
+    s.job->mutable_training()->set_global_batch_size(*s.final_scheduled_batch_size);
   }
 }
 
@@ -1152,8 +1065,7 @@ void ApplyAllocatorConfig(absl::string_view config, v1::RuntimeSpec* runtime) {
     if (absl::StripAsciiWhitespace(key_value.first) != "expandable_segments") {
       continue;
     }
-    const absl::string_view value =
-        absl::StripAsciiWhitespace(key_value.second);
+    const absl::string_view value = absl::StripAsciiWhitespace(key_value.second);
     if (absl::EqualsIgnoreCase(value, "true")) {
       runtime->set_expandable_segments(true);
     } else if (absl::EqualsIgnoreCase(value, "false")) {
@@ -1165,9 +1077,7 @@ void ApplyAllocatorConfig(absl::string_view config, v1::RuntimeSpec* runtime) {
 // ---------------------------------------------------------------------------
 // Word splitting.
 
-bool IsWordSeparator(char c) {
-  return c == ' ' || c == '\t' || c == '\n' || c == '\r';
-}
+bool IsWordSeparator(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
 
 // Length of a line break starting at `pos` ("\n" or "\r\n"), else 0.
 size_t LineBreakLength(absl::string_view line, size_t pos) {
@@ -1178,8 +1088,7 @@ size_t LineBreakLength(absl::string_view line, size_t pos) {
 
 // Reads a double-quoted string whose opening quote is at `open` into `word`;
 // returns the position after the closing quote.
-absl::StatusOr<size_t> ReadDoubleQuoted(absl::string_view line, size_t open,
-                                        std::string* word) {
+absl::StatusOr<size_t> ReadDoubleQuoted(absl::string_view line, size_t open, std::string* word) {
   size_t pos = open + 1;
   while (pos < line.size()) {
     const char c = line[pos];
@@ -1205,8 +1114,7 @@ absl::StatusOr<size_t> ReadDoubleQuoted(absl::string_view line, size_t open,
 
 }  // namespace
 
-absl::Status ApplyMegatronArgs(absl::Span<const std::string> args,
-                               ArgsMode mode, v1::JobSpec* job,
+absl::Status ApplyMegatronArgs(absl::Span<const std::string> args, ArgsMode mode, v1::JobSpec* job,
                                std::vector<std::string>* notes) {
   if (job == nullptr) return absl::InvalidArgumentError("job is null");
   ParseState state{.mode = mode, .job = job, .notes = notes};
@@ -1215,15 +1123,13 @@ absl::Status ApplyMegatronArgs(absl::Span<const std::string> args,
   while (pos < args.size()) {
     const absl::string_view token = args[pos];
     if (!IsFlagToken(token)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("unexpected argument ", Quote(token),
-                       last_flag.empty() ? " (flags start with \"--\")"
-                                         : absl::StrCat(" after ", last_flag)));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "unexpected argument ", Quote(token),
+          last_flag.empty() ? " (flags start with \"--\")" : absl::StrCat(" after ", last_flag)));
     }
     size_t end = pos + 1;
     while (end < args.size() && IsValueToken(args[end])) ++end;
-    absl::StatusOr<size_t> taken =
-        ApplyFlag(token, args.subspan(pos + 1, end - pos - 1), state);
+    absl::StatusOr<size_t> taken = ApplyFlag(token, args.subspan(pos + 1, end - pos - 1), state);
     if (!taken.ok()) return taken.status();
     last_flag = token;
     pos += 1 + *taken;
@@ -1231,8 +1137,7 @@ absl::Status ApplyMegatronArgs(absl::Span<const std::string> args,
   return Resolve(state);
 }
 
-void ApplyEnvironment(const std::map<std::string, std::string>& env,
-                      v1::JobSpec* job) {
+void ApplyEnvironment(const std::map<std::string, std::string>& env, v1::JobSpec* job) {
   if (job == nullptr) return;
   // PyTorch >= 2.9 reads PYTORCH_ALLOC_CONF first and falls back to the
   // older PYTORCH_CUDA_ALLOC_CONF.
@@ -1247,13 +1152,12 @@ void ApplyEnvironment(const std::map<std::string, std::string>& env,
   }
 }
 
-absl::StatusOr<std::vector<std::string>> SplitArgumentLine(
-    std::string_view std_line) {
+absl::StatusOr<std::vector<std::string>> SplitArgumentLine(std::string_view std_line) {
   // This absl build has its own string_view type.
   const absl::string_view line(std_line.data(), std_line.size());
   if (line.size() > kMaxArgumentLineBytes) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "argument line longer than ", kMaxArgumentLineBytes, " bytes"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("argument line longer than ", kMaxArgumentLineBytes, " bytes"));
   }
   std::vector<std::string> words;
   std::string word;

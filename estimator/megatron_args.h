@@ -41,23 +41,20 @@ enum class ArgsMode {
 // Errors: InvalidArgument naming the flag and the value for malformed
 // values, missing values and stray tokens; Unimplemented for FSDP
 // (`--use-torch-fsdp2`, `--use-megatron-fsdp`, `--use-custom-fsdp`).
-absl::Status ApplyMegatronArgs(absl::Span<const std::string> args,
-                               ArgsMode mode, v1::JobSpec* job,
+absl::Status ApplyMegatronArgs(absl::Span<const std::string> args, ArgsMode mode, v1::JobSpec* job,
                                std::vector<std::string>* notes);
 
 // Applies the environment variables that change memory:
 // PYTORCH_CUDA_ALLOC_CONF (expandable_segments:True) and
 // NCCL_GRAPH_REGISTER (=0).
-void ApplyEnvironment(const std::map<std::string, std::string>& env,
-                      v1::JobSpec* job);
+void ApplyEnvironment(const std::map<std::string, std::string>& env, v1::JobSpec* job);
 
 // Splits an argument line the way a POSIX shell splits words, without
 // expanding anything: single and double quotes, backslash escapes and
 // backslash-newline continuations. Never executes or substitutes
 // ($(...), backticks and ${...} stay literal text). InvalidArgument on an
 // unterminated quote.
-absl::StatusOr<std::vector<std::string>> SplitArgumentLine(
-    std::string_view line);
+absl::StatusOr<std::vector<std::string>> SplitArgumentLine(std::string_view line);
 
 }  // namespace oomguard
 

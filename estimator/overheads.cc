@@ -10,15 +10,24 @@ namespace {
 constexpr double kMiB = 1024.0 * 1024.0;
 constexpr double kGiB = 1024.0 * kMiB;
 
-void Add(google::protobuf::RepeatedPtrField<v1::Overhead>* out, const char* name, double bytes,
-         bool in_allocated, const char* basis) {
-  if (bytes <= 0) return;
-  v1::Overhead* o = out->Add();
-  o->set_name(name);
-  o->set_bytes(static_cast<uint64_t>(std::llround(bytes)));
-  o->set_in_allocated(in_allocated);
-  o->set_basis(basis);
-}
+// Appends one overhead item; the basis only when it is wanted.
+class OverheadList {
+ public:
+  OverheadList(google::protobuf::RepeatedPtrField<v1::Overhead>* out, bool with_basis)
+      : out_(out), with_basis_(with_basis) {}
+  void Add(const char* name, double bytes, bool in_allocated, const char* basis) {
+    if (bytes <= 0) return;
+    v1::Overhead* o = out_->Add();
+    o->set_name(name);
+    o->set_bytes(static_cast<uint64_t>(std::llround(bytes)));
+    o->set_in_allocated(in_allocated);
+    if (with_basis_) o->set_basis(basis);
+  }
+
+ private:
+  google::protobuf::RepeatedPtrField<v1::Overhead>* out_;
+  bool with_basis_;
+};
 
 // Process groups with more than one member that NCCL sets up buffers for.
 int CommunicatorCount(const ValidatedJob& j) {
@@ -37,20 +46,24 @@ int CommunicatorCount(const ValidatedJob& j) {
 
 }  // namespace
 
-void AddOverheads(const ValidatedJob& j, const RankMemory& m,
+void AddOverheads(const ValidatedJob& j, const RankMemory& m, bool with_basis,
                   google::protobuf::RepeatedPtrField<v1::Overhead>* out) {
+  OverheadList list(out, with_basis);
   // One micro-batch on one GPU: bytes per element, tokens inside the TP
   // region, tokens in the sequence-parallel region.
   const double elt = j.param_bytes >= 4 ? 4 : 2;
   const double tokens = static_cast<double>(j.micro_batch) * j.seq / j.cp;
   const double sp_tokens = j.sp ? tokens / j.tp : tokens;
-  Add(out, "library_workspaces", 64 * kMiB + (j.transformer_engine ? 32 * kMiB : 0), true,
-      "cuBLAS/cuBLASLt workspaces allocated through PyTorch (64 MiB measured on H100) plus "
-      "Transformer Engine's 32 MiB GEMM workspace");
+  list.Add("library_workspaces", 64 * kMiB + (j.transformer_engine ? 32 * kMiB : 0), true,
+           "cuBLAS/cuBLASLt workspaces allocated through PyTorch (64 MiB "
+           "measured on H100) plus "
+           "Transformer Engine's 32 MiB GEMM workspace");
   if (j.transformer_engine && j.grouped_gemm && j.is_moe_model()) {
-    Add(out, "grouped_gemm_workspaces", 4 * 32 * kMiB, true,
-        "Transformer Engine's grouped GEMM runs on 4 cuBLAS streams, each with its own 32 MiB "
-        "workspace on Hopper and newer (0.13 GiB measured in Megatron's grouped-GEMM MoE tests)");
+    list.Add("grouped_gemm_workspaces", 4 * 32 * kMiB, true,
+             "Transformer Engine's grouped GEMM runs on 4 cuBLAS streams, each "
+             "with its own 32 MiB "
+             "workspace on Hopper and newer (0.13 GiB measured in Megatron's "
+             "grouped-GEMM MoE tests)");
   }
   {
     // Megatron's GlobalMemoryBuffer keeps the largest tensor it served per
@@ -68,10 +81,12 @@ void AddOverheads(const ValidatedJob& j, const RankMemory& m,
     if (!j.transformer_engine && j.sp && j.tp > 1) {
       buffer = std::max(buffer, elt * tokens * j.hidden);
     }
-    Add(out, "global_memory_buffer", buffer, true,
-        "Megatron's GlobalMemoryBuffer keeps the largest tensor it served: the local attention's "
-        "[b*heads, s, s] score buffer, the allgather MoE dispatcher's hidden states over EP x ETP, "
-        "sequence-parallel inputs of non-TE linears");
+    list.Add("global_memory_buffer", buffer, true,
+             "Megatron's GlobalMemoryBuffer keeps the largest tensor it "
+             "served: the local attention's "
+             "[b*heads, s, s] score buffer, the allgather MoE dispatcher's "
+             "hidden states over EP x ETP, "
+             "sequence-parallel inputs of non-TE linears");
   }
   if (j.defer_embedding_wgrad && m.has_output_layer) {
     // Backward of micro-batch i keeps i-1 earlier ones (at most the limit).
@@ -81,41 +96,52 @@ void AddOverheads(const ValidatedJob& j, const RankMemory& m,
     }
     const double logits_grad = elt * tokens * static_cast<double>(j.padded_vocab) / j.tp;
     const double input = elt * sp_tokens * static_cast<double>(j.hidden);
-    Add(out, "deferred_embedding_wgrad", deferred * (logits_grad + input), true,
-        "--defer-embedding-wgrad-compute: the last stage keeps the logits gradient and the "
-        "output layer's input of each deferred micro-batch until the pipeline flush");
+    list.Add("deferred_embedding_wgrad", deferred * (logits_grad + input), true,
+             "--defer-embedding-wgrad-compute: the last stage keeps the logits "
+             "gradient and the "
+             "output layer's input of each deferred micro-batch until the "
+             "pipeline flush");
   }
   if (j.pp > 1) {
-    Add(out, "pipeline_p2p_buffers", 2 * elt * sp_tokens * j.hidden, true,
-        "one received activation and one outgoing gradient of shape [s/CP/(SP?TP:1), b, h]");
+    list.Add("pipeline_p2p_buffers", 2 * elt * sp_tokens * j.hidden, true,
+             "one received activation and one outgoing gradient of shape "
+             "[s/CP/(SP?TP:1), b, h]");
   }
   if (j.is_moe_model() && !j.force_balance && j.capacity_factor == 0) {
-    Add(out, "moe_imbalance", kMoeImbalanceMargin * m.routed_activation_bytes, true,
-        "routing is not forced to balance: hot ranks receive more tokens than the balanced "
-        "share; margin of 25% on routed-expert activations (measured peaks grow ~10% over the "
-        "first 50 steps of Megatron's MoE test)");
+    list.Add("moe_imbalance", kMoeImbalanceMargin * m.routed_activation_bytes, true,
+             "routing is not forced to balance: hot ranks receive more tokens "
+             "than the balanced "
+             "share; margin of 25% on routed-expert activations (measured "
+             "peaks grow ~10% over the "
+             "first 50 steps of Megatron's MoE test)");
   }
   if (j.cuda_graphs) {
     const double fraction = j.cuda_graph_modules.empty() ? 1.0 : 0.5;
-    Add(out, "cuda_graphs", fraction * m.layer_activation_bytes, true,
-        "graph-private pools keep static input/output buffers per captured layer and "
-        "micro-batch (approximated as a second copy of the graphed layers' held activations)");
+    list.Add("cuda_graphs", fraction * m.layer_activation_bytes, true,
+             "graph-private pools keep static input/output buffers per "
+             "captured layer and "
+             "micro-batch (approximated as a second copy of the graphed "
+             "layers' held activations)");
   }
-  Add(out, "cuda_context", 2.5 * kGiB, false,
-      "CUDA context, cuBLAS/cuDNN handles and NCCL initialisation outside PyTorch's allocator "
-      "(2.4-2.8 GiB measured on one H100)");
+  list.Add("cuda_context", 2.5 * kGiB, false,
+           "CUDA context, cuBLAS/cuDNN handles and NCCL initialisation outside "
+           "PyTorch's allocator "
+           "(2.4-2.8 GiB measured on one H100)");
   const int comms = CommunicatorCount(j);
-  Add(out, "nccl_buffers", 0.9 * kGiB * comms, false,
-      "NCCL channel buffers, ~0.9 GiB per process group with more than one member (6.4 GB "
-      "non-PyTorch memory measured on 64 H100s with DP, PP and EP groups)");
+  list.Add("nccl_buffers", 0.9 * kGiB * comms, false,
+           "NCCL channel buffers, ~0.9 GiB per process group with more than one "
+           "member (6.4 GB "
+           "non-PyTorch memory measured on 64 H100s with DP, PP and EP groups)");
   const double dynamic = m.held_activation_bytes + m.transient_bytes;
   if (j.expandable_segments) {
-    Add(out, "allocator_slack", 64 * kMiB + 0.01 * dynamic, false,
-        "reserved minus allocated with expandable_segments: 74-307 MiB measured");
+    list.Add("allocator_slack", 64 * kMiB + 0.01 * dynamic, false,
+             "reserved minus allocated with expandable_segments: 74-307 MiB "
+             "measured");
   } else {
-    Add(out, "allocator_slack", 512 * kMiB + 0.10 * dynamic, false,
-        "reserved minus allocated without expandable_segments (fragmentation): 0.3-5.8 GiB "
-        "measured, growing with activation churn");
+    list.Add("allocator_slack", 512 * kMiB + 0.10 * dynamic, false,
+             "reserved minus allocated without expandable_segments "
+             "(fragmentation): 0.3-5.8 GiB "
+             "measured, growing with activation churn");
   }
 }
 

@@ -19,12 +19,13 @@ struct RankMemory {
   double held_activation_bytes = 0;    // In-flight activations at the peak.
   double routed_activation_bytes = 0;  // Of those, routed-expert tokens.
   double transient_bytes = 0;
-  double layer_activation_bytes = 0;   // Decoder-layer part of held activations.
-  bool has_output_layer = false;       // The rank runs the output layer and loss.
+  double layer_activation_bytes = 0;  // Decoder-layer part of held activations.
+  bool has_output_layer = false;      // The rank runs the output layer and loss.
 };
 
-// Appends the overheads of one rank to `out`.
-void AddOverheads(const ValidatedJob& j, const RankMemory& m,
+// Appends the overheads of one rank to `out`, with their basis when
+// `with_basis`.
+void AddOverheads(const ValidatedJob& j, const RankMemory& m, bool with_basis,
                   google::protobuf::RepeatedPtrField<v1::Overhead>* out);
 
 // Fraction of extra routed-expert tokens a GPU receives over the balanced

@@ -14,8 +14,7 @@ constexpr char kLayoutField[] = "parallelism.pipeline_model_parallel_layout";
 constexpr size_t kMaxExpandedLayout = 1 << 20;
 
 absl::Status LayoutError(absl::string_view layout, absl::string_view why) {
-  return absl::InvalidArgumentError(
-      absl::StrCat(kLayoutField, " \"", layout, "\": ", why));
+  return absl::InvalidArgumentError(absl::StrCat(kLayoutField, " \"", layout, "\": ", why));
 }
 
 // Recursive-descent expansion of "(...)*n" and "x*n" repetitions.
@@ -52,21 +51,18 @@ class LayoutExpander {
         ++pos_;
         continue;
       } else {
-        return LayoutError(text_, absl::StrCat("unexpected character '",
-                                               std::string(1, c), "'"));
+        return LayoutError(text_, absl::StrCat("unexpected character '", std::string(1, c), "'"));
       }
       int64_t times = 1;
       if (pos_ < text_.size() && text_[pos_] == '*') {
         ++pos_;
         size_t start = pos_;
         while (pos_ < text_.size() && absl::ascii_isdigit(text_[pos_])) ++pos_;
-        if (!absl::SimpleAtoi(text_.substr(start, pos_ - start), &times) ||
-            times < 0) {
+        if (!absl::SimpleAtoi(text_.substr(start, pos_ - start), &times) || times < 0) {
           return LayoutError(text_, "'*' must be followed by a count");
         }
       }
-      if (unit.size() * static_cast<size_t>(times) + out.size() >
-          kMaxExpandedLayout) {
+      if (unit.size() * static_cast<size_t>(times) + out.size() > kMaxExpandedLayout) {
         return LayoutError(text_, "expands to more than 1 MiB");
       }
       for (int64_t i = 0; i < times; ++i) out += unit;
@@ -78,15 +74,15 @@ class LayoutExpander {
   size_t pos_ = 0;
 };
 
-absl::StatusOr<std::vector<StageContents>> PlaceFromLayout(
-    const PlacementInput& in) {
+absl::StatusOr<std::vector<StageContents>> PlaceFromLayout(const PlacementInput& in) {
   absl::StatusOr<std::vector<std::string>> stages = ExpandLayout(in.layout);
   if (!stages.ok()) return stages.status();
   const int64_t n = static_cast<int64_t>(stages->size());
   if (n % in.pp != 0) {
-    return LayoutError(in.layout,
-                       absl::StrCat("has ", n, " virtual stages, not a multiple of "
-                                    "pipeline_model_parallel_size ", in.pp));
+    return LayoutError(in.layout, absl::StrCat("has ", n,
+                                               " virtual stages, not a multiple of "
+                                               "pipeline_model_parallel_size ",
+                                               in.pp));
   }
   std::vector<StageContents> out(n);
   int layer = 0;
@@ -116,14 +112,14 @@ absl::StatusOr<std::vector<StageContents>> PlaceFromLayout(
     }
   }
   if (layer != in.num_layers) {
-    return LayoutError(in.layout, absl::StrCat("places ", layer,
-                                               " decoder layers but model.num_layers is ",
-                                               in.num_layers));
+    return LayoutError(
+        in.layout,
+        absl::StrCat("places ", layer, " decoder layers but model.num_layers is ", in.num_layers));
   }
   if (mtp != in.mtp_layers) {
-    return LayoutError(in.layout, absl::StrCat("places ", mtp,
-                                               " MTP layers but model.mtp_num_layers is ",
-                                               in.mtp_layers));
+    return LayoutError(
+        in.layout,
+        absl::StrCat("places ", mtp, " MTP layers but model.mtp_num_layers is ", in.mtp_layers));
   }
   if (!out.front().has_embedding || !out.back().has_loss) {
     return LayoutError(in.layout, "needs 'E' in the first stage and 'L' in the last");
@@ -132,8 +128,7 @@ absl::StatusOr<std::vector<StageContents>> PlaceFromLayout(
 }
 
 absl::Status SplitError(absl::string_view field, int64_t value, absl::string_view why) {
-  return absl::InvalidArgumentError(
-      absl::StrCat("parallelism.", field, " = ", value, ": ", why));
+  return absl::InvalidArgumentError(absl::StrCat("parallelism.", field, " = ", value, ": ", why));
 }
 
 // Layers per PP rank, before the split into chunks.
@@ -159,16 +154,15 @@ absl::StatusOr<std::vector<int64_t>> LayersPerRank(const PlacementInput& in) {
       --middle;
     }
     if (rest < 0 || (middle == 0 && rest != 0) || (middle > 0 && rest % middle != 0)) {
-      return SplitError(
-          in.first_stage_layers >= 0 ? "decoder_first_pipeline_num_layers"
-                                     : "decoder_last_pipeline_num_layers",
-          in.first_stage_layers >= 0 ? in.first_stage_layers : in.last_stage_layers,
-          absl::StrCat("the remaining ", rest, " of model.num_layers ", in.num_layers,
-                       " do not split evenly over the other ", middle, " stages"));
+      return SplitError(in.first_stage_layers >= 0 ? "decoder_first_pipeline_num_layers"
+                                                   : "decoder_last_pipeline_num_layers",
+                        in.first_stage_layers >= 0 ? in.first_stage_layers : in.last_stage_layers,
+                        absl::StrCat("the remaining ", rest, " of model.num_layers ", in.num_layers,
+                                     " do not split evenly over the other ", middle, " stages"));
     }
     for (int64_t r = 0; r < p; ++r) {
-      bool fixed = (r == 0 && in.first_stage_layers >= 0) ||
-                   (r == p - 1 && in.last_stage_layers >= 0);
+      bool fixed =
+          (r == 0 && in.first_stage_layers >= 0) || (r == p - 1 && in.last_stage_layers >= 0);
       if (!fixed) per_rank[r] = rest / middle;
     }
     return per_rank;
@@ -202,15 +196,15 @@ absl::StatusOr<std::vector<StageContents>> PlaceLayers(const PlacementInput& in)
 
   std::vector<int64_t> per_stage(stages, 0);
   if (in.account_for_embedding || in.account_for_loss) {
-    const int64_t slots = in.num_layers + (in.account_for_embedding ? 1 : 0) +
-                          (in.account_for_loss ? 1 : 0);
+    const int64_t slots =
+        in.num_layers + (in.account_for_embedding ? 1 : 0) + (in.account_for_loss ? 1 : 0);
     if (slots % stages != 0) {
       return SplitError(
           in.account_for_embedding ? "account_for_embedding_in_pipeline_split"
                                    : "account_for_loss_in_pipeline_split",
           1,
-          absl::StrCat("model.num_layers ", in.num_layers, " plus the accounted slots (",
-                       slots, ") is not divisible by ", stages, " virtual stages"));
+          absl::StrCat("model.num_layers ", in.num_layers, " plus the accounted slots (", slots,
+                       ") is not divisible by ", stages, " virtual stages"));
     }
     for (auto& n : per_stage) n = slots / stages;
     if (in.account_for_embedding) --per_stage.front();
@@ -230,8 +224,7 @@ absl::StatusOr<std::vector<StageContents>> PlaceLayers(const PlacementInput& in)
   int layer = 0;
   for (int64_t i = 0; i < stages; ++i) {
     if (per_stage[i] < 0) {
-      return SplitError("pipeline_model_parallel_size", p,
-                        "too many stages for model.num_layers");
+      return SplitError("pipeline_model_parallel_size", p, "too many stages for model.num_layers");
     }
     out[i].first_layer = layer;
     out[i].num_layers = static_cast<int>(per_stage[i]);

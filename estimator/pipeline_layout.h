@@ -5,10 +5,10 @@
 #ifndef OOMGUARD_ESTIMATOR_PIPELINE_LAYOUT_H_
 #define OOMGUARD_ESTIMATOR_PIPELINE_LAYOUT_H_
 
-#include "absl/strings/string_view.h"
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "estimator/validated_job.h"
 
 namespace oomguard {
@@ -17,7 +17,7 @@ struct PlacementInput {
   int64_t num_layers = 0;
   int64_t mtp_layers = 0;
   int64_t pp = 1;
-  int64_t vpp = 1;  // Ignored when layout is set (the layout defines it).
+  int64_t vpp = 1;                  // Ignored when layout is set (the layout defines it).
   int64_t first_stage_layers = -1;  // -1 = unset.
   int64_t last_stage_layers = -1;
   bool account_for_embedding = false;
@@ -28,8 +28,7 @@ struct PlacementInput {
 // Returns pp * vpp stages; stage index = pp_rank + chunk * pp.
 // InvalidArgument names the parallelism field that makes the split
 // impossible.
-absl::StatusOr<std::vector<StageContents>> PlaceLayers(
-    const PlacementInput& in);
+absl::StatusOr<std::vector<StageContents>> PlaceLayers(const PlacementInput& in);
 
 // Expands a layout string ("Et|(tt|)*30mL") into its virtual stages, each a
 // string of the symbols E, t, m, L. InvalidArgument on bad syntax.

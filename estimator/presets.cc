@@ -29,8 +29,7 @@ struct PresetEntry {
 // Lookup form: lower case, with '_' and '.' read as '-', surrounding
 // whitespace dropped.
 std::string NormalizeName(std::string_view name) {
-  while (!name.empty() &&
-         std::isspace(static_cast<unsigned char>(name.front())))
+  while (!name.empty() && std::isspace(static_cast<unsigned char>(name.front())))
     name.remove_prefix(1);
   while (!name.empty() && std::isspace(static_cast<unsigned char>(name.back())))
     name.remove_suffix(1);
@@ -38,8 +37,7 @@ std::string NormalizeName(std::string_view name) {
   normalized.reserve(name.size());
   for (char c : name) {
     if (c == '_' || c == '.') c = '-';
-    normalized.push_back(
-        static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
+    normalized.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
   }
   return normalized;
 }
@@ -47,8 +45,7 @@ std::string NormalizeName(std::string_view name) {
 const PresetEntry* FindEntry(std::string_view name) {
   const std::string wanted = NormalizeName(name);
   for (const PresetEntry& entry : kPresetTable) {
-    if (NormalizeName(entry.name) == wanted ||
-        NormalizeName(entry.display_name) == wanted) {
+    if (NormalizeName(entry.name) == wanted || NormalizeName(entry.display_name) == wanted) {
       return &entry;
     }
   }
@@ -58,12 +55,10 @@ const PresetEntry* FindEntry(std::string_view name) {
 std::vector<PresetInfo> BuildPresetList() {
   std::vector<PresetInfo> presets;
   for (const PresetEntry& entry : kPresetTable) {
-    presets.push_back(
-        {std::string(entry.name), std::string(entry.description)});
+    presets.push_back({std::string(entry.name), std::string(entry.description)});
   }
-  std::sort(
-      presets.begin(), presets.end(),
-      [](const PresetInfo& a, const PresetInfo& b) { return a.name < b.name; });
+  std::sort(presets.begin(), presets.end(),
+            [](const PresetInfo& a, const PresetInfo& b) { return a.name < b.name; });
   return presets;
 }
 
@@ -84,8 +79,8 @@ const std::vector<absl::StatusOr<v1::ModelSpec>>& ParsedPresets() {
         model->set_name(std::string(entry.display_name));
       } else {
         // Preset data is compiled in; a failure here is a bug in the table.
-        model = absl::InternalError(absl::StrCat("preset \"", std::string(entry.name),
-                                                 "\": ", model.status().message()));
+        model = absl::InternalError(
+            absl::StrCat("preset \"", std::string(entry.name), "\": ", model.status().message()));
       }
       parsed->push_back(std::move(model));
     }
@@ -106,8 +101,7 @@ absl::StatusOr<v1::ModelSpec> FindPreset(std::string_view name) {
   const PresetEntry* entry = FindEntry(name);
   if (entry == nullptr) {
     return absl::NotFoundError(
-        absl::StrCat("unknown preset \"", std::string(name),
-                     "\"; known presets: ", KnownNames()));
+        absl::StrCat("unknown preset \"", std::string(name), "\"; known presets: ", KnownNames()));
   }
   return ParsedPresets()[entry - kPresetTable];
 }

@@ -12,7 +12,7 @@ namespace {
 
 // Upper bounds past which a value is taken as a typo, not a job.
 constexpr int64_t kMaxLayers = 100000;
-constexpr int64_t kMaxWidth = int64_t{1} << 22;   // hidden / ffn / heads ...
+constexpr int64_t kMaxWidth = int64_t{1} << 22;  // hidden / ffn / heads ...
 constexpr int64_t kMaxVocab = int64_t{1} << 26;
 constexpr int64_t kMaxSeq = int64_t{1} << 24;
 constexpr int64_t kMaxGpus = int64_t{1} << 22;
@@ -38,11 +38,15 @@ absl::Status CheckFraction(absl::string_view field, double value, bool allow_one
 
 double DtypeBytes(v1::Dtype d, double fallback) {
   switch (d) {
-    case v1::DTYPE_FP32: return 4;
+    case v1::DTYPE_FP32:
+      return 4;
     case v1::DTYPE_BF16:
-    case v1::DTYPE_FP16: return 2;
-    case v1::DTYPE_FP8: return 1;
-    default: return fallback;
+    case v1::DTYPE_FP16:
+      return 2;
+    case v1::DTYPE_FP8:
+      return 1;
+    default:
+      return fallback;
   }
 }
 
@@ -87,8 +91,8 @@ absl::Status ResolveModel(const v1::ModelSpec& m, ValidatedJob& j,
   j.layer_norm = m.normalization() != v1::NORMALIZATION_RMS_NORM;
   const v1::PositionEmbedding pe = m.position_embedding();
   j.rope = pe == v1::POSITION_EMBEDDING_ROPE;
-  j.learned_positions = pe == v1::POSITION_EMBEDDING_UNSPECIFIED ||
-                        pe == v1::POSITION_EMBEDDING_LEARNED_ABSOLUTE;
+  j.learned_positions =
+      pe == v1::POSITION_EMBEDDING_UNSPECIFIED || pe == v1::POSITION_EMBEDDING_LEARNED_ABSOLUTE;
   j.linear_bias = m.has_add_bias_linear() ? m.add_bias_linear() : true;
   j.qkv_bias = j.linear_bias || m.add_qkv_bias();
   j.qk_layernorm = m.qk_layernorm();
@@ -107,7 +111,8 @@ absl::Status ResolveModel(const v1::ModelSpec& m, ValidatedJob& j,
   j.qk_pos_head_dim = m.has_qk_pos_emb_head_dim() ? m.qk_pos_emb_head_dim() : 64;
   j.v_head_dim = m.has_v_head_dim() ? m.v_head_dim() : 128;
   if (j.mla) {
-    if (j.q_lora_rank > kMaxWidth) return Bad("model.q_lora_rank", j.q_lora_rank, "is absurdly large");
+    if (j.q_lora_rank > kMaxWidth)
+      return Bad("model.q_lora_rank", j.q_lora_rank, "is absurdly large");
     if (auto s = CheckSize("model.kv_lora_rank", j.kv_lora_rank, kMaxWidth); !s.ok()) return s;
     if (auto s = CheckSize("model.qk_head_dim", j.qk_head_dim, kMaxWidth); !s.ok()) return s;
     if (auto s = CheckSize("model.qk_pos_emb_head_dim", j.qk_pos_head_dim, kMaxWidth); !s.ok()) {
@@ -140,9 +145,9 @@ absl::Status ResolveModel(const v1::ModelSpec& m, ValidatedJob& j,
     }
     if (m.moe_layer_pattern_size() > 0) {
       if (m.moe_layer_pattern_size() != j.num_layers) {
-        return Bad("model.moe_layer_pattern", absl::StrCat(m.moe_layer_pattern_size(), " entries"),
-                   absl::StrCat("needs one entry per layer (model.num_layers = ", j.num_layers,
-                                ")"));
+        return Bad(
+            "model.moe_layer_pattern", absl::StrCat(m.moe_layer_pattern_size(), " entries"),
+            absl::StrCat("needs one entry per layer (model.num_layers = ", j.num_layers, ")"));
       }
       for (int i = 0; i < m.moe_layer_pattern_size(); ++i) {
         uint32_t v = m.moe_layer_pattern(i);
@@ -176,12 +181,14 @@ absl::Status ResolveParallelism(const v1::JobSpec& job, ValidatedJob& j,
   j.cp = p.has_context_parallel_size() ? p.context_parallel_size() : 1;
   j.ep = p.has_expert_model_parallel_size() ? p.expert_model_parallel_size() : 1;
   j.etp = p.has_expert_tensor_parallel_size() ? p.expert_tensor_parallel_size() : j.tp;
-  if (auto s = CheckSize("parallelism.tensor_model_parallel_size", j.tp, kMaxGpus); !s.ok()) return s;
+  if (auto s = CheckSize("parallelism.tensor_model_parallel_size", j.tp, kMaxGpus); !s.ok())
+    return s;
   if (auto s = CheckSize("parallelism.pipeline_model_parallel_size", j.pp, kMaxGpus); !s.ok()) {
     return s;
   }
   if (auto s = CheckSize("parallelism.context_parallel_size", j.cp, kMaxGpus); !s.ok()) return s;
-  if (auto s = CheckSize("parallelism.expert_model_parallel_size", j.ep, kMaxGpus); !s.ok()) return s;
+  if (auto s = CheckSize("parallelism.expert_model_parallel_size", j.ep, kMaxGpus); !s.ok())
+    return s;
   if (auto s = CheckSize("parallelism.expert_tensor_parallel_size", j.etp, kMaxGpus); !s.ok()) {
     return s;
   }
@@ -200,7 +207,8 @@ absl::Status ResolveParallelism(const v1::JobSpec& job, ValidatedJob& j,
   }
   j.edp = j.world / expert_parallel;
   if (j.experts == 0 && j.ep > 1) {
-    return Bad("parallelism.expert_model_parallel_size", j.ep, "needs an MoE model (model.num_experts > 0)");
+    return Bad("parallelism.expert_model_parallel_size", j.ep,
+               "needs an MoE model (model.num_experts > 0)");
   }
   if (j.experts > 0 && j.experts % j.ep != 0) {
     return Bad("parallelism.expert_model_parallel_size", j.ep,
@@ -236,7 +244,8 @@ absl::Status ResolveParallelism(const v1::JobSpec& job, ValidatedJob& j,
 
   // Virtual pipeline.
   j.vpp = 1;
-  if (p.has_num_layers_per_virtual_pipeline_stage() && p.has_num_virtual_stages_per_pipeline_rank()) {
+  if (p.has_num_layers_per_virtual_pipeline_stage() &&
+      p.has_num_virtual_stages_per_pipeline_rank()) {
     return Bad("parallelism.num_virtual_stages_per_pipeline_rank",
                p.num_virtual_stages_per_pipeline_rank(),
                "set either it or num_layers_per_virtual_pipeline_stage, not both");
@@ -248,9 +257,9 @@ absl::Status ResolveParallelism(const v1::JobSpec& job, ValidatedJob& j,
       return s;
     }
     if (j.num_layers % (per * j.pp) != 0) {
-      return Bad("parallelism.num_layers_per_virtual_pipeline_stage", per,
-                 absl::StrCat("model.num_layers ", j.num_layers, " is not divisible by it x PP ",
-                              j.pp));
+      return Bad(
+          "parallelism.num_layers_per_virtual_pipeline_stage", per,
+          absl::StrCat("model.num_layers ", j.num_layers, " is not divisible by it x PP ", j.pp));
     }
     j.vpp = j.num_layers / (per * j.pp);
   } else if (p.has_num_virtual_stages_per_pipeline_rank()) {
@@ -265,8 +274,9 @@ absl::Status ResolveParallelism(const v1::JobSpec& job, ValidatedJob& j,
   place.mtp_layers = j.mtp_layers;
   place.pp = j.pp;
   place.vpp = j.vpp;
-  place.first_stage_layers =
-      p.has_decoder_first_pipeline_num_layers() ? int64_t{p.decoder_first_pipeline_num_layers()} : -1;
+  place.first_stage_layers = p.has_decoder_first_pipeline_num_layers()
+                                 ? int64_t{p.decoder_first_pipeline_num_layers()}
+                                 : -1;
   place.last_stage_layers =
       p.has_decoder_last_pipeline_num_layers() ? int64_t{p.decoder_last_pipeline_num_layers()} : -1;
   place.account_for_embedding = p.account_for_embedding_in_pipeline_split();
@@ -285,8 +295,8 @@ absl::Status ResolveParallelism(const v1::JobSpec& job, ValidatedJob& j,
       if (!j.is_moe_layer[l]) ++st.num_dense_layers;
     }
   }
-  j.group_size = p.has_microbatch_group_size_per_vp_stage() ? p.microbatch_group_size_per_vp_stage()
-                                                            : j.pp;
+  j.group_size =
+      p.has_microbatch_group_size_per_vp_stage() ? p.microbatch_group_size_per_vp_stage() : j.pp;
   if (auto s = CheckSize("parallelism.microbatch_group_size_per_vp_stage", j.group_size, kMaxBatch);
       !s.ok()) {
     return s;
@@ -301,10 +311,12 @@ absl::Status ResolveTraining(const v1::JobSpec& job, ValidatedJob& j) {
   if (auto s = CheckSize("training.micro_batch_size", j.micro_batch, kMaxBatch); !s.ok()) return s;
   if (auto s = CheckSize("training.seq_length", j.seq, kMaxSeq); !s.ok()) return s;
   j.global_batch = t.has_global_batch_size() ? t.global_batch_size() : j.micro_batch * j.dp;
-  if (auto s = CheckSize("training.global_batch_size", j.global_batch, kMaxBatch); !s.ok()) return s;
+  if (auto s = CheckSize("training.global_batch_size", j.global_batch, kMaxBatch); !s.ok())
+    return s;
   if (j.global_batch % (j.micro_batch * j.dp) != 0) {
-    return Bad("training.global_batch_size", j.global_batch,
-               absl::StrCat("not divisible by micro_batch_size x DP = ", j.micro_batch, " x ", j.dp));
+    return Bad(
+        "training.global_batch_size", j.global_batch,
+        absl::StrCat("not divisible by micro_batch_size x DP = ", j.micro_batch, " x ", j.dp));
   }
   j.num_microbatches = j.global_batch / (j.micro_batch * j.dp);
   if (j.sp && j.seq % j.tp != 0) {
@@ -316,8 +328,8 @@ absl::Status ResolveTraining(const v1::JobSpec& job, ValidatedJob& j) {
                absl::StrCat("must be divisible by 2 x CP = ", 2 * j.cp));
   }
   if (j.learned_positions) {
-    j.max_positions = job.model().has_max_position_embeddings() ? job.model().max_position_embeddings()
-                                                               : j.seq;
+    j.max_positions =
+        job.model().has_max_position_embeddings() ? job.model().max_position_embeddings() : j.seq;
     if (j.max_positions < j.seq) {
       return Bad("model.max_position_embeddings", j.max_positions,
                  absl::StrCat("is shorter than training.seq_length ", j.seq));
@@ -338,8 +350,7 @@ absl::Status ResolveTraining(const v1::JobSpec& job, ValidatedJob& j) {
   j.rope_fused = j.rope && (t.has_rope_fusion() ? t.rope_fusion() : true) && j.transformer_engine;
   j.fused_softmax = (t.has_masked_softmax_fusion() ? t.masked_softmax_fusion() : true) &&
                     job.precision().params_dtype() != v1::DTYPE_FP32 && j.seq > 16 &&
-                    j.seq <= 16384 && j.seq % 4 == 0 &&
-                    (j.micro_batch * j.heads / j.tp) % 4 == 0;
+                    j.seq <= 16384 && j.seq % 4 == 0 && (j.micro_batch * j.heads / j.tp) % 4 == 0;
   j.defer_embedding_wgrad = t.defer_embedding_wgrad_compute();
   j.wgrad_deferral_limit = t.wgrad_deferral_limit();
   if (j.wgrad_deferral_limit > 0 && !j.defer_embedding_wgrad) {
@@ -364,7 +375,8 @@ absl::Status ResolveRecompute(const v1::RecomputeSpec& r, ValidatedJob& j) {
       return Bad("recompute.num_layers", "unset", "full recompute needs --recompute-num-layers");
     }
     if (j.recompute_method == v1::RECOMPUTE_METHOD_UNIFORM) {
-      if (auto s = CheckSize("recompute.num_layers", j.recompute_num_layers, j.num_layers); !s.ok()) {
+      if (auto s = CheckSize("recompute.num_layers", j.recompute_num_layers, j.num_layers);
+          !s.ok()) {
         return s;
       }
     } else if (j.recompute_num_layers > j.num_layers) {
@@ -410,9 +422,11 @@ absl::Status ResolveRecompute(const v1::RecomputeSpec& r, ValidatedJob& j) {
 }
 
 absl::Status ResolvePrecision(const v1::PrecisionSpec& p, ValidatedJob& j) {
-  const v1::Dtype params = p.params_dtype() == v1::DTYPE_UNSPECIFIED ? v1::DTYPE_BF16 : p.params_dtype();
+  const v1::Dtype params =
+      p.params_dtype() == v1::DTYPE_UNSPECIFIED ? v1::DTYPE_BF16 : p.params_dtype();
   if (params == v1::DTYPE_FP8) {
-    return Bad("precision.params_dtype", "DTYPE_FP8", "use precision.fp8_param_gather for FP8 weights");
+    return Bad("precision.params_dtype", "DTYPE_FP8",
+               "use precision.fp8_param_gather for FP8 weights");
   }
   const bool low_precision = params != v1::DTYPE_FP32;
   j.param_bytes = DtypeBytes(params, 2);
@@ -428,9 +442,8 @@ absl::Status ResolvePrecision(const v1::PrecisionSpec& p, ValidatedJob& j) {
   j.master_bytes = low_precision ? DtypeBytes(p.main_params_dtype(), 4) : 0;
   const double m1 = DtypeBytes(p.exp_avg_dtype(), 4);
   const double m2 = DtypeBytes(p.exp_avg_sq_dtype(), 4);
-  j.moment_bytes = p.optimizer() == v1::OPTIMIZER_SGD || p.optimizer() == v1::OPTIMIZER_MUON
-                       ? m1
-                       : m1 + m2;
+  j.moment_bytes =
+      p.optimizer() == v1::OPTIMIZER_SGD || p.optimizer() == v1::OPTIMIZER_MUON ? m1 : m1 + m2;
   j.adam_moment_bytes = p.optimizer() == v1::OPTIMIZER_MUON ? m1 + m2 : j.moment_bytes;
   j.distributed_optimizer = p.use_distributed_optimizer();
   j.optimizer_instances =
@@ -471,7 +484,8 @@ absl::Status ResolvePrecision(const v1::PrecisionSpec& p, ValidatedJob& j) {
 void ResolveRuntime(const v1::RuntimeSpec& r, ValidatedJob& j) {
   j.expandable_segments = r.expandable_segments();
   const v1::CudaGraphImpl impl = r.cuda_graph_impl();
-  j.cuda_graphs = impl == v1::CUDA_GRAPH_IMPL_LOCAL || impl == v1::CUDA_GRAPH_IMPL_TRANSFORMER_ENGINE;
+  j.cuda_graphs =
+      impl == v1::CUDA_GRAPH_IMPL_LOCAL || impl == v1::CUDA_GRAPH_IMPL_TRANSFORMER_ENGINE;
   j.cuda_graph_te_scoped = impl == v1::CUDA_GRAPH_IMPL_TRANSFORMER_ENGINE;
   j.cuda_graph_modules.assign(r.cuda_graph_modules().begin(), r.cuda_graph_modules().end());
   j.nccl_ub = r.use_nccl_ub();
@@ -494,7 +508,8 @@ absl::StatusOr<ValidatedJob> ValidateJob(const v1::JobSpec& job, std::vector<std
   const int64_t divisor = job.model().has_make_vocab_size_divisible_by()
                               ? job.model().make_vocab_size_divisible_by()
                               : 128;
-  if (auto s = CheckSize("model.make_vocab_size_divisible_by", divisor, kMaxVocab); !s.ok()) return s;
+  if (auto s = CheckSize("model.make_vocab_size_divisible_by", divisor, kMaxVocab); !s.ok())
+    return s;
   const int64_t multiple = divisor * j.tp;
   j.padded_vocab = (j.vocab + multiple - 1) / multiple * multiple;
 

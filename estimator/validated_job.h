@@ -49,13 +49,13 @@ struct ValidatedJob {
 
   // Training.
   int64_t micro_batch, global_batch, seq, num_microbatches;
-  bool flash_attention;      // Flash/fused: no s^2 tensors kept.
-  bool local_attention;      // Megatron's own unfused attention.
-  bool transformer_engine;   // TE layers (fused norm+linear).
+  bool flash_attention;     // Flash/fused: no s^2 tensors kept.
+  bool local_attention;     // Megatron's own unfused attention.
+  bool transformer_engine;  // TE layers (fused norm+linear).
   v1::CrossEntropyFusion ce_fusion;
   bool rope_fused;
   bool defer_embedding_wgrad;
-  bool fused_softmax;  // Local attention keeps 2-byte probabilities only.
+  bool fused_softmax;            // Local attention keeps 2-byte probabilities only.
   int64_t wgrad_deferral_limit;  // 0 = every micro-batch.
 
   // Recompute.
@@ -74,7 +74,7 @@ struct ValidatedJob {
   double adam_moment_bytes;
   bool distributed_optimizer;
   int64_t optimizer_instances;  // Distributed-optimizer copies over DP.
-  double offload_fraction;  // Of the optimizer moments, on the host.
+  double offload_fraction;      // Of the optimizer moments, on the host.
   bool fp8, fp8_param_gather;
 
   // Runtime.
@@ -86,8 +86,7 @@ struct ValidatedJob {
   int64_t gpus_per_node;
 
   bool HasRecomputeModule(v1::RecomputeModule m) const {
-    return recompute == v1::RECOMPUTE_GRANULARITY_SELECTIVE &&
-           (recompute_modules & (1u << m)) != 0;
+    return recompute == v1::RECOMPUTE_GRANULARITY_SELECTIVE && (recompute_modules & (1u << m)) != 0;
   }
   bool is_moe_model() const { return experts > 0; }
 };
@@ -95,8 +94,7 @@ struct ValidatedJob {
 // Validates `job` and resolves it. InvalidArgument names the field
 // (JobSpec path, e.g. "parallelism.tensor_model_parallel_size") and value.
 // Notes about assumptions are appended to `notes` when not null.
-absl::StatusOr<ValidatedJob> ValidateJob(const v1::JobSpec& job,
-                                         std::vector<std::string>* notes);
+absl::StatusOr<ValidatedJob> ValidateJob(const v1::JobSpec& job, std::vector<std::string>* notes);
 
 }  // namespace oomguard
 

@@ -28,17 +28,18 @@ struct Endpoints {
 template <typename Request, typename Response>
 class UnaryCall final : public Call {
  public:
-  using Requester = void (AsyncOomguard::*)(
-      grpc::ServerContext*, Request*, grpc::ServerAsyncResponseWriter<Response>*,
-      grpc::CompletionQueue*, grpc::ServerCompletionQueue*, void*);
+  using Requester = void (AsyncOomguard::*)(grpc::ServerContext*, Request*,
+                                            grpc::ServerAsyncResponseWriter<Response>*,
+                                            grpc::CompletionQueue*, grpc::ServerCompletionQueue*,
+                                            void*);
   using Handler = grpc::Status (OomguardService::*)(grpc::ServerContext&, const Request&,
                                                     Response*);
 
   // Asks the server for the next call of this method.
   static void Await(const Endpoints& endpoints, Requester requester, Handler handler) {
     auto* call = new UnaryCall(endpoints, requester, handler);
-    (endpoints.async->*requester)(&call->context_, &call->request_, &call->writer_,
-                                  endpoints.queue, endpoints.queue, call);
+    (endpoints.async->*requester)(&call->context_, &call->request_, &call->writer_, endpoints.queue,
+                                  endpoints.queue, call);
   }
 
   void Proceed(bool ok) override {
@@ -71,14 +72,14 @@ class UnaryCall final : public Call {
 };
 
 void AwaitEveryMethod(const Endpoints& e) {
-  UnaryCall<v1::EstimateRequest, v1::EstimateResponse>::Await(
-      e, &AsyncOomguard::RequestEstimate, &OomguardService::Estimate);
+  UnaryCall<v1::EstimateRequest, v1::EstimateResponse>::Await(e, &AsyncOomguard::RequestEstimate,
+                                                              &OomguardService::Estimate);
   UnaryCall<grpc::ByteBuffer, grpc::ByteBuffer>::Await(e, &AsyncOomguard::RequestCheck,
-                                                      &OomguardService::Check);
+                                                       &OomguardService::Check);
   UnaryCall<v1::ListPresetsRequest, v1::ListPresetsResponse>::Await(
       e, &AsyncOomguard::RequestListPresets, &OomguardService::ListPresets);
-  UnaryCall<v1::ListGpusRequest, v1::ListGpusResponse>::Await(
-      e, &AsyncOomguard::RequestListGpus, &OomguardService::ListGpus);
+  UnaryCall<v1::ListGpusRequest, v1::ListGpusResponse>::Await(e, &AsyncOomguard::RequestListGpus,
+                                                              &OomguardService::ListGpus);
 }
 
 void Work(grpc::ServerCompletionQueue* queue) {

@@ -18,8 +18,8 @@ prometheus::Histogram::BucketBoundaries DurationBuckets() {
 
 // Around the common device sizes (40, 80, 141, 192 GiB).
 prometheus::Histogram::BucketBoundaries PeakBuckets() {
-  prometheus::Histogram::BucketBoundaries gib = {8,   16,  24,  32,  40,  48,  64,   80,
-                                                 96,  128, 141, 160, 192, 256, 512, 1024};
+  prometheus::Histogram::BucketBoundaries gib = {8,  16,  24,  32,  40,  48,  64,  80,
+                                                 96, 128, 141, 160, 192, 256, 512, 1024};
   for (double& b : gib) b *= kGiB;
   return gib;
 }
@@ -28,10 +28,16 @@ prometheus::Histogram::BucketBoundaries PeakBuckets() {
 
 absl::string_view MethodName(Method method) {
   switch (method) {
-    case Method::kEstimate: return "Estimate";
-    case Method::kCheck: return "Check";
-    case Method::kListPresets: return "ListPresets";
-    case Method::kListGpus: return "ListGpus";
+    case Method::kEstimate:
+      return "Estimate";
+    case Method::kCheck:
+      return "Check";
+    case Method::kListPresets:
+      return "ListPresets";
+    case Method::kListGpus:
+      return "ListGpus";
+    case Method::kWebhook:
+      return "Webhook";
   }
   return "unknown";
 }
@@ -55,13 +61,14 @@ ServiceMetrics::ServiceMetrics(absl::string_view version)
                        .Help("Check verdicts given.")
                        .Register(*registry_);
   for (int v = v1::VERDICT_FITS; v <= v1::Verdict_MAX; ++v) {
-    verdicts_[v] = &verdicts.Add({{"verdict", std::string(absl::StripPrefix(
-                                                  v1::Verdict_Name(v), "VERDICT_"))}});
+    verdicts_[v] = &verdicts.Add(
+        {{"verdict", std::string(absl::StripPrefix(v1::Verdict_Name(v), "VERDICT_"))}});
   }
   estimated_peak_ = &prometheus::BuildHistogram()
                          .Name("oomguard_estimated_peak_bytes")
-                         .Help("Estimated device peak of the worst rank, in bytes, of each "
-                               "successful Estimate and Check.")
+                         .Help(
+                             "Estimated device peak of the worst rank, in bytes, of each "
+                             "successful Estimate and Check.")
                          .Register(*registry_)
                          .Add({}, PeakBuckets());
   prometheus::BuildGauge()
@@ -72,8 +79,7 @@ ServiceMetrics::ServiceMetrics(absl::string_view version)
       .Set(1);
 }
 
-void ServiceMetrics::RecordRequest(Method method, grpc::StatusCode code,
-                                   absl::Duration latency) {
+void ServiceMetrics::RecordRequest(Method method, grpc::StatusCode code, absl::Duration latency) {
   MethodSeries& series = methods_[static_cast<int>(method)];
   series.duration->Observe(absl::ToDoubleSeconds(latency));
   const int c = static_cast<int>(code) < kNumCodes ? static_cast<int>(code)
@@ -82,9 +88,8 @@ void ServiceMetrics::RecordRequest(Method method, grpc::StatusCode code,
   if (counter == nullptr) {
     // Family::Add is thread-safe and returns the same series for the same
     // labels, so a race here only repeats the lookup.
-    counter = &requests_family_->Add(
-        {{"method", std::string(MethodName(method))},
-         {"code", StatusCodeName(static_cast<grpc::StatusCode>(c))}});
+    counter = &requests_family_->Add({{"method", std::string(MethodName(method))},
+                                      {"code", StatusCodeName(static_cast<grpc::StatusCode>(c))}});
     series.requests[c].store(counter, std::memory_order_release);
   }
   counter->Increment();

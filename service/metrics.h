@@ -14,8 +14,8 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
-#include "absl/strings/string_view.h"
 
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "grpcpp/support/status.h"
 #include "oomguard/v1/admission.pb.h"
@@ -25,11 +25,12 @@
 
 namespace oomguard::service {
 
-// The RPCs of oomguard.v1.Oomguard.
-enum class Method { kEstimate, kCheck, kListPresets, kListGpus };
-inline constexpr int kNumMethods = 4;
+// The RPCs of oomguard.v1.Oomguard, and the Kubernetes admission webhook
+// (POST /validate, service/webhook_server.h).
+enum class Method { kEstimate, kCheck, kListPresets, kListGpus, kWebhook };
+inline constexpr int kNumMethods = 5;
 
-// "Estimate", "Check", ...: the RPC name.
+// "Estimate", "Check", ...: the RPC name; "Webhook" for the webhook.
 absl::string_view MethodName(Method method);
 
 // Thread-safe; recording costs a few atomic operations.
@@ -38,7 +39,7 @@ class ServiceMetrics {
   explicit ServiceMetrics(absl::string_view version);
 
   void RecordRequest(Method method, grpc::StatusCode code, absl::Duration latency);
-  // One successful Check.
+  // One successful Check (RPC or webhook).
   void RecordVerdict(v1::Verdict verdict);
   // The worst rank's peak of one successful Estimate or Check.
   void RecordEstimatedPeak(uint64_t peak_device_bytes);

@@ -32,9 +32,7 @@ void AddNotes(const std::vector<std::string>& notes, v1::EstimateReport* report)
 }  // namespace
 
 OomguardService::OomguardService(ServiceConfig config, ServiceMetrics* metrics)
-    : config_(std::move(config)),
-      metrics_(metrics),
-      check_cache_(config_.response_cache_bytes) {
+    : config_(std::move(config)), metrics_(metrics), check_cache_(config_.response_cache_bytes) {
   for (const v1::GpuSpec& gpu : config_.catalog.gpus()) *gpus_.add_gpus() = gpu;
 }
 
@@ -113,34 +111,33 @@ absl::Status OomguardService::RunCheck(const v1::CheckRequest& request, absl::Ti
   return absl::OkStatus();
 }
 
-grpc::Status OomguardService::Check(grpc::ServerContext& context,
-                                    const grpc::ByteBuffer& request,
+grpc::Status OomguardService::Check(grpc::ServerContext& context, const grpc::ByteBuffer& request,
                                     grpc::ByteBuffer* response) {
-  return Handle(Method::kCheck, context,
-                [&](absl::Time deadline, Outcome& outcome) -> absl::Status {
-    std::string request_bytes;
-    std::vector<grpc::Slice> slices;
-    if (!request.Dump(&slices).ok()) return absl::InternalError("cannot read the request");
-    for (const grpc::Slice& slice : slices) {
-      request_bytes.append(reinterpret_cast<const char*>(slice.begin()), slice.size());
-    }
-    std::optional<ResponseCache::Entry> cached = check_cache_.Find(request_bytes);
-    if (!cached) {
-      v1::CheckRequest parsed;
-      if (!parsed.ParseFromString(request_bytes)) {
-        return absl::InvalidArgumentError("request: not a valid oomguard.v1.CheckRequest");
-      }
-      v1::CheckResponse checked;
-      if (absl::Status s = RunCheck(parsed, deadline, &checked); !s.ok()) return s;
-      cached = ResponseCache::Entry{grpc::Slice(checked.SerializeAsString()), checked.verdict(),
-                                    checked.peak_device_bytes()};
-      check_cache_.Insert(request_bytes, *cached);
-    }
-    outcome.verdict = cached->verdict;
-    outcome.peak_bytes = cached->peak_bytes;
-    *response = grpc::ByteBuffer(&cached->response, 1);
-    return absl::OkStatus();
-  });
+  return Handle(
+      Method::kCheck, context, [&](absl::Time deadline, Outcome& outcome) -> absl::Status {
+        std::string request_bytes;
+        std::vector<grpc::Slice> slices;
+        if (!request.Dump(&slices).ok()) return absl::InternalError("cannot read the request");
+        for (const grpc::Slice& slice : slices) {
+          request_bytes.append(reinterpret_cast<const char*>(slice.begin()), slice.size());
+        }
+        std::optional<ResponseCache::Entry> cached = check_cache_.Find(request_bytes);
+        if (!cached) {
+          v1::CheckRequest parsed;
+          if (!parsed.ParseFromString(request_bytes)) {
+            return absl::InvalidArgumentError("request: not a valid oomguard.v1.CheckRequest");
+          }
+          v1::CheckResponse checked;
+          if (absl::Status s = RunCheck(parsed, deadline, &checked); !s.ok()) return s;
+          cached = ResponseCache::Entry{grpc::Slice(checked.SerializeAsString()), checked.verdict(),
+                                        checked.peak_device_bytes()};
+          check_cache_.Insert(request_bytes, *cached);
+        }
+        outcome.verdict = cached->verdict;
+        outcome.peak_bytes = cached->peak_bytes;
+        *response = grpc::ByteBuffer(&cached->response, 1);
+        return absl::OkStatus();
+      });
 }
 
 grpc::Status OomguardService::ListPresets(grpc::ServerContext& context,

@@ -40,6 +40,13 @@ class OomguardService {
   grpc::Status ListGpus(grpc::ServerContext& context, const v1::ListGpusRequest& request,
                         v1::ListGpusResponse* response);
 
+  // The Check computation itself (resolution, then the core), for
+  // in-process callers such as the admission webhook: no cache, metrics or
+  // log (the caller records its own). InvalidArgument for a bad request,
+  // DeadlineExceeded once `deadline` passes.
+  absl::Status RunCheck(const v1::CheckRequest& request, absl::Time deadline,
+                        v1::CheckResponse* response);
+
  private:
   // What a handler reports for the metrics and the log.
   struct Outcome {
@@ -51,9 +58,6 @@ class OomguardService {
   // status, records metrics and logs.
   template <typename Handler>
   grpc::Status Handle(Method method, grpc::ServerContext& context, Handler&& handler);
-
-  absl::Status RunCheck(const v1::CheckRequest& request, absl::Time deadline,
-                        v1::CheckResponse* response);
 
   const ServiceConfig config_;
   ServiceMetrics* const metrics_;

@@ -24,9 +24,15 @@ std::string LogValue(absl::string_view value) {
   std::string out = "\"";
   for (char c : value) {
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
       default:
         if (static_cast<unsigned char>(c) < 0x20) {
           absl::StrAppendFormat(&out, "\\x%02x", c);
@@ -45,10 +51,10 @@ std::string Timestamp(absl::Time now) {
 }  // namespace
 
 std::string FormatRequestLine(const RequestRecord& r, absl::Time now) {
-  std::string line = absl::StrCat(
-      "ts=", Timestamp(now), " msg=request method=", r.method,
-      " code=", StatusCodeName(r.status->error_code()),
-      absl::StrFormat(" latency_ms=%.3f", absl::ToDoubleMilliseconds(r.latency)));
+  std::string line =
+      absl::StrCat("ts=", Timestamp(now), " msg=request method=", r.method,
+                   " code=", StatusCodeName(r.status->error_code()),
+                   absl::StrFormat(" latency_ms=%.3f", absl::ToDoubleMilliseconds(r.latency)));
   if (!r.verdict.empty()) absl::StrAppend(&line, " verdict=", r.verdict);
   if (r.peak_bytes > 0) absl::StrAppend(&line, " peak_bytes=", r.peak_bytes);
   absl::StrAppend(&line, " peer=", LogValue(r.peer));

@@ -10,10 +10,10 @@
 
 #include <cstdint>
 #include <string>
-#include "absl/strings/string_view.h"
 #include <utility>
 #include <vector>
 
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "grpcpp/support/status.h"
 
@@ -23,8 +23,8 @@ struct RequestRecord {
   absl::string_view method;
   const grpc::Status* status = nullptr;
   absl::Duration latency;
-  absl::string_view verdict;     // Check only; empty otherwise.
-  uint64_t peak_bytes = 0;      // 0 when there is no estimate.
+  absl::string_view verdict;  // Check only; empty otherwise.
+  uint64_t peak_bytes = 0;    // 0 when there is no estimate.
   absl::string_view peer;
 };
 

@@ -25,9 +25,10 @@ absl::StatusOr<v1::JobSpec> BuildMegatronJob(const v1::MegatronJob& megatron,
         absl::StrCat(field, ".num_gpus = 0: the job's world size is required (> 0)"));
   }
   if (megatron.model_case() == v1::MegatronJob::MODEL_NOT_SET && megatron.args().empty()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        field, ".args = \"\": the argument line is required without a preset or "
-               "hf_config_json"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(field,
+                     ".args = \"\": the argument line is required without a preset or "
+                     "hf_config_json"));
   }
   absl::StatusOr<std::vector<std::string>> args = SplitArgumentLine(megatron.args());
   if (!args.ok()) return FieldError(absl::StrCat(field, ".args"), args.status());
@@ -43,8 +44,7 @@ absl::StatusOr<v1::JobSpec> BuildMegatronJob(const v1::MegatronJob& megatron,
 
 }  // namespace
 
-absl::StatusOr<ResolvedJob> ResolveJobSource(const v1::JobSource& source,
-                                             absl::string_view field) {
+absl::StatusOr<ResolvedJob> ResolveJobSource(const v1::JobSource& source, absl::string_view field) {
   const std::map<std::string, std::string> env(source.env().begin(), source.env().end());
   ResolvedJob job;
   switch (source.source_case()) {
@@ -53,15 +53,14 @@ absl::StatusOr<ResolvedJob> ResolveJobSource(const v1::JobSource& source,
       ApplyEnvironment(env, &job.spec);
       break;
     case v1::JobSource::kMegatron: {
-      absl::StatusOr<v1::JobSpec> spec = BuildMegatronJob(
-          source.megatron(), env, absl::StrCat(field, ".megatron"), &job.notes);
+      absl::StatusOr<v1::JobSpec> spec =
+          BuildMegatronJob(source.megatron(), env, absl::StrCat(field, ".megatron"), &job.notes);
       if (!spec.ok()) return spec.status();
       job.spec = *std::move(spec);
       break;
     }
     case v1::JobSource::SOURCE_NOT_SET:
-      return absl::InvalidArgumentError(
-          absl::StrCat(field, ": missing; set spec or megatron"));
+      return absl::InvalidArgumentError(absl::StrCat(field, ": missing; set spec or megatron"));
   }
   if (source.gpus_per_node() > 0) {
     job.spec.mutable_runtime()->set_gpus_per_node(source.gpus_per_node());
@@ -69,8 +68,7 @@ absl::StatusOr<ResolvedJob> ResolveJobSource(const v1::JobSource& source,
   return job;
 }
 
-absl::StatusOr<v1::GpuSpec> ResolveGpu(const v1::CheckRequest& request,
-                                       const GpuCatalog& catalog) {
+absl::StatusOr<v1::GpuSpec> ResolveGpu(const v1::CheckRequest& request, const GpuCatalog& catalog) {
   switch (request.gpu_case()) {
     case v1::CheckRequest::kGpuName: {
       absl::StatusOr<v1::GpuSpec> gpu = catalog.Find(request.gpu_name());

@@ -1,6 +1,6 @@
 // Request -> core inputs: turns the job source of a request into one
-// JobSpec, and the GPU of a CheckRequest into a catalog entry. Every error is InvalidArgument whose message starts with
-// the request field path and shows the bad value.
+// JobSpec, and the GPU of a CheckRequest into a catalog entry. Every error is InvalidArgument whose
+// message starts with the request field path and shows the bad value.
 #ifndef OOMGUARD_SERVICE_REQUEST_RESOLUTION_H_
 #define OOMGUARD_SERVICE_REQUEST_RESOLUTION_H_
 
@@ -22,13 +22,11 @@ struct ResolvedJob {
 };
 
 // Resolves `source`, the request field named `field` (e.g. "job").
-absl::StatusOr<ResolvedJob> ResolveJobSource(const v1::JobSource& source,
-                                             absl::string_view field);
+absl::StatusOr<ResolvedJob> ResolveJobSource(const v1::JobSource& source, absl::string_view field);
 
 // The GPU of `request`: its catalog entry, or an entry holding just the
 // explicit memory size.
-absl::StatusOr<v1::GpuSpec> ResolveGpu(const v1::CheckRequest& request,
-                                       const GpuCatalog& catalog);
+absl::StatusOr<v1::GpuSpec> ResolveGpu(const v1::CheckRequest& request, const GpuCatalog& catalog);
 
 }  // namespace oomguard::service
 

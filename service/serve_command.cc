@@ -20,6 +20,7 @@
 #include "absl/flags/usage_config.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "service/flag_file.h"
 #include "service/request_log.h"
 #include "service/serve_flags.h"
 #include "service/server.h"
@@ -30,21 +31,8 @@ namespace {
 constexpr char kUsage[] =
     "oomguard serve [flags]\n\n"
     "Serves the oomguard gRPC API (oomguard.v1.Oomguard: Estimate, Check, ListPresets,\n"
-    "ListGpus; grpc.health.v1.Health; server reflection) and Prometheus metrics, until\n"
-    "SIGTERM or SIGINT.";
-
-// The contents of the file named by flag `flag` (empty path: empty).
-absl::StatusOr<std::string> ReadFlagFile(absl::string_view flag, const std::string& path) {
-  if (path.empty()) return std::string();
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(flag, " = ", path, ": cannot read: ", std::strerror(errno)));
-  }
-  std::ostringstream contents;
-  contents << in.rdbuf();
-  return contents.str();
-}
+    "ListGpus; grpc.health.v1.Health; server reflection), Prometheus metrics and, with\n"
+    "--webhook_address, a Kubernetes validating admission webhook, until SIGTERM or SIGINT.";
 
 absl::StatusOr<ServerOptions> OptionsFromFlags() {
   ServerOptions options;
@@ -68,16 +56,26 @@ absl::StatusOr<ServerOptions> OptionsFromFlags() {
         absl::StrCat("default_safety_margin = ", margin, ": must be in [0, 1)"));
   }
   options.service.default_safety_margin = margin;
+  options.webhook.address = absl::GetFlag(FLAGS_webhook_address);
+  options.webhook.tls_cert_file = absl::GetFlag(FLAGS_webhook_tls_cert);
+  options.webhook.tls_key_file = absl::GetFlag(FLAGS_webhook_tls_key);
+  options.webhook.insecure_http = absl::GetFlag(FLAGS_webhook_insecure_http_for_testing);
+  options.webhook.check_timeout = absl::GetFlag(FLAGS_webhook_check_timeout);
+  if (options.webhook.address.empty() &&
+      (!options.webhook.tls_cert_file.empty() || !options.webhook.tls_key_file.empty())) {
+    return absl::InvalidArgumentError(
+        "webhook_tls_cert/webhook_tls_key: set without --webhook_address");
+  }
 
   struct PemFlag {
     const char* name;
     std::string path;
     std::string* pem;
   };
-  for (const PemFlag& f : {PemFlag{"tls_cert", absl::GetFlag(FLAGS_tls_cert), &options.tls_cert_pem},
-                           PemFlag{"tls_key", absl::GetFlag(FLAGS_tls_key), &options.tls_key_pem},
-                           PemFlag{"tls_client_ca", absl::GetFlag(FLAGS_tls_client_ca),
-                                   &options.tls_client_ca_pem}}) {
+  for (const PemFlag& f :
+       {PemFlag{"tls_cert", absl::GetFlag(FLAGS_tls_cert), &options.tls_cert_pem},
+        PemFlag{"tls_key", absl::GetFlag(FLAGS_tls_key), &options.tls_key_pem},
+        PemFlag{"tls_client_ca", absl::GetFlag(FLAGS_tls_client_ca), &options.tls_client_ca_pem}}) {
     absl::StatusOr<std::string> pem = ReadFlagFile(f.name, f.path);
     if (!pem.ok()) return pem.status();
     *f.pem = *std::move(pem);
@@ -99,9 +97,12 @@ absl::StatusOr<ServerOptions> OptionsFromFlags() {
 
 std::string SignalName(int signal) {
   switch (signal) {
-    case SIGTERM: return "SIGTERM";
-    case SIGINT: return "SIGINT";
-    default: return absl::StrCat("signal ", signal);
+    case SIGTERM:
+      return "SIGTERM";
+    case SIGINT:
+      return "SIGINT";
+    default:
+      return absl::StrCat("signal ", signal);
   }
 }
 
@@ -123,8 +124,8 @@ int RunServe(int argc, char** argv) {
   absl::SetProgramUsageMessage(kUsage);
   const std::vector<char*> positional = absl::ParseCommandLine(argc, argv);
   if (positional.size() > 1) {
-    WriteLogLine(absl::StrCat("oomguard serve: unexpected argument '", positional[1],
-                              "' (see --help)\n"));
+    WriteLogLine(
+        absl::StrCat("oomguard serve: unexpected argument '", positional[1], "' (see --help)\n"));
     return 2;
   }
   absl::StatusOr<ServerOptions> options = OptionsFromFlags();
@@ -135,14 +136,16 @@ int RunServe(int argc, char** argv) {
   absl::StatusOr<std::unique_ptr<Server>> server = Server::Start(*std::move(options));
   if (!server.ok()) {
     WriteLogLine(absl::StrCat("oomguard serve: ", server.status().message(), "\n"));
-    return 1;
+    // A bad option (e.g. an unreadable webhook certificate) is a configuration
+    // error like a bad flag: 2. An address in use may clear up: 1.
+    return server.status().code() == absl::StatusCode::kInvalidArgument ? 2 : 1;
   }
-  WriteLogLine(FormatEventLine(
-      "listening",
-      {{"grpc_port", absl::StrCat((*server)->grpc_port())},
-       {"metrics_port", absl::StrCat((*server)->metrics_port())},
-       {"threads", absl::StrCat((*server)->threads())}},
-      absl::Now()));
+  WriteLogLine(FormatEventLine("listening",
+                               {{"grpc_port", absl::StrCat((*server)->grpc_port())},
+                                {"metrics_port", absl::StrCat((*server)->metrics_port())},
+                                {"webhook_port", absl::StrCat((*server)->webhook_port())},
+                                {"threads", absl::StrCat((*server)->threads())}},
+                               absl::Now()));
 
   int signal = 0;
   sigwait(&shutdown_signals, &signal);

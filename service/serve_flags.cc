@@ -35,6 +35,22 @@ ABSL_FLAG(int32_t, response_cache_mb, 64,
           "Memory for cached Check responses, in MiB; 0 disables the cache. A Check is a "
           "pure function of its request bytes for the life of the server, so a repeated "
           "request is answered from the cache without estimating again.");
+ABSL_FLAG(std::string, webhook_address, "",
+          "host:port of the Kubernetes validating admission webhook (HTTPS, POST /validate "
+          "with an admission.k8s.io/v1 AdmissionReview; GET /healthz), e.g. 0.0.0.0:8443; "
+          "port 0: any free port, logged as webhook_port=. Empty disables it.");
+ABSL_FLAG(std::string, webhook_tls_cert, "",
+          "PEM file with the webhook's certificate chain (required with --webhook_address). "
+          "Re-read when it changes, so a rotated Secret needs no restart.");
+ABSL_FLAG(std::string, webhook_tls_key, "",
+          "PEM file with the webhook's private key (required with --webhook_address).");
+ABSL_FLAG(bool, webhook_insecure_http_for_testing, false,
+          "Serve the webhook over plain HTTP instead of TLS. For local tests only: the API "
+          "server only calls webhooks over HTTPS.");
+ABSL_FLAG(absl::Duration, webhook_check_timeout, absl::Seconds(2),
+          "Longest time one admission check may take; less when the API server's timeout "
+          "(its ?timeout= parameter) leaves less. A check that runs out of time allows the "
+          "object with a warning.");
 
 namespace oomguard::service {
 

@@ -18,8 +18,7 @@ namespace {
 #define OOMGUARD_VERSION "unknown"
 #endif
 
-absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> Credentials(
-    const ServerOptions& options) {
+absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> Credentials(const ServerOptions& options) {
   const bool tls = !options.tls_cert_pem.empty() || !options.tls_key_pem.empty();
   if (!tls) {
     if (!options.tls_client_ca_pem.empty()) {
@@ -44,7 +43,8 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> Credentials(
 
 absl::StatusOr<std::unique_ptr<Server>> Server::Start(ServerOptions options) {
   if (options.threads < 1) {
-    return absl::InvalidArgumentError(absl::StrCat("threads = ", options.threads, ": must be >= 1"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("threads = ", options.threads, ": must be >= 1"));
   }
   if (options.max_request_bytes < 1) {
     return absl::InvalidArgumentError(
@@ -55,6 +55,8 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(ServerOptions options) {
 
   std::unique_ptr<Server> server(new Server);
   server->threads_ = options.threads;
+  const GpuCatalog webhook_catalog = options.service.catalog;
+  options.webhook.log_requests = options.service.log_requests;
   server->metrics_ = std::make_unique<ServiceMetrics>(OOMGUARD_VERSION);
   server->service_ =
       std::make_unique<OomguardService>(std::move(options.service), server->metrics_.get());
@@ -79,19 +81,26 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(ServerOptions options) {
   }
   server->call_loop_ = std::make_unique<CallLoop>(&server->async_service_, server->service_.get(),
                                                   std::move(queues), options.threads);
-  server->server_->GetHealthCheckService()->SetServingStatus(
-      v1::Oomguard::service_full_name(), true);
+  server->server_->GetHealthCheckService()->SetServingStatus(v1::Oomguard::service_full_name(),
+                                                             true);
 
   if (!options.metrics_address.empty()) {
     try {
       server->exposer_ = std::make_unique<prometheus::Exposer>(options.metrics_address);
     } catch (const std::exception& e) {
-      return absl::UnavailableError(absl::StrCat(
-          "metrics_address = ", options.metrics_address, ": cannot listen there: ", e.what()));
+      return absl::UnavailableError(absl::StrCat("metrics_address = ", options.metrics_address,
+                                                 ": cannot listen there: ", e.what()));
     }
     server->exposer_->RegisterCollectable(server->metrics_->registry());
     const std::vector<int> ports = server->exposer_->GetListeningPorts();
     server->metrics_port_ = ports.empty() ? 0 : ports.front();
+  }
+  if (!options.webhook.address.empty()) {
+    absl::StatusOr<std::unique_ptr<WebhookServer>> webhook =
+        WebhookServer::Start(std::move(options.webhook), webhook_catalog, server->service_.get(),
+                             server->metrics_.get());
+    if (!webhook.ok()) return webhook.status();
+    server->webhook_ = *std::move(webhook);
   }
   return server;
 }
@@ -100,9 +109,11 @@ void Server::Shutdown(absl::Duration grace) {
   if (shut_down_) return;
   shut_down_ = true;
   server_->GetHealthCheckService()->SetServingStatus(false);
+  if (webhook_ != nullptr) webhook_->Stop();
   server_->Shutdown(absl::ToChronoTime(absl::Now() + grace));
   server_->Wait();
   call_loop_.reset();
+  if (webhook_ != nullptr) webhook_->Wait();
 }
 
 Server::~Server() {

@@ -1,6 +1,7 @@
 // The server's lifecycle: build the gRPC server (the Oomguard service,
 // health, reflection, TLS, thread pool, size limit), the /metrics endpoint,
-// and a graceful shutdown that drains in-flight calls within a deadline.
+// the optional Kubernetes admission webhook (webhook_server.h), and a
+// graceful shutdown that drains in-flight calls within a deadline.
 #ifndef OOMGUARD_SERVICE_SERVER_H_
 #define OOMGUARD_SERVICE_SERVER_H_
 
@@ -15,6 +16,7 @@
 #include "service/call_loop.h"
 #include "service/metrics.h"
 #include "service/oomguard_service.h"
+#include "service/webhook_server.h"
 
 namespace oomguard::service {
 
@@ -33,6 +35,10 @@ struct ServerOptions {
   // Largest request accepted; larger ones get RESOURCE_EXHAUSTED.
   int max_request_bytes = 1 << 20;
   ServiceConfig service;
+  // The admission webhook; off while webhook.address is empty. It shares
+  // the service (same Check, catalog, metrics); its log_requests follows
+  // service.log_requests.
+  WebhookServerOptions webhook;
 };
 
 class Server {
@@ -44,12 +50,15 @@ class Server {
   ~Server();  // Shuts down at once if Shutdown was not called.
 
   int grpc_port() const { return grpc_port_; }
-  int metrics_port() const { return metrics_port_; }  // 0 when none.
+  int metrics_port() const { return metrics_port_; }                    // 0 when none.
+  int webhook_port() const { return webhook_ ? webhook_->port() : 0; }  // 0 when none.
   int threads() const { return threads_; }
   ServiceMetrics& metrics() { return *metrics_; }
 
-  // Stops accepting calls (health turns NOT_SERVING), lets in-flight calls
-  // finish for up to `grace`, cancels the rest, and returns when done.
+  // Stops accepting calls (health turns NOT_SERVING; the webhook stops
+  // accepting connections), lets in-flight calls finish for up to `grace`,
+  // cancels the rest, and returns when done (webhook reviews in progress are
+  // answered: each is bounded by its check timeout).
   void Shutdown(absl::Duration grace);
 
  private:
@@ -62,6 +71,7 @@ class Server {
   std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<CallLoop> call_loop_;
   std::unique_ptr<prometheus::Exposer> exposer_;
+  std::unique_ptr<WebhookServer> webhook_;  // Uses service_ and metrics_.
   int grpc_port_ = 0;
   int metrics_port_ = 0;
   int threads_ = 0;

@@ -14,7 +14,8 @@ const std::string kDir = std::string(OOMGUARD_SOURCE_DIR) + "/../shared/calibrat
 
 std::vector<CaseResult> EvaluateFile(const std::string& file) {
   if (!std::ifstream(kDir + file)) return {};
-  auto cases = file.ends_with(".csv") ? LoadSweepCases(kDir + file) : LoadMegatronCiCases(kDir + file);
+  auto cases =
+      file.ends_with(".csv") ? LoadSweepCases(kDir + file) : LoadMegatronCiCases(kDir + file);
   EXPECT_TRUE(cases.ok()) << cases.status();
   std::vector<CaseResult> out;
   for (const auto& c : *cases) out.push_back(EvaluateCase(c));

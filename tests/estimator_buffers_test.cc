@@ -18,20 +18,41 @@ namespace {
 constexpr double kMiB = 1024.0 * 1024.0;
 
 std::vector<std::string> CiModel(std::vector<std::string> extra) {
-  std::vector<std::string> args = {
-      "--num-layers", "12", "--hidden-size", "512", "--num-attention-heads", "8",
-      "--micro-batch-size", "4", "--global-batch-size", "32", "--seq-length", "1024",
-      "--max-position-embeddings", "1024", "--vocab-size", "50257", "--bf16"};
+  std::vector<std::string> args = {"--num-layers",
+                                   "12",
+                                   "--hidden-size",
+                                   "512",
+                                   "--num-attention-heads",
+                                   "8",
+                                   "--micro-batch-size",
+                                   "4",
+                                   "--global-batch-size",
+                                   "32",
+                                   "--seq-length",
+                                   "1024",
+                                   "--max-position-embeddings",
+                                   "1024",
+                                   "--vocab-size",
+                                   "50257",
+                                   "--bf16"};
   args.insert(args.end(), extra.begin(), extra.end());
   return args;
 }
 
 // The ep8 MoE CI job: 8 experts on 8 GPUs, top-2, allgather dispatcher.
 std::vector<std::string> MoeEp8(std::vector<std::string> extra) {
-  std::vector<std::string> moe = {"--transformer-impl", "transformer_engine",
-                                  "--expert-model-parallel-size", "8", "--num-experts", "8",
-                                  "--moe-router-topk", "2", "--moe-ffn-hidden-size", "1024",
-                                  "--disable-bias-linear", "--moe-token-dispatcher-type",
+  std::vector<std::string> moe = {"--transformer-impl",
+                                  "transformer_engine",
+                                  "--expert-model-parallel-size",
+                                  "8",
+                                  "--num-experts",
+                                  "8",
+                                  "--moe-router-topk",
+                                  "2",
+                                  "--moe-ffn-hidden-size",
+                                  "1024",
+                                  "--disable-bias-linear",
+                                  "--moe-token-dispatcher-type",
                                   "allgather"};
   moe.insert(moe.end(), extra.begin(), extra.end());
   return CiModel(moe);
@@ -95,10 +116,16 @@ TEST(EstimatorBuffers, LocalAttentionKeepsFusedSoftmaxProbabilitiesOnly) {
 
 TEST(EstimatorBuffers, DistributedOptimizerInstancesShardOverPartOfDp) {
   // TP2 EP2 on 8 GPUs: DP 4, expert DP 2; two instances halve both shards.
-  const std::vector<std::string> moe = {
-      "--transformer-impl", "transformer_engine", "--tensor-model-parallel-size", "2",
-      "--expert-model-parallel-size", "2", "--sequence-parallel", "--num-experts", "8",
-      "--use-distributed-optimizer"};
+  const std::vector<std::string> moe = {"--transformer-impl",
+                                        "transformer_engine",
+                                        "--tensor-model-parallel-size",
+                                        "2",
+                                        "--expert-model-parallel-size",
+                                        "2",
+                                        "--sequence-parallel",
+                                        "--num-experts",
+                                        "8",
+                                        "--use-distributed-optimizer"};
   auto one = EstimateArgs(CiModel(moe));
   std::vector<std::string> two_args = moe;
   two_args.insert(two_args.end(), {"--num-distributed-optimizer-instances", "2"});
@@ -147,9 +174,12 @@ TEST(EstimatorBuffers, DeferredEmbeddingWgradKeepsLogitsGradients) {
   // TP2 PP2 on 8 GPUs: DP 2, 4 micro-batches. The last stage keeps each
   // deferred micro-batch's bf16 logits gradient [4096, 50432/2] and its
   // output-layer input [4096, 512] (no sequence parallelism).
-  const std::vector<std::string> base = {"--transformer-impl", "transformer_engine",
-                                         "--tensor-model-parallel-size", "2",
-                                         "--pipeline-model-parallel-size", "2",
+  const std::vector<std::string> base = {"--transformer-impl",
+                                         "transformer_engine",
+                                         "--tensor-model-parallel-size",
+                                         "2",
+                                         "--pipeline-model-parallel-size",
+                                         "2",
                                          "--defer-embedding-wgrad-compute"};
   const double per_microbatch = 2.0 * 4096 * 25216 + 2.0 * 4096 * 512;
   std::vector<std::string> limited = base;

@@ -39,12 +39,12 @@ const v1::ModuleNode* Find(const v1::ModuleNode& n, const std::string& name) {
 TEST(Estimator, Qwen3MoeModuleParametersMatchReferenceTree) {
   EstimateOptions opt;
   opt.module_tree = true;
-  auto rep = Estimate(Job("qwen3-30b-a3b", 32,
-                          {"--tensor-model-parallel-size", "4", "--expert-model-parallel-size", "32",
-                           "--expert-tensor-parallel-size", "1", "--sequence-parallel",
-                           "--seq-length", "4096", "--micro-batch-size", "1",
-                           "--use-distributed-optimizer"}),
-                      opt);
+  auto rep =
+      Estimate(Job("qwen3-30b-a3b", 32,
+                   {"--tensor-model-parallel-size", "4", "--expert-model-parallel-size", "32",
+                    "--expert-tensor-parallel-size", "1", "--sequence-parallel", "--seq-length",
+                    "4096", "--micro-batch-size", "1", "--use-distributed-optimizer"}),
+               opt);
   ASSERT_TRUE(rep.ok()) << rep.status();
   const v1::ModuleNode& tree = rep->rank_trees(0);
   auto mi = [&](const char* name) {
@@ -73,11 +73,26 @@ TEST(Estimator, Qwen3MoeModuleParametersMatchReferenceTree) {
 // stage, the MTP layer and the embedding copy MTP builds.
 TEST(Estimator, DeepSeekV3StaticFollowsReferencePlacement) {
   auto rep = Estimate(Job("deepseek-v3", 256,
-                          {"--pipeline-model-parallel-size", "8", "--expert-model-parallel-size", "32",
-                           "--expert-tensor-parallel-size", "1", "--pipeline-model-parallel-layout",
-                           "Et|(tt|)*30mL", "--seq-length", "4096", "--micro-batch-size", "1",
-                           "--global-batch-size", "1024", "--recompute-granularity", "full",
-                           "--recompute-method", "uniform", "--recompute-num-layers", "1",
+                          {"--pipeline-model-parallel-size",
+                           "8",
+                           "--expert-model-parallel-size",
+                           "32",
+                           "--expert-tensor-parallel-size",
+                           "1",
+                           "--pipeline-model-parallel-layout",
+                           "Et|(tt|)*30mL",
+                           "--seq-length",
+                           "4096",
+                           "--micro-batch-size",
+                           "1",
+                           "--global-batch-size",
+                           "1024",
+                           "--recompute-granularity",
+                           "full",
+                           "--recompute-method",
+                           "uniform",
+                           "--recompute-num-layers",
+                           "1",
                            "--use-distributed-optimizer"}));
   ASSERT_TRUE(rep.ok()) << rep.status();
   ASSERT_EQ(rep->ranks_size(), 8);
@@ -131,8 +146,9 @@ TEST(Estimator, InterleavedInFlightCounts) {
 }
 
 TEST(Estimator, FullRecomputeKeepsOnlyLayerInputs) {
-  const std::vector<std::string> base = {"--seq-length", "4096", "--micro-batch-size", "1",
-                                         "--tensor-model-parallel-size", "2", "--sequence-parallel"};
+  const std::vector<std::string> base = {
+      "--seq-length",       "4096", "--micro-batch-size", "1", "--tensor-model-parallel-size", "2",
+      "--sequence-parallel"};
   std::vector<std::string> full = base;
   full.insert(full.end(), {"--recompute-granularity", "full", "--recompute-method", "uniform",
                            "--recompute-num-layers", "1"});
@@ -150,7 +166,7 @@ TEST(Estimator, ValidationNamesFieldAndValue) {
   src.preset = "llama3-8b";
   src.num_gpus = 12;
   src.megatron_args = {"--tensor-model-parallel-size", "8", "--seq-length", "4096",
-                       "--micro-batch-size", "1"};
+                       "--micro-batch-size",           "1"};
   auto job = BuildJob(src, nullptr);
   ASSERT_TRUE(job.ok());
   auto rep = Estimate(*job);

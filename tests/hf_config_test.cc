@@ -21,8 +21,7 @@ using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 
 std::string ReadExample(std::string_view name) {
-  const std::string path =
-      std::string(OOMGUARD_SOURCE_DIR) + "/examples/hf/" + std::string(name);
+  const std::string path = std::string(OOMGUARD_SOURCE_DIR) + "/examples/hf/" + std::string(name);
   std::ifstream in(path);
   EXPECT_TRUE(in.good()) << "cannot open " << path;
   std::stringstream text;
@@ -120,8 +119,7 @@ v1::ModelSpec ParseOk(std::string_view json) {
 // The InvalidArgument message of parsing `json`.
 std::string ParseError(std::string_view json) {
   absl::StatusOr<v1::ModelSpec> model = ParseHfConfig(json);
-  EXPECT_EQ(model.status().code(), absl::StatusCode::kInvalidArgument)
-      << model.status();
+  EXPECT_EQ(model.status().code(), absl::StatusCode::kInvalidArgument) << model.status();
   return std::string(model.status().message());
 }
 
@@ -213,23 +211,21 @@ TEST(HfConfigTest, MoonlightHasNoQueryCompression) {
 }
 
 TEST(HfConfigTest, DeepSeekMoeLayerFreq) {
-  const v1::ModelSpec m = ParseOk(ToJson(With(
-      With(With(Moonlight(), "num_hidden_layers", "6"), "moe_layer_freq", "2"),
-      "first_k_dense_replace", "1")));
+  const v1::ModelSpec m =
+      ParseOk(ToJson(With(With(With(Moonlight(), "num_hidden_layers", "6"), "moe_layer_freq", "2"),
+                          "first_k_dense_replace", "1")));
   // HF: MoE where i >= first_k_dense_replace and i % moe_layer_freq == 0.
   EXPECT_THAT(m.moe_layer_pattern(), ElementsAre(0, 0, 1, 0, 1, 0));
 }
 
 TEST(HfConfigTest, DeepSeekAllMoeNeedsNoPattern) {
-  const v1::ModelSpec m =
-      ParseOk(ToJson(With(Moonlight(), "first_k_dense_replace", "0")));
+  const v1::ModelSpec m = ParseOk(ToJson(With(Moonlight(), "first_k_dense_replace", "0")));
   EXPECT_THAT(m.moe_layer_pattern(), IsEmpty());
 }
 
 TEST(HfConfigTest, KimiK2AndDeepSeekV2AreMla) {
   for (const char* type : {"\"kimi_k2\"", "\"deepseek_v2\""}) {
-    const v1::ModelSpec m =
-        ParseOk(ToJson(With(Moonlight(), "model_type", type)));
+    const v1::ModelSpec m = ParseOk(ToJson(With(Moonlight(), "model_type", type)));
     EXPECT_EQ(m.attention_type(), v1::ATTENTION_TYPE_MLA) << type;
     EXPECT_EQ(m.num_experts(), 64u) << type;
   }
@@ -253,8 +249,7 @@ TEST(HfConfigTest, LlamaDefaults) {
 
 TEST(HfConfigTest, AbsentKeysTakeHfFamilyDefaults) {
   const v1::ModelSpec m = ParseOk(
-      ToJson(Without(Without(Without(Llama3_8b(), "num_key_value_heads"),
-                             "tie_word_embeddings"),
+      ToJson(Without(Without(Without(Llama3_8b(), "num_key_value_heads"), "tie_word_embeddings"),
                      "max_position_embeddings")));
   EXPECT_EQ(m.num_query_groups(), 32u);  // MHA.
   // LlamaConfig (and the other families) default tie_word_embeddings false.
@@ -264,39 +259,34 @@ TEST(HfConfigTest, AbsentKeysTakeHfFamilyDefaults) {
 
 TEST(HfConfigTest, MistralWithHeadDim) {
   // Mistral-Nemo: head_dim 128 != 5120 / 32.
-  const v1::ModelSpec m =
-      ParseOk(ToJson(With(With(With(Llama3_8b(), "model_type", "\"mistral\""),
-                               "hidden_size", "5120"),
-                          "head_dim", "128")));
+  const v1::ModelSpec m = ParseOk(
+      ToJson(With(With(With(Llama3_8b(), "model_type", "\"mistral\""), "hidden_size", "5120"),
+                  "head_dim", "128")));
   ASSERT_TRUE(m.has_kv_channels());
   EXPECT_EQ(m.kv_channels(), 128u);
 }
 
 TEST(HfConfigTest, TiedEmbeddings) {
-  const v1::ModelSpec m =
-      ParseOk(ToJson(With(Llama3_8b(), "tie_word_embeddings", "true")));
+  const v1::ModelSpec m = ParseOk(ToJson(With(Llama3_8b(), "tie_word_embeddings", "true")));
   EXPECT_FALSE(m.untie_embeddings_and_output_weights());
 }
 
 TEST(HfConfigTest, Qwen2HasQkvBias) {
-  const v1::ModelSpec m =
-      ParseOk(ToJson(With(Llama3_8b(), "model_type", "\"qwen2\"")));
+  const v1::ModelSpec m = ParseOk(ToJson(With(Llama3_8b(), "model_type", "\"qwen2\"")));
   EXPECT_TRUE(m.add_qkv_bias());
   EXPECT_FALSE(m.qk_layernorm());
 }
 
 TEST(HfConfigTest, Qwen3HasQkLayernorm) {
-  const v1::ModelSpec m =
-      ParseOk(ToJson(With(Llama3_8b(), "model_type", "\"qwen3\"")));
+  const v1::ModelSpec m = ParseOk(ToJson(With(Llama3_8b(), "model_type", "\"qwen3\"")));
   EXPECT_TRUE(m.qk_layernorm());
   EXPECT_FALSE(m.add_qkv_bias());
 }
 
 TEST(HfConfigTest, Mixtral) {
-  const v1::ModelSpec m =
-      ParseOk(ToJson(With(With(With(Llama3_8b(), "model_type", "\"mixtral\""),
-                               "num_local_experts", "8"),
-                          "num_experts_per_tok", "2")));
+  const v1::ModelSpec m = ParseOk(
+      ToJson(With(With(With(Llama3_8b(), "model_type", "\"mixtral\""), "num_local_experts", "8"),
+                  "num_experts_per_tok", "2")));
   EXPECT_EQ(m.num_experts(), 8u);
   EXPECT_EQ(m.moe_router_topk(), 2u);
   EXPECT_EQ(m.ffn_hidden_size(), 14336u);
@@ -318,10 +308,9 @@ TEST(HfConfigTest, Qwen2MoeSharedExpert) {
 }
 
 TEST(HfConfigTest, QwenMoeSparseStepAndMlpOnlyLayers) {
-  const v1::ModelSpec m =
-      ParseOk(ToJson(With(With(With(Qwen2Moe(), "num_hidden_layers", "6"),
-                               "decoder_sparse_step", "2"),
-                          "mlp_only_layers", "[5]")));
+  const v1::ModelSpec m = ParseOk(
+      ToJson(With(With(With(Qwen2Moe(), "num_hidden_layers", "6"), "decoder_sparse_step", "2"),
+                  "mlp_only_layers", "[5]")));
   // HF: MoE where (i + 1) % step == 0 and i is not in mlp_only_layers.
   EXPECT_THAT(m.moe_layer_pattern(), ElementsAre(0, 1, 0, 1, 0, 0));
 }
@@ -345,31 +334,28 @@ TEST(HfConfigTest, TextConfigInheritsTopLevelModelType) {
 }
 
 TEST(HfConfigTest, NameFromNameOrPath) {
-  const v1::ModelSpec m = ParseOk(
-      ToJson(With(Llama3_8b(), "_name_or_path", "\"meta-llama/Llama-3-8B\"")));
+  const v1::ModelSpec m =
+      ParseOk(ToJson(With(Llama3_8b(), "_name_or_path", "\"meta-llama/Llama-3-8B\"")));
   EXPECT_EQ(m.name(), "meta-llama/Llama-3-8B");
 }
 
 TEST(HfConfigTest, DropoutFromConfig) {
-  const v1::ModelSpec m =
-      ParseOk(ToJson(With(Llama3_8b(), "attention_dropout", "0.05")));
+  const v1::ModelSpec m = ParseOk(ToJson(With(Llama3_8b(), "attention_dropout", "0.05")));
   EXPECT_EQ(m.attention_dropout(), 0.05);
   EXPECT_EQ(m.hidden_dropout(), 0.05);
 }
 
 TEST(HfConfigTest, MalformedJson) {
-  EXPECT_THAT(ParseError(R"({"model_type": "llama", )"),
-              HasSubstr("config.json: "));
+  EXPECT_THAT(ParseError(R"({"model_type": "llama", )"), HasSubstr("config.json: "));
   EXPECT_THAT(ParseError(""), HasSubstr("config.json"));
-  EXPECT_EQ(ParseError("[1, 2]"),
-            "config.json: the top level must be a JSON object");
+  EXPECT_EQ(ParseError("[1, 2]"), "config.json: the top level must be a JSON object");
   EXPECT_THAT(ParseError(R"({"model_type": "llama" "x": 1})"),
               HasSubstr("config.json: Expected , or } after key:value pair"));
 }
 
 TEST(HfConfigTest, OversizedInput) {
-  const std::string json = ToJson(With(
-      Llama3_8b(), "padding", "\"" + std::string(size_t{4} << 20, 'x') + "\""));
+  const std::string json =
+      ToJson(With(Llama3_8b(), "padding", "\"" + std::string(size_t{4} << 20, 'x') + "\""));
   EXPECT_THAT(ParseError(json), HasSubstr("exceeds the limit"));
 }
 
@@ -389,12 +375,10 @@ TEST(HfConfigTest, MissingKeyNamesKeyAndModelType) {
 }
 
 TEST(HfConfigTest, UnsupportedModelTypeListsSupported) {
-  const std::string message =
-      ParseError(ToJson(With(Llama3_8b(), "model_type", "\"gpt2\"")));
+  const std::string message = ParseError(ToJson(With(Llama3_8b(), "model_type", "\"gpt2\"")));
   EXPECT_THAT(message, HasSubstr(R"(unsupported model_type "gpt2")"));
-  for (const char* type :
-       {"deepseek_v2", "deepseek_v3", "kimi_k2", "llama", "mistral", "mixtral",
-        "qwen2", "qwen2_moe", "qwen3", "qwen3_moe"}) {
+  for (const char* type : {"deepseek_v2", "deepseek_v3", "kimi_k2", "llama", "mistral", "mixtral",
+                           "qwen2", "qwen2_moe", "qwen3", "qwen3_moe"}) {
     EXPECT_THAT(message, HasSubstr(type));
   }
 }
@@ -406,37 +390,30 @@ TEST(HfConfigTest, BadNumbersNameKeyAndValue) {
   EXPECT_THAT(ParseError(ToJson(With(Llama3_8b(), "hidden_size", "4096.5"))),
               HasSubstr(R"("hidden_size" must be a non-negative integer, )"
                         R"(got 4096.5)"));
-  EXPECT_THAT(
-      ParseError(ToJson(With(Llama3_8b(), "vocab_size", "4294967296"))),
-      HasSubstr(
-          R"("vocab_size" must be a non-negative integer, got 4294967296)"));
+  EXPECT_THAT(ParseError(ToJson(With(Llama3_8b(), "vocab_size", "4294967296"))),
+              HasSubstr(R"("vocab_size" must be a non-negative integer, got 4294967296)"));
   EXPECT_THAT(ParseError(ToJson(With(Llama3_8b(), "head_dim", "\"128\""))),
               HasSubstr(R"("head_dim" must be a non-negative integer, )"
                         R"(got "128")"));
-  EXPECT_THAT(
-      ParseError(ToJson(With(Llama3_8b(), "num_attention_heads", "null"))),
-      HasSubstr(R"("num_attention_heads" must be a non-negative integer, )"
-                R"(got null)"));
+  EXPECT_THAT(ParseError(ToJson(With(Llama3_8b(), "num_attention_heads", "null"))),
+              HasSubstr(R"("num_attention_heads" must be a non-negative integer, )"
+                        R"(got null)"));
   EXPECT_THAT(ParseError(ToJson(With(Moonlight(), "n_shared_experts", "1.5"))),
               HasSubstr(R"(config.json (deepseek_v3): "n_shared_experts" must )"
                         R"(be a non-negative integer, got 1.5)"));
 }
 
 TEST(HfConfigTest, BadOtherValuesNameKeyAndValue) {
-  EXPECT_THAT(
-      ParseError(ToJson(With(Llama3_8b(), "tie_word_embeddings", "\"no\""))),
-      HasSubstr(R"("tie_word_embeddings" must be true or false, got "no")"));
-  EXPECT_THAT(
-      ParseError(ToJson(With(Llama3_8b(), "attention_dropout", "1.5"))),
-      HasSubstr(R"("attention_dropout" must be a number in [0, 1], got 1.5)"));
-  EXPECT_THAT(
-      ParseError(ToJson(With(Qwen2Moe(), "mlp_only_layers", "[3, 24]"))),
-      HasSubstr(R"("mlp_only_layers" must be layer indices < 24, got 24)"));
+  EXPECT_THAT(ParseError(ToJson(With(Llama3_8b(), "tie_word_embeddings", "\"no\""))),
+              HasSubstr(R"("tie_word_embeddings" must be true or false, got "no")"));
+  EXPECT_THAT(ParseError(ToJson(With(Llama3_8b(), "attention_dropout", "1.5"))),
+              HasSubstr(R"("attention_dropout" must be a number in [0, 1], got 1.5)"));
+  EXPECT_THAT(ParseError(ToJson(With(Qwen2Moe(), "mlp_only_layers", "[3, 24]"))),
+              HasSubstr(R"("mlp_only_layers" must be layer indices < 24, got 24)"));
   EXPECT_THAT(ParseError(ToJson(With(Qwen2Moe(), "mlp_only_layers", "7"))),
               HasSubstr(R"("mlp_only_layers" must be a list)"));
-  EXPECT_THAT(
-      ParseError(ToJson(With(Qwen2Moe(), "decoder_sparse_step", "0"))),
-      HasSubstr(R"("decoder_sparse_step" must be a positive integer, got 0)"));
+  EXPECT_THAT(ParseError(ToJson(With(Qwen2Moe(), "decoder_sparse_step", "0"))),
+              HasSubstr(R"("decoder_sparse_step" must be a positive integer, got 0)"));
   EXPECT_THAT(ParseError(ToJson(With(Moonlight(), "moe_layer_freq", "0"))),
               HasSubstr(R"("moe_layer_freq" must be a positive integer)"));
   EXPECT_THAT(ParseError(R"({"model_type": "llama", "text_config": 3})"),

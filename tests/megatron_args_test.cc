@@ -41,17 +41,14 @@ absl::Status ApplyLine(const std::string& line, ArgsMode mode, v1::JobSpec* job,
 }
 
 // Parses a whole command line into a fresh JobSpec; fails the test on error.
-v1::JobSpec ParseFull(const std::string& line,
-                      std::vector<std::string>* notes = nullptr) {
+v1::JobSpec ParseFull(const std::string& line, std::vector<std::string>* notes = nullptr) {
   v1::JobSpec job;
-  absl::Status status =
-      ApplyLine(line, ArgsMode::kFullCommandLine, &job, notes);
+  absl::Status status = ApplyLine(line, ArgsMode::kFullCommandLine, &job, notes);
   EXPECT_TRUE(status.ok()) << status << " for: " << line;
   return job;
 }
 
-absl::Status ParseError(const std::string& line,
-                        ArgsMode mode = ArgsMode::kFullCommandLine) {
+absl::Status ParseError(const std::string& line, ArgsMode mode = ArgsMode::kFullCommandLine) {
   v1::JobSpec job;
   return ApplyLine(line, mode, &job);
 }
@@ -60,15 +57,13 @@ std::vector<uint32_t> Repeat(uint32_t value, int count) {
   return std::vector<uint32_t>(static_cast<size_t>(count), value);
 }
 
-std::vector<uint32_t> Concat(std::vector<uint32_t> a,
-                             const std::vector<uint32_t>& b) {
+std::vector<uint32_t> Concat(std::vector<uint32_t> a, const std::vector<uint32_t>& b) {
   a.insert(a.end(), b.begin(), b.end());
   return a;
 }
 
 std::vector<uint32_t> Pattern(const v1::JobSpec& job) {
-  return {job.model().moe_layer_pattern().begin(),
-          job.model().moe_layer_pattern().end()};
+  return {job.model().moe_layer_pattern().begin(), job.model().moe_layer_pattern().end()};
 }
 
 // ---------------------------------------------------------------------------
@@ -88,37 +83,33 @@ TEST(SplitArgumentLineTest, EmptyLineHasNoWords) {
 }
 
 TEST(SplitArgumentLineTest, QuotesAndEscapes) {
-  absl::StatusOr<std::vector<std::string>> words = SplitArgumentLine(
-      R"(--moe-layer-freq '([0]*3+[1]*58)' --layout "Et|(tt|)*30mL" )"
-      R"(a\ b "q\"d\\e\$f\`g\n" 'x\y' '' "")");
+  absl::StatusOr<std::vector<std::string>> words =
+      SplitArgumentLine(R"(--moe-layer-freq '([0]*3+[1]*58)' --layout "Et|(tt|)*30mL" )"
+                        R"(a\ b "q\"d\\e\$f\`g\n" 'x\y' '' "")");
   ASSERT_TRUE(words.ok()) << words.status();
-  EXPECT_THAT(*words, ElementsAre("--moe-layer-freq", "([0]*3+[1]*58)",
-                                  "--layout", "Et|(tt|)*30mL", "a b",
-                                  R"(q"d\e$f`g\n)", R"(x\y)", "", ""));
+  EXPECT_THAT(*words, ElementsAre("--moe-layer-freq", "([0]*3+[1]*58)", "--layout", "Et|(tt|)*30mL",
+                                  "a b", R"(q"d\e$f`g\n)", R"(x\y)", "", ""));
 }
 
 TEST(SplitArgumentLineTest, AdjacentQuotedPartsFormOneWord) {
-  absl::StatusOr<std::vector<std::string>> words =
-      SplitArgumentLine(R"(--a='x y'"z"w)");
+  absl::StatusOr<std::vector<std::string>> words = SplitArgumentLine(R"(--a='x y'"z"w)");
   ASSERT_TRUE(words.ok());
   EXPECT_THAT(*words, ElementsAre("--a=x yzw"));
 }
 
 TEST(SplitArgumentLineTest, BackslashNewlineIsAContinuation) {
-  absl::StatusOr<std::vector<std::string>> words = SplitArgumentLine(
-      "--num-layers 4 \\\n  --hidden-size 1\\\n024 \\\r\n --bf16 \"a\\\nb\"");
+  absl::StatusOr<std::vector<std::string>> words =
+      SplitArgumentLine("--num-layers 4 \\\n  --hidden-size 1\\\n024 \\\r\n --bf16 \"a\\\nb\"");
   ASSERT_TRUE(words.ok()) << words.status();
-  EXPECT_THAT(*words, ElementsAre("--num-layers", "4", "--hidden-size", "1024",
-                                  "--bf16", "ab"));
+  EXPECT_THAT(*words, ElementsAre("--num-layers", "4", "--hidden-size", "1024", "--bf16", "ab"));
 }
 
 TEST(SplitArgumentLineTest, NeverExpandsOrExecutes) {
-  absl::StatusOr<std::vector<std::string>> words = SplitArgumentLine(
-      "--data-path $(rm -rf /) `id` ${HOME} $HOME a;b c|d \"$(x)\" '`y`'");
+  absl::StatusOr<std::vector<std::string>> words =
+      SplitArgumentLine("--data-path $(rm -rf /) `id` ${HOME} $HOME a;b c|d \"$(x)\" '`y`'");
   ASSERT_TRUE(words.ok()) << words.status();
-  EXPECT_THAT(*words,
-              ElementsAre("--data-path", "$(rm", "-rf", "/)", "`id`", "${HOME}",
-                          "$HOME", "a;b", "c|d", "$(x)", "`y`"));
+  EXPECT_THAT(*words, ElementsAre("--data-path", "$(rm", "-rf", "/)", "`id`", "${HOME}", "$HOME",
+                                  "a;b", "c|d", "$(x)", "`y`"));
 }
 
 TEST(SplitArgumentLineTest, TrailingBackslashStaysLiteral) {
@@ -130,8 +121,7 @@ TEST(SplitArgumentLineTest, TrailingBackslashStaysLiteral) {
 TEST(SplitArgumentLineTest, UnterminatedQuotesAreErrors) {
   for (const char* line : {"--a 'open", "--a \"open", "--a \"x\\\""}) {
     absl::StatusOr<std::vector<std::string>> words = SplitArgumentLine(line);
-    EXPECT_EQ(words.status().code(), absl::StatusCode::kInvalidArgument)
-        << line;
+    EXPECT_EQ(words.status().code(), absl::StatusCode::kInvalidArgument) << line;
     EXPECT_THAT(words.status().message(), HasSubstr("unterminated")) << line;
   }
 }
@@ -139,11 +129,9 @@ TEST(SplitArgumentLineTest, UnterminatedQuotesAreErrors) {
 TEST(SplitArgumentLineTest, RejectsLinesOverOneMebibyte) {
   const std::string at_limit(size_t{1} << 20, 'x');
   EXPECT_TRUE(SplitArgumentLine(at_limit).ok());
-  absl::StatusOr<std::vector<std::string>> words =
-      SplitArgumentLine(at_limit + "x");
+  absl::StatusOr<std::vector<std::string>> words = SplitArgumentLine(at_limit + "x");
   EXPECT_EQ(words.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(words.status().message(),
-              HasSubstr("argument line longer than 1048576 bytes"));
+  EXPECT_THAT(words.status().message(), HasSubstr("argument line longer than 1048576 bytes"));
 }
 
 // ---------------------------------------------------------------------------
@@ -243,8 +231,7 @@ TEST(ApplyMegatronArgsTest, DeepSeekV3Line) {
 
   EXPECT_EQ(job.recompute().granularity(), v1::RECOMPUTE_GRANULARITY_SELECTIVE);
   EXPECT_THAT(job.recompute().modules(),
-              ElementsAre(v1::RECOMPUTE_MODULE_MLA_UP_PROJ,
-                          v1::RECOMPUTE_MODULE_MOE_ACT,
+              ElementsAre(v1::RECOMPUTE_MODULE_MLA_UP_PROJ, v1::RECOMPUTE_MODULE_MOE_ACT,
                           v1::RECOMPUTE_MODULE_LAYERNORM));
   EXPECT_EQ(job.precision().params_dtype(), v1::DTYPE_BF16);
   EXPECT_TRUE(job.precision().use_distributed_optimizer());
@@ -285,10 +272,9 @@ TEST(ApplyMegatronArgsTest, FullModeDefaults) {
   EXPECT_EQ(job.precision().params_dtype(), v1::DTYPE_FP32);
   EXPECT_EQ(job.model().vocab_size(), 50257u);
   EXPECT_FALSE(job.model().has_num_query_groups());
-  EXPECT_THAT(notes,
-              ElementsAre("vocab size not given by --vocab-size; assumed 50257 "
-                          "(GPT-2 BPE, Megatron's test default); pass "
-                          "--vocab-size for exact logits memory"));
+  EXPECT_THAT(notes, ElementsAre("vocab size not given by --vocab-size; assumed 50257 "
+                                 "(GPT-2 BPE, Megatron's test default); pass "
+                                 "--vocab-size for exact logits memory"));
 }
 
 TEST(ApplyMegatronArgsTest, EqualsFormUnderscoresAndOverrides) {
@@ -305,8 +291,7 @@ TEST(ApplyMegatronArgsTest, EqualsFormUnderscoresAndOverrides) {
   EXPECT_EQ(job.parallelism().tensor_model_parallel_size(), 4u);
   EXPECT_DOUBLE_EQ(job.model().hidden_dropout(), 0.25);
   EXPECT_THAT(job.recompute().modules(),
-              ElementsAre(v1::RECOMPUTE_MODULE_CORE_ATTN,
-                          v1::RECOMPUTE_MODULE_MOE_ACT));
+              ElementsAre(v1::RECOMPUTE_MODULE_CORE_ATTN, v1::RECOMPUTE_MODULE_MOE_ACT));
   EXPECT_EQ(job.training().attention_backend(), v1::ATTENTION_BACKEND_UNFUSED);
   EXPECT_EQ(job.model().activation(), v1::ACTIVATION_SWIGLU);
 }
@@ -355,13 +340,9 @@ TEST(ApplyMegatronArgsTest, ModelFlagsWithoutDefaults) {
   EXPECT_FALSE(m.moe_router_dtype_fp32());
   EXPECT_EQ(m.moe_layer_freq(), 2u);
   EXPECT_THAT(m.moe_layer_pattern(), IsEmpty());
-  EXPECT_EQ(ParseFull("--moe-router-dtype fp64 --vocab-size 8")
-                .model()
-                .moe_router_dtype_fp32(),
+  EXPECT_EQ(ParseFull("--moe-router-dtype fp64 --vocab-size 8").model().moe_router_dtype_fp32(),
             true);
-  EXPECT_EQ(ParseFull("--position-embedding-type none --vocab-size 8")
-                .model()
-                .position_embedding(),
+  EXPECT_EQ(ParseFull("--position-embedding-type none --vocab-size 8").model().position_embedding(),
             v1::POSITION_EMBEDDING_NONE);
   EXPECT_EQ(ParseFull("--position-embedding-type learned_absolute "
                       "--vocab-size 8")
@@ -408,8 +389,7 @@ TEST(ApplyMegatronArgsTest, RecomputeAndOffloadFlags) {
   EXPECT_TRUE(r.cpu_offloading());
   EXPECT_EQ(r.cpu_offloading_num_layers(), 3u);
   EXPECT_TRUE(r.fine_grained_activation_offloading());
-  EXPECT_THAT(r.offload_modules(),
-              ElementsAre("expert_fc1", "moe_act", "attn_norm"));
+  EXPECT_THAT(r.offload_modules(), ElementsAre("expert_fc1", "moe_act", "attn_norm"));
 
   const v1::JobSpec all = ParseFull(
       "--recompute-method uniform --recompute-modules core_attn moe_act "
@@ -422,23 +402,17 @@ TEST(ApplyMegatronArgsTest, RuntimeFlags) {
   const v1::JobSpec job = ParseFull(
       "--cuda-graph-impl transformer_engine --cuda-graph-modules attn mlp "
       "moe_router --use-nccl-ub --vocab-size 8");
-  EXPECT_EQ(job.runtime().cuda_graph_impl(),
-            v1::CUDA_GRAPH_IMPL_TRANSFORMER_ENGINE);
-  EXPECT_THAT(job.runtime().cuda_graph_modules(),
-              ElementsAre("attn", "mlp", "moe_router"));
+  EXPECT_EQ(job.runtime().cuda_graph_impl(), v1::CUDA_GRAPH_IMPL_TRANSFORMER_ENGINE);
+  EXPECT_THAT(job.runtime().cuda_graph_modules(), ElementsAre("attn", "mlp", "moe_router"));
   EXPECT_TRUE(job.runtime().use_nccl_ub());
 
-  EXPECT_EQ(ParseFull("--enable-cuda-graph --vocab-size 8")
-                .runtime()
-                .cuda_graph_impl(),
+  EXPECT_EQ(ParseFull("--enable-cuda-graph --vocab-size 8").runtime().cuda_graph_impl(),
             v1::CUDA_GRAPH_IMPL_LOCAL);
   const v1::JobSpec scoped = ParseFull(
       "--external-cuda-graph --cuda-graph-scope moe_router moe_preprocess "
       "--vocab-size 8");
-  EXPECT_EQ(scoped.runtime().cuda_graph_impl(),
-            v1::CUDA_GRAPH_IMPL_TRANSFORMER_ENGINE);
-  EXPECT_THAT(scoped.runtime().cuda_graph_modules(),
-              ElementsAre("moe_router", "moe_preprocess"));
+  EXPECT_EQ(scoped.runtime().cuda_graph_impl(), v1::CUDA_GRAPH_IMPL_TRANSFORMER_ENGINE);
+  EXPECT_THAT(scoped.runtime().cuda_graph_modules(), ElementsAre("moe_router", "moe_preprocess"));
 }
 
 TEST(ApplyMegatronArgsTest, TransformerImplWords) {
@@ -446,13 +420,9 @@ TEST(ApplyMegatronArgsTest, TransformerImplWords) {
                 .training()
                 .transformer_impl(),
             v1::TRANSFORMER_IMPL_TRANSFORMER_ENGINE);
-  EXPECT_EQ(ParseFull("--attention-backend local --vocab-size 8")
-                .training()
-                .attention_backend(),
+  EXPECT_EQ(ParseFull("--attention-backend local --vocab-size 8").training().attention_backend(),
             v1::ATTENTION_BACKEND_LOCAL);
-  EXPECT_EQ(ParseFull("--attention-backend fused --vocab-size 8")
-                .training()
-                .attention_backend(),
+  EXPECT_EQ(ParseFull("--attention-backend fused --vocab-size 8").training().attention_backend(),
             v1::ATTENTION_BACKEND_FUSED);
 }
 
@@ -461,8 +431,7 @@ TEST(ApplyMegatronArgsTest, TransformerImplWords) {
 
 TEST(ApplyMegatronArgsTest, QueryGroupsNeedGroupQueryAttentionInFullMode) {
   std::vector<std::string> notes;
-  const v1::JobSpec mha =
-      ParseFull("--num-query-groups 8 --vocab-size 8", &notes);
+  const v1::JobSpec mha = ParseFull("--num-query-groups 8 --vocab-size 8", &notes);
   EXPECT_FALSE(mha.model().has_num_query_groups());
   EXPECT_THAT(notes, ElementsAre(HasSubstr("--group-query-attention")));
 
@@ -472,18 +441,13 @@ TEST(ApplyMegatronArgsTest, QueryGroupsNeedGroupQueryAttentionInFullMode) {
                 .num_query_groups(),
             8u);
   // Megatron's --num-query-groups default is 1.
-  EXPECT_EQ(ParseFull("--group-query-attention --vocab-size 8")
-                .model()
-                .num_query_groups(),
-            1u);
+  EXPECT_EQ(ParseFull("--group-query-attention --vocab-size 8").model().num_query_groups(), 1u);
 
   v1::JobSpec preset;
   preset.mutable_model()->set_num_query_groups(4);
-  ASSERT_TRUE(
-      ApplyLine("--num-query-groups 2", ArgsMode::kOverrides, &preset).ok());
+  ASSERT_TRUE(ApplyLine("--num-query-groups 2", ArgsMode::kOverrides, &preset).ok());
   EXPECT_EQ(preset.model().num_query_groups(), 2u);
-  ASSERT_TRUE(
-      ApplyLine("--group-query-attention", ArgsMode::kOverrides, &preset).ok());
+  ASSERT_TRUE(ApplyLine("--group-query-attention", ArgsMode::kOverrides, &preset).ok());
   EXPECT_EQ(preset.model().num_query_groups(), 2u);
 }
 
@@ -494,29 +458,21 @@ TEST(ApplyMegatronArgsTest, CrossEntropyFusionFlagOrderDoesNotMatter) {
   };
   const Case cases[] = {
       {"--cross-entropy-loss-fusion", v1::CROSS_ENTROPY_FUSION_NATIVE},
-      {"--cross-entropy-loss-fusion --cross-entropy-fusion-impl te",
-       v1::CROSS_ENTROPY_FUSION_TE},
-      {"--cross-entropy-fusion-impl te --cross-entropy-loss-fusion",
-       v1::CROSS_ENTROPY_FUSION_TE},
+      {"--cross-entropy-loss-fusion --cross-entropy-fusion-impl te", v1::CROSS_ENTROPY_FUSION_TE},
+      {"--cross-entropy-fusion-impl te --cross-entropy-loss-fusion", v1::CROSS_ENTROPY_FUSION_TE},
       {"--cross-entropy-fusion-impl native --cross-entropy-loss-fusion",
        v1::CROSS_ENTROPY_FUSION_NATIVE},
       {"--cross-entropy-fusion-impl te", v1::CROSS_ENTROPY_FUSION_UNSPECIFIED},
   };
   for (const Case& c : cases) {
-    EXPECT_EQ(ParseFull(absl::StrCat(c.line, " --vocab-size 8"))
-                  .training()
-                  .cross_entropy_fusion(),
+    EXPECT_EQ(ParseFull(absl::StrCat(c.line, " --vocab-size 8")).training().cross_entropy_fusion(),
               c.expected)
         << c.line;
   }
   v1::JobSpec preset;
-  preset.mutable_training()->set_cross_entropy_fusion(
-      v1::CROSS_ENTROPY_FUSION_NATIVE);
-  ASSERT_TRUE(
-      ApplyLine("--cross-entropy-fusion-impl te", ArgsMode::kOverrides, &preset)
-          .ok());
-  EXPECT_EQ(preset.training().cross_entropy_fusion(),
-            v1::CROSS_ENTROPY_FUSION_TE);
+  preset.mutable_training()->set_cross_entropy_fusion(v1::CROSS_ENTROPY_FUSION_NATIVE);
+  ASSERT_TRUE(ApplyLine("--cross-entropy-fusion-impl te", ArgsMode::kOverrides, &preset).ok());
+  EXPECT_EQ(preset.training().cross_entropy_fusion(), v1::CROSS_ENTROPY_FUSION_TE);
 }
 
 TEST(ApplyMegatronArgsTest, VocabFromTokenizerType) {
@@ -526,23 +482,17 @@ TEST(ApplyMegatronArgsTest, VocabFromTokenizerType) {
     bool noted;
   };
   const Case cases[] = {
-      {"GPT2BPETokenizer", 50257, false},
-      {"Llama2Tokenizer", 32000, true},
-      {"BertWordPieceLowerCase", 30522, true},
-      {"BertWordPieceCase", 30522, true},
-      {"GPTSentencePieceTokenizer", 50257, true},
-      {"HuggingFaceTokenizer", 50257, true},
+      {"GPT2BPETokenizer", 50257, false},         {"Llama2Tokenizer", 32000, true},
+      {"BertWordPieceLowerCase", 30522, true},    {"BertWordPieceCase", 30522, true},
+      {"GPTSentencePieceTokenizer", 50257, true}, {"HuggingFaceTokenizer", 50257, true},
   };
   for (const Case& c : cases) {
     std::vector<std::string> notes;
-    const v1::JobSpec job =
-        ParseFull(absl::StrCat("--tokenizer-type ", c.tokenizer), &notes);
+    const v1::JobSpec job = ParseFull(absl::StrCat("--tokenizer-type ", c.tokenizer), &notes);
     EXPECT_EQ(job.model().vocab_size(), c.vocab) << c.tokenizer;
     EXPECT_EQ(notes.size(), c.noted ? 1u : 0u) << c.tokenizer;
   }
-  EXPECT_EQ(ParseFull("--tokenizer-type GPT2BPETokenizer --vocab-size 1000")
-                .model()
-                .vocab_size(),
+  EXPECT_EQ(ParseFull("--tokenizer-type GPT2BPETokenizer --vocab-size 1000").model().vocab_size(),
             1000u);
 }
 
@@ -551,17 +501,14 @@ TEST(ApplyMegatronArgsTest, NullTokenizerNeedsVocabSizeAndAddsEod) {
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(status.message(), HasSubstr("--vocab-size"));
 
-  EXPECT_EQ(ParseFull("--tokenizer-type NullTokenizer --vocab-size 8192")
-                .model()
-                .vocab_size(),
+  EXPECT_EQ(ParseFull("--tokenizer-type NullTokenizer --vocab-size 8192").model().vocab_size(),
             8193u);
 }
 
 TEST(ApplyMegatronArgsTest, StepBatchSizeScheduleGivesFinalBatchSize) {
   std::vector<std::string> notes;
-  const v1::JobSpec job = ParseFull(
-      "--step-batch-size-schedule 0:384 200B:768 400B:1152 --vocab-size 8",
-      &notes);
+  const v1::JobSpec job =
+      ParseFull("--step-batch-size-schedule 0:384 200B:768 400B:1152 --vocab-size 8", &notes);
   EXPECT_EQ(job.training().global_batch_size(), 1152u);
   EXPECT_THAT(notes, ElementsAre(HasSubstr("final global batch size")));
 
@@ -590,10 +537,9 @@ TEST(MoeLayerFreqTest, EvaluatesListExpressions) {
   };
   for (const Case& c : cases) {
     v1::JobSpec job;
-    ASSERT_TRUE(
-        ApplyMegatronArgs({absl::StrCat("--moe-layer-freq=", c.expression)},
-                          ArgsMode::kFullCommandLine, &job, nullptr)
-            .ok())
+    ASSERT_TRUE(ApplyMegatronArgs({absl::StrCat("--moe-layer-freq=", c.expression)},
+                                  ArgsMode::kFullCommandLine, &job, nullptr)
+                    .ok())
         << c.expression;
     EXPECT_EQ(Pattern(job), c.pattern) << c.expression;
     EXPECT_FALSE(job.model().has_moe_layer_freq()) << c.expression;
@@ -601,27 +547,22 @@ TEST(MoeLayerFreqTest, EvaluatesListExpressions) {
 }
 
 TEST(MoeLayerFreqTest, LaterIntegerReplacesPattern) {
-  const v1::JobSpec job =
-      ParseFull("--moe-layer-freq [1]*4 --moe-layer-freq 3 --vocab-size 8");
+  const v1::JobSpec job = ParseFull("--moe-layer-freq [1]*4 --moe-layer-freq 3 --vocab-size 8");
   EXPECT_EQ(job.model().moe_layer_freq(), 3u);
   EXPECT_THAT(job.model().moe_layer_pattern(), IsEmpty());
 }
 
 TEST(MoeLayerFreqTest, RejectsOtherExpressions) {
-  const std::string deep =
-      std::string(100, '(') + "[1]" + std::string(100, ')');
-  for (const std::string& expression :
-       std::vector<std::string>{"[2]*3", "[1]*", "[1]*[1]", "[0]+1", "foo",
-                                "[1]*100000", "[]", "([0]*3+[1]*11", "[1]*3)",
-                                "[1.5]", "__import__('os')", deep, "-1"}) {
+  const std::string deep = std::string(100, '(') + "[1]" + std::string(100, ')');
+  for (const std::string& expression : std::vector<std::string>{
+           "[2]*3", "[1]*", "[1]*[1]", "[0]+1", "foo", "[1]*100000", "[]", "([0]*3+[1]*11",
+           "[1]*3)", "[1.5]", "__import__('os')", deep, "-1"}) {
     v1::JobSpec job;
-    absl::Status status =
-        ApplyMegatronArgs({"--moe-layer-freq", expression},
-                          ArgsMode::kFullCommandLine, &job, nullptr);
+    absl::Status status = ApplyMegatronArgs({"--moe-layer-freq", expression},
+                                            ArgsMode::kFullCommandLine, &job, nullptr);
     EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << expression;
     EXPECT_THAT(status.message(), HasSubstr("--moe-layer-freq")) << expression;
-    EXPECT_THAT(status.message(), HasSubstr(expression.substr(0, 40)))
-        << expression;
+    EXPECT_THAT(status.message(), HasSubstr(expression.substr(0, 40))) << expression;
   }
 }
 
@@ -634,17 +575,13 @@ TEST(ApplyMegatronArgsTest, BadValuesNameTheFlagAndTheValue) {
     const char* message;
   };
   const Case cases[] = {
-      {"--num-layers -4",
-       R"(--num-layers: expected a non-negative integer, got "-4")"},
-      {"--num-layers 4x",
-       R"(--num-layers: expected a non-negative integer, got "4x")"},
+      {"--num-layers -4", R"(--num-layers: expected a non-negative integer, got "-4")"},
+      {"--num-layers 4x", R"(--num-layers: expected a non-negative integer, got "4x")"},
       {"--hidden-size 99999999999",
        R"(--hidden-size: expected a non-negative integer, got "99999999999")"},
-      {"--num_layers=+4",
-       R"(--num_layers: expected a non-negative integer, got "+4")"},
+      {"--num_layers=+4", R"(--num_layers: expected a non-negative integer, got "+4")"},
       {"--seq-length 1.5", R"(--seq-length: expected a non-negative integer)"},
-      {"--hidden-dropout 1.0",
-       R"(--hidden-dropout: expected a number in [0, 1), got "1.0")"},
+      {"--hidden-dropout 1.0", R"(--hidden-dropout: expected a number in [0, 1), got "1.0")"},
       {"--attention-dropout -0.1",
        R"(--attention-dropout: expected a number in [0, 1), got "-0.1")"},
       {"--hidden-dropout nan", R"(--hidden-dropout: expected a number)"},
@@ -658,15 +595,12 @@ TEST(ApplyMegatronArgsTest, BadValuesNameTheFlagAndTheValue) {
        R"(--recompute-modules: expected one of core_attn|moe_act|layernorm|mla_up_proj|mlp|moe|shared_experts, got "attn")"},
       {"--normalization rmsnorm",
        R"(--normalization: expected one of LayerNorm|RMSNorm, got "rmsnorm")"},
-      {"--position-embedding-type alibi",
-       R"(--position-embedding-type: expected one of)"},
+      {"--position-embedding-type alibi", R"(--position-embedding-type: expected one of)"},
       {"--optimizer adagrad", R"(--optimizer: expected one of)"},
       {"--exp-avg-dtype int8", R"(--exp-avg-dtype: expected one of)"},
-      {"--recompute-granularity partial",
-       R"(--recompute-granularity: expected one of)"},
+      {"--recompute-granularity partial", R"(--recompute-granularity: expected one of)"},
       {"--cuda-graph-impl cudnn", R"(--cuda-graph-impl: expected one of)"},
-      {"--moe-token-dispatcher-type deepep",
-       R"(--moe-token-dispatcher-type: expected one of)"},
+      {"--moe-token-dispatcher-type deepep", R"(--moe-token-dispatcher-type: expected one of)"},
       {"--cross-entropy-fusion-impl triton",
        R"(--cross-entropy-fusion-impl: expected one of native|te, got "triton")"},
       {"--num-layers", "--num-layers: missing value"},
@@ -675,8 +609,7 @@ TEST(ApplyMegatronArgsTest, BadValuesNameTheFlagAndTheValue) {
       {"--bf16=", R"(--bf16 takes no value, got "")"},
       {"--bf16 yes", R"(--bf16 takes no value, got "yes")"},
       {"--num-layers 4 5", R"(unexpected argument "5" after --num-layers)"},
-      {"pretrain_gpt.py --num-layers 4",
-       R"(unexpected argument "pretrain_gpt.py")"},
+      {"pretrain_gpt.py --num-layers 4", R"(unexpected argument "pretrain_gpt.py")"},
       {"--bf16 -x", R"(unexpected argument "-x" after --bf16)"},
       {"--bf16 --fp16", "--bf16 and --fp16 cannot both be given"},
       {"--", R"(empty flag name in "--")"},
@@ -692,18 +625,15 @@ TEST(ApplyMegatronArgsTest, BadValuesNameTheFlagAndTheValue) {
 
 TEST(ApplyMegatronArgsTest, LongBadValuesAreTruncatedInMessages) {
   v1::JobSpec job;
-  absl::Status status =
-      ApplyMegatronArgs({"--num-layers", std::string(10000, '9')},
-                        ArgsMode::kFullCommandLine, &job, nullptr);
+  absl::Status status = ApplyMegatronArgs({"--num-layers", std::string(10000, '9')},
+                                          ArgsMode::kFullCommandLine, &job, nullptr);
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_LT(status.message().size(), 200u);
 }
 
 TEST(ApplyMegatronArgsTest, FsdpIsUnimplemented) {
-  for (const char* flag :
-       {"--use-torch-fsdp2", "--use-megatron-fsdp", "--use_custom_fsdp"}) {
-    absl::Status status =
-        ParseError(absl::StrCat("--num-layers 2 ", flag, " --bf16"));
+  for (const char* flag : {"--use-torch-fsdp2", "--use-megatron-fsdp", "--use_custom_fsdp"}) {
+    absl::Status status = ParseError(absl::StrCat("--num-layers 2 ", flag, " --bf16"));
     EXPECT_EQ(status.code(), absl::StatusCode::kUnimplemented) << flag;
     EXPECT_THAT(status.message(), HasSubstr(flag));
   }
@@ -754,8 +684,7 @@ TEST(ApplyMegatronArgsTest, NotesAreDeduplicatedAndBounded) {
   ASSERT_TRUE(ApplyMegatronArgs({"--same", "--same", "--vocab-size", "8"},
                                 ArgsMode::kFullCommandLine, &job, &notes)
                   .ok());
-  EXPECT_THAT(notes, ElementsAre("a note from the caller",
-                                 "ignored unknown flag --same"));
+  EXPECT_THAT(notes, ElementsAre("a note from the caller", "ignored unknown flag --same"));
 
   std::vector<std::string> args;
   for (int i = 0; i < 1000; ++i) args.push_back(absl::StrCat("--unknown-", i));
@@ -768,8 +697,8 @@ TEST(ApplyMegatronArgsTest, NotesAreDeduplicatedAndBounded) {
 
 TEST(ApplyMegatronArgsTest, NullNotesAreAllowed) {
   v1::JobSpec job;
-  EXPECT_TRUE(ApplyMegatronArgs({"--unknown", "--num-layers", "1"},
-                                ArgsMode::kFullCommandLine, &job, nullptr)
+  EXPECT_TRUE(ApplyMegatronArgs({"--unknown", "--num-layers", "1"}, ArgsMode::kFullCommandLine,
+                                &job, nullptr)
                   .ok());
   EXPECT_EQ(job.model().num_layers(), 1u);
 }
@@ -800,25 +729,21 @@ TEST(ApplyMegatronArgsTest, OverrideModeKeepsPresetFields) {
                         ArgsMode::kOverrides, &preset, &notes)
                   .ok());
   EXPECT_THAT(notes, IsEmpty());
-  EXPECT_EQ(preset.model().SerializeAsString(),
-            before.model().SerializeAsString());
+  EXPECT_EQ(preset.model().SerializeAsString(), before.model().SerializeAsString());
   EXPECT_EQ(preset.precision().params_dtype(), v1::DTYPE_BF16);
   EXPECT_EQ(preset.parallelism().num_gpus(), 32u);
   EXPECT_EQ(preset.parallelism().tensor_model_parallel_size(), 4u);
   EXPECT_EQ(preset.training().seq_length(), 10240u);
   EXPECT_EQ(preset.recompute().granularity(), v1::RECOMPUTE_GRANULARITY_FULL);
 
-  ASSERT_TRUE(
-      ApplyLine("--vocab-size 1000 --fp16", ArgsMode::kOverrides, &preset)
-          .ok());
+  ASSERT_TRUE(ApplyLine("--vocab-size 1000 --fp16", ArgsMode::kOverrides, &preset).ok());
   EXPECT_EQ(preset.model().vocab_size(), 1000u);
   EXPECT_EQ(preset.precision().params_dtype(), v1::DTYPE_FP16);
 }
 
 TEST(ApplyMegatronArgsTest, NullJobIsAnError) {
-  EXPECT_EQ(
-      ApplyMegatronArgs({}, ArgsMode::kOverrides, nullptr, nullptr).code(),
-      absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ApplyMegatronArgs({}, ArgsMode::kOverrides, nullptr, nullptr).code(),
+            absl::StatusCode::kInvalidArgument);
 }
 
 // ---------------------------------------------------------------------------
@@ -845,11 +770,9 @@ TEST(ApplyEnvironmentTest, ExpandableSegments) {
   }
   v1::JobSpec preset;
   preset.mutable_runtime()->set_expandable_segments(true);
-  ApplyEnvironment({{"PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:False"}},
-                   &preset);
+  ApplyEnvironment({{"PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:False"}}, &preset);
   EXPECT_FALSE(preset.runtime().expandable_segments());
-  ApplyEnvironment({{"PYTORCH_ALLOC_CONF", "expandable_segments:True"}},
-                   &preset);
+  ApplyEnvironment({{"PYTORCH_ALLOC_CONF", "expandable_segments:True"}}, &preset);
   EXPECT_TRUE(preset.runtime().expandable_segments());
 }
 
@@ -875,21 +798,18 @@ std::string ReadFile(const std::string& path) {
   return content.str();
 }
 
-const std::string kCalibrationDir =
-    OOMGUARD_SOURCE_DIR "/../shared/calibration/";
+const std::string kCalibrationDir = OOMGUARD_SOURCE_DIR "/../shared/calibration/";
 
 bool HasFsdpFlag(const std::vector<std::string>& args) {
   for (const std::string& arg : args) {
-    if (arg == "--use-torch-fsdp2" || arg == "--use-megatron-fsdp" ||
-        arg == "--use-custom-fsdp") {
+    if (arg == "--use-torch-fsdp2" || arg == "--use-megatron-fsdp" || arg == "--use-custom-fsdp") {
       return true;
     }
   }
   return false;
 }
 
-void ExpectNoUnknownFlags(const std::vector<std::string>& notes,
-                          const std::string& where) {
+void ExpectNoUnknownFlags(const std::vector<std::string>& notes, const std::string& where) {
   for (const std::string& note : notes) {
     EXPECT_THAT(note, Not(HasSubstr("unknown flag"))) << where;
   }
@@ -904,20 +824,16 @@ TEST(CalibrationTest, EveryMegatronCiLineParses) {
   for (absl::string_view line : absl::StrSplit(content, '\n')) {
     if (line.empty()) continue;
     google::protobuf::Struct record;
-    ASSERT_TRUE(
-        google::protobuf::util::JsonStringToMessage(std::string(line), &record)
-            .ok())
+    ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(std::string(line), &record).ok())
         << line;
     const std::string name = record.fields().at("case").string_value();
     std::vector<std::string> args;
-    for (const google::protobuf::Value& arg :
-         record.fields().at("argv").list_value().values()) {
+    for (const google::protobuf::Value& arg : record.fields().at("argv").list_value().values()) {
       args.push_back(arg.string_value());
     }
     v1::JobSpec job;
     std::vector<std::string> notes;
-    absl::Status status =
-        ApplyMegatronArgs(args, ArgsMode::kFullCommandLine, &job, &notes);
+    absl::Status status = ApplyMegatronArgs(args, ArgsMode::kFullCommandLine, &job, &notes);
     if (HasFsdpFlag(args)) {
       EXPECT_EQ(status.code(), absl::StatusCode::kUnimplemented) << name;
       ++refused;
@@ -929,14 +845,12 @@ TEST(CalibrationTest, EveryMegatronCiLineParses) {
     EXPECT_GT(job.model().vocab_size(), 0u) << name;
 
     std::map<std::string, std::string> env;
-    for (const auto& [key, value] :
-         record.fields().at("env").struct_value().fields()) {
+    for (const auto& [key, value] : record.fields().at("env").struct_value().fields()) {
       env[key] = value.string_value();
     }
     ApplyEnvironment(env, &job);
     EXPECT_EQ(job.runtime().expandable_segments(),
-              absl::StrContains(env["PYTORCH_CUDA_ALLOC_CONF"],
-                                "expandable_segments:True"))
+              absl::StrContains(env["PYTORCH_CUDA_ALLOC_CONF"], "expandable_segments:True"))
         << name;
     ++parsed;
   }
@@ -945,39 +859,30 @@ TEST(CalibrationTest, EveryMegatronCiLineParses) {
 }
 
 TEST(CalibrationTest, MegatronCiDeepSeekProxyLine) {
-  const std::string content =
-      ReadFile(kCalibrationDir + "megatron_ci_h100.jsonl");
+  const std::string content = ReadFile(kCalibrationDir + "megatron_ci_h100.jsonl");
   if (content.empty()) GTEST_SKIP() << "calibration data not found";
   for (absl::string_view line : absl::StrSplit(content, '\n')) {
-    if (!absl::StrContains(
-            line,
-            "\"mixtral/deepseekv3_proxy_flex_tp1pp4emp16etp1cp1_release\"")) {
+    if (!absl::StrContains(line, "\"mixtral/deepseekv3_proxy_flex_tp1pp4emp16etp1cp1_release\"")) {
       continue;
     }
     google::protobuf::Struct record;
-    ASSERT_TRUE(
-        google::protobuf::util::JsonStringToMessage(std::string(line), &record)
-            .ok());
+    ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(std::string(line), &record).ok());
     std::vector<std::string> args;
-    for (const google::protobuf::Value& arg :
-         record.fields().at("argv").list_value().values()) {
+    for (const google::protobuf::Value& arg : record.fields().at("argv").list_value().values()) {
       args.push_back(arg.string_value());
     }
     v1::JobSpec job;
     std::vector<std::string> notes;
-    ASSERT_TRUE(
-        ApplyMegatronArgs(args, ArgsMode::kFullCommandLine, &job, &notes).ok());
+    ASSERT_TRUE(ApplyMegatronArgs(args, ArgsMode::kFullCommandLine, &job, &notes).ok());
     EXPECT_EQ(Pattern(job), Concat(Repeat(0, 3), Repeat(1, 11)));
     EXPECT_EQ(job.model().num_layers(), 14u);
     EXPECT_EQ(job.model().vocab_size(), 50257u);  // GPTSentencePiece: assumed.
-    EXPECT_EQ(job.parallelism().pipeline_model_parallel_layout(),
-              "Et*2|(tt|)*5t|tmL");
+    EXPECT_EQ(job.parallelism().pipeline_model_parallel_layout(), "Et*2|(tt|)*5t|tmL");
     EXPECT_EQ(job.training().attention_backend(), v1::ATTENTION_BACKEND_FLASH);
-    EXPECT_EQ(job.training().cross_entropy_fusion(),
-              v1::CROSS_ENTROPY_FUSION_NATIVE);
+    EXPECT_EQ(job.training().cross_entropy_fusion(), v1::CROSS_ENTROPY_FUSION_NATIVE);
     EXPECT_EQ(job.model().moe_token_dispatcher(), v1::TOKEN_DISPATCHER_FLEX);
-    EXPECT_THAT(notes, ElementsAre(HasSubstr("--moe-flex-dispatcher-backend"),
-                                   HasSubstr("assumed 50257")));
+    EXPECT_THAT(
+        notes, ElementsAre(HasSubstr("--moe-flex-dispatcher-backend"), HasSubstr("assumed 50257")));
     return;
   }
   FAIL() << "DeepSeek-V3 proxy case not found";
@@ -1009,25 +914,21 @@ std::vector<std::string> SplitCsvRecord(absl::string_view record) {
   return fields;
 }
 
-uint32_t ToUint(const std::string& text) {
-  return static_cast<uint32_t>(std::stoul(text));
-}
+uint32_t ToUint(const std::string& text) { return static_cast<uint32_t>(std::stoul(text)); }
 
 TEST(CalibrationTest, EverySweepLineParsesAndMatchesItsColumns) {
   const std::string path = kCalibrationDir + "h100_single_gpu_sweep.csv";
   const std::string content = ReadFile(path);
   if (content.empty()) GTEST_SKIP() << path << " not found";
-  std::vector<absl::string_view> lines =
-      absl::StrSplit(content, '\n', absl::SkipEmpty());
+  std::vector<absl::string_view> lines = absl::StrSplit(content, '\n', absl::SkipEmpty());
   ASSERT_GT(lines.size(), 1u);
   const std::vector<std::string> header = SplitCsvRecord(lines[0]);
   std::map<std::string, size_t> column;
   for (size_t i = 0; i < header.size(); ++i) column[header[i]] = i;
   for (const char* name :
-       {"argv", "num_layers", "hidden", "ffn_hidden", "heads", "kv_heads",
-        "head_dim", "vocab", "num_experts", "topk", "moe_ffn_hidden", "seq_len",
-        "micro_batch", "recompute_granularity", "recompute_modules", "dist_opt",
-        "ce_fusion", "moe_grouped_gemm_flag"}) {
+       {"argv", "num_layers", "hidden", "ffn_hidden", "heads", "kv_heads", "head_dim", "vocab",
+        "num_experts", "topk", "moe_ffn_hidden", "seq_len", "micro_batch", "recompute_granularity",
+        "recompute_modules", "dist_opt", "ce_fusion", "moe_grouped_gemm_flag"}) {
     ASSERT_TRUE(column.count(name)) << name;
   }
   int parsed = 0;
@@ -1038,8 +939,7 @@ TEST(CalibrationTest, EverySweepLineParsesAndMatchesItsColumns) {
     std::vector<std::string> notes;
     v1::JobSpec job;
     const std::string& argv = at("argv");
-    ASSERT_TRUE(ApplyLine(argv, ArgsMode::kFullCommandLine, &job, &notes).ok())
-        << argv;
+    ASSERT_TRUE(ApplyLine(argv, ArgsMode::kFullCommandLine, &job, &notes).ok()) << argv;
     ExpectNoUnknownFlags(notes, argv);
     const v1::ModelSpec& m = job.model();
     EXPECT_EQ(m.num_layers(), ToUint(at("num_layers"))) << argv;
@@ -1056,32 +956,25 @@ TEST(CalibrationTest, EverySweepLineParsesAndMatchesItsColumns) {
       EXPECT_EQ(m.moe_router_topk(), ToUint(at("topk"))) << argv;
       EXPECT_EQ(m.moe_ffn_hidden_size(), ToUint(at("moe_ffn_hidden"))) << argv;
     }
-    EXPECT_EQ(m.moe_grouped_gemm(), at("moe_grouped_gemm_flag") == "true")
-        << argv;
+    EXPECT_EQ(m.moe_grouped_gemm(), at("moe_grouped_gemm_flag") == "true") << argv;
     EXPECT_EQ(job.training().seq_length(), ToUint(at("seq_len"))) << argv;
-    EXPECT_EQ(job.training().micro_batch_size(), ToUint(at("micro_batch")))
-        << argv;
+    EXPECT_EQ(job.training().micro_batch_size(), ToUint(at("micro_batch"))) << argv;
     EXPECT_EQ(job.precision().params_dtype(), v1::DTYPE_BF16) << argv;
-    EXPECT_EQ(job.precision().use_distributed_optimizer(),
-              at("dist_opt") == "true")
-        << argv;
-    EXPECT_EQ(job.training().cross_entropy_fusion(),
-              at("ce_fusion") == "native"
-                  ? v1::CROSS_ENTROPY_FUSION_NATIVE
-                  : v1::CROSS_ENTROPY_FUSION_UNSPECIFIED)
+    EXPECT_EQ(job.precision().use_distributed_optimizer(), at("dist_opt") == "true") << argv;
+    EXPECT_EQ(job.training().cross_entropy_fusion(), at("ce_fusion") == "native"
+                                                         ? v1::CROSS_ENTROPY_FUSION_NATIVE
+                                                         : v1::CROSS_ENTROPY_FUSION_UNSPECIFIED)
         << argv;
     const std::string granularity = at("recompute_granularity");
-    EXPECT_EQ(job.recompute().granularity(),
-              granularity == "full" ? v1::RECOMPUTE_GRANULARITY_FULL
-              : granularity == "selective"
-                  ? v1::RECOMPUTE_GRANULARITY_SELECTIVE
-                  : v1::RECOMPUTE_GRANULARITY_UNSPECIFIED)
+    EXPECT_EQ(job.recompute().granularity(), granularity == "full" ? v1::RECOMPUTE_GRANULARITY_FULL
+                                             : granularity == "selective"
+                                                 ? v1::RECOMPUTE_GRANULARITY_SELECTIVE
+                                                 : v1::RECOMPUTE_GRANULARITY_UNSPECIFIED)
         << argv;
     std::vector<std::string> modules;
     for (int module : job.recompute().modules()) {
-      modules.push_back(
-          absl::AsciiStrToLower(v1::RecomputeModule_Name(module))
-              .substr(std::string_view("recompute_module_").size()));
+      modules.push_back(absl::AsciiStrToLower(v1::RecomputeModule_Name(module))
+                            .substr(std::string_view("recompute_module_").size()));
     }
     const std::string expected_modules = at("recompute_modules");
     EXPECT_EQ(absl::StrJoin(modules, "+"), expected_modules) << argv;

@@ -21,8 +21,7 @@ using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 
 std::string ReadExample(const std::string& name) {
-  const std::string path =
-      std::string(OOMGUARD_SOURCE_DIR) + "/examples/hf/" + name;
+  const std::string path = std::string(OOMGUARD_SOURCE_DIR) + "/examples/hf/" + name;
   std::ifstream in(path);
   EXPECT_TRUE(in.good()) << "cannot open " << path;
   std::stringstream text;
@@ -44,8 +43,7 @@ void ExpectSameAsExample(const std::string& preset, const std::string& file) {
   ASSERT_TRUE(from_file.ok()) << from_file.status();
   from_preset.clear_name();
   from_file->clear_name();
-  EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(from_preset,
-                                                                 *from_file))
+  EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(from_preset, *from_file))
       << "preset:\n"
       << from_preset.DebugString() << "file:\n"
       << from_file->DebugString();
@@ -76,17 +74,15 @@ TEST(PresetsTest, ListIsSortedAndUnique) {
   EXPECT_TRUE(std::is_sorted(names.begin(), names.end()));
   EXPECT_EQ(std::adjacent_find(names.begin(), names.end()), names.end());
   for (const char* required :
-       {"deepseek-v3", "llama3-405b", "llama3-70b", "llama3-8b",
-        "mixtral-8x22b", "mixtral-8x7b", "moonlight-16b-a3b", "qwen3-235b-a22b",
-        "qwen3-30b-a3b", "qwen3-32b", "qwen3-8b"}) {
-    EXPECT_NE(std::find(names.begin(), names.end(), required), names.end())
-        << required;
+       {"deepseek-v3", "llama3-405b", "llama3-70b", "llama3-8b", "mixtral-8x22b", "mixtral-8x7b",
+        "moonlight-16b-a3b", "qwen3-235b-a22b", "qwen3-30b-a3b", "qwen3-32b", "qwen3-8b"}) {
+    EXPECT_NE(std::find(names.begin(), names.end(), required), names.end()) << required;
   }
 }
 
 TEST(PresetsTest, LookupVariants) {
-  for (const char* name : {"qwen3-30b-a3b", "Qwen3-30B-A3B", "QWEN3_30B_A3B",
-                           "qwen3.30b.a3b", " qwen3-30b-a3b "}) {
+  for (const char* name :
+       {"qwen3-30b-a3b", "Qwen3-30B-A3B", "QWEN3_30B_A3B", "qwen3.30b.a3b", " qwen3-30b-a3b "}) {
     absl::StatusOr<v1::ModelSpec> model = FindPreset(name);
     ASSERT_TRUE(model.ok()) << name << ": " << model.status();
     EXPECT_EQ(model->num_experts(), 128u) << name;

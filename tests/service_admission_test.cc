@@ -2,8 +2,6 @@
 // the estimator whose savings are known, so that the verdicts, the ladder
 // order, the savings and the incompatibilities can be checked exactly.
 // (service_test checks the same against the real estimator.)
-#include "estimator/admission.h"
-
 #include <cmath>
 #include <limits>
 #include <string>
@@ -11,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "estimator/admission.h"
 #include "estimator/gpu_catalog.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -36,11 +35,10 @@ bool HasModule(const v1::JobSpec& job, v1::RecomputeModule m) {
 absl::StatusOr<v1::EstimateReport> FakeEstimate(const v1::JobSpec& job) {
   const auto& p = job.parallelism();
   const uint32_t tp = p.has_tensor_model_parallel_size() ? p.tensor_model_parallel_size() : 1;
-  const uint32_t pp =
-      p.has_pipeline_model_parallel_size() ? p.pipeline_model_parallel_size() : 1;
+  const uint32_t pp = p.has_pipeline_model_parallel_size() ? p.pipeline_model_parallel_size() : 1;
   if (p.num_gpus() == 0 || p.num_gpus() % (tp * pp) != 0) {
-    return absl::InvalidArgumentError(absl::StrCat("parallelism.num_gpus = ", p.num_gpus(),
-                                                   ": not divisible by TP x PP"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("parallelism.num_gpus = ", p.num_gpus(), ": not divisible by TP x PP"));
   }
   double gib = 100;
   if (job.runtime().expandable_segments()) gib -= 6;
@@ -135,10 +133,10 @@ TEST(AdmissionTest, LadderFollowsTheTuningGuidesAndStopsWhenItFits) {
   absl::StatusOr<v1::CheckResponse> r = Check(MoeJob(), Gpu(40));
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->verdict(), v1::VERDICT_DOES_NOT_FIT);
-  EXPECT_THAT(Ids(*r), ElementsAre("expandable_segments", "recompute_moe_act",
-                                   "recompute_layernorm", "recompute_mla_up_proj",
-                                   "more_pipeline_parallel", "distributed_optimizer",
-                                   "optimizer_cpu_offload", "full_recompute"));
+  EXPECT_THAT(Ids(*r),
+              ElementsAre("expandable_segments", "recompute_moe_act", "recompute_layernorm",
+                          "recompute_mla_up_proj", "more_pipeline_parallel",
+                          "distributed_optimizer", "optimizer_cpu_offload", "full_recompute"));
   std::vector<double> saved_gib, after_gib;
   for (const v1::Recommendation& rec : r->recommendations()) {
     saved_gib.push_back(static_cast<double>(rec.saved_bytes()) / kGiB);
@@ -180,8 +178,8 @@ TEST(AdmissionTest, StepsThatDoNotApplyAreLeftOut) {
   absl::StatusOr<v1::CheckResponse> r = Check(job, Gpu(30));
   ASSERT_TRUE(r.ok());
   // Layer-norm recompute saves nothing on this model: left out too.
-  EXPECT_THAT(Ids(*r), ElementsAre("more_pipeline_parallel", "optimizer_cpu_offload",
-                                   "full_recompute"));
+  EXPECT_THAT(Ids(*r),
+              ElementsAre("more_pipeline_parallel", "optimizer_cpu_offload", "full_recompute"));
   EXPECT_FALSE(r->recommendations().rbegin()->sufficient());
   EXPECT_THAT(r->summary(), HasSubstr("use more GPUs or larger ones"));
 }
@@ -234,8 +232,7 @@ TEST(AdmissionTest, ExpandableSegmentsBringNcclGraphRegisterOffWithGraphsBeforeB
   blackwell.set_compute_capability_major(10);
   absl::StatusOr<v1::CheckResponse> b200 = Check(job, blackwell);
   ASSERT_TRUE(b200.ok());
-  EXPECT_EQ(b200->recommendations(0).setting(),
-            "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True");
+  EXPECT_EQ(b200->recommendations(0).setting(), "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True");
 }
 
 struct IncompatibilityCase {

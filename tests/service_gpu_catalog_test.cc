@@ -1,6 +1,5 @@
 // Tests of the GPU catalog (estimator/gpu_catalog.h).
 #include "estimator/gpu_catalog.h"
-
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 

@@ -26,8 +26,8 @@
 namespace oomguard {
 namespace {
 
-using ::testing::HasSubstr;
 using testing::ChildProcess;
+using ::testing::HasSubstr;
 
 constexpr char kPython[] = "/usr/bin/python3";
 constexpr char kPrometheus[] = "/usr/bin/prometheus";
@@ -42,10 +42,9 @@ class IntegrationTest : public ::testing::Test {
   }
 
   void StartServer() {
-    auto child = ChildProcess::Start(
-        {testing::ServerBinary(), "--grpc_address=127.0.0.1:0",
-         "--metrics_address=127.0.0.1:0", "--threads=2"},
-        absl::StrCat(dir_, "/server.log"));
+    auto child = ChildProcess::Start({testing::ServerBinary(), "--grpc_address=127.0.0.1:0",
+                                      "--metrics_address=127.0.0.1:0", "--threads=2"},
+                                     absl::StrCat(dir_, "/server.log"));
     ASSERT_TRUE(child.ok()) << child.status();
     server_ = *std::move(child);
     absl::StatusOr<std::string> line =
@@ -91,9 +90,9 @@ TEST_F(IntegrationTest, PythonGrpcioClientSeesHealthReflectionCheckAndMetrics) {
   testing::WriteFile(request_path, DeepSeekOnH100().SerializeAsString());
 
   auto client = ChildProcess::Start(
-      {kPython, absl::StrCat(OOMGUARD_SOURCE_DIR, "/tests/service_python_client.py"),
-       "--target", absl::StrCat("127.0.0.1:", grpc_port_), "--check-request", request_path,
-       "--check-response", response_path, "--metrics-port", absl::StrCat(metrics_port_)},
+      {kPython, absl::StrCat(OOMGUARD_SOURCE_DIR, "/tests/service_python_client.py"), "--target",
+       absl::StrCat("127.0.0.1:", grpc_port_), "--check-request", request_path, "--check-response",
+       response_path, "--metrics-port", absl::StrCat(metrics_port_)},
       absl::StrCat(dir_, "/client.log"));
   ASSERT_TRUE(client.ok()) << client.status();
   EXPECT_EQ((*client)->WaitForExit(absl::Seconds(60)), 0) << (*client)->Output();
@@ -131,16 +130,16 @@ TEST_F(IntegrationTest, PrometheusScrapesTheRequestCounter) {
                                           "    static_configs:\n"
                                           "      - targets: ['127.0.0.1:",
                                           metrics_port_, "']\n"));
-  auto prometheus = ChildProcess::Start(
-      {kPrometheus, absl::StrCat("--config.file=", config),
-       absl::StrCat("--storage.tsdb.path=", dir_, "/data"),
-       absl::StrCat("--web.listen-address=127.0.0.1:", prometheus_port)},
-      absl::StrCat(dir_, "/prometheus.log"));
+  auto prometheus =
+      ChildProcess::Start({kPrometheus, absl::StrCat("--config.file=", config),
+                           absl::StrCat("--storage.tsdb.path=", dir_, "/data"),
+                           absl::StrCat("--web.listen-address=127.0.0.1:", prometheus_port)},
+                          absl::StrCat(dir_, "/prometheus.log"));
   ASSERT_TRUE(prometheus.ok()) << prometheus.status();
   prometheus_ = *std::move(prometheus);
 
-  auto stub = v1::Oomguard::NewStub(grpc::CreateChannel(
-      absl::StrCat("127.0.0.1:", grpc_port_), grpc::InsecureChannelCredentials()));
+  auto stub = v1::Oomguard::NewStub(grpc::CreateChannel(absl::StrCat("127.0.0.1:", grpc_port_),
+                                                        grpc::InsecureChannelCredentials()));
   constexpr int kCalls = 3;
   for (int i = 0; i < kCalls; ++i) {
     grpc::ClientContext context;
@@ -151,9 +150,9 @@ TEST_F(IntegrationTest, PrometheusScrapesTheRequestCounter) {
   stub.reset();  // Closes the connection, so the server exits at once.
 
   // Poll the query API until a scrape has the counter (bounded).
-  const std::string query = absl::StrCat(
-      "/api/v1/query?query=",
-      UrlEncode("sum(oomguard_requests_total{method=\"Check\",code=\"OK\"})"));
+  const std::string query =
+      absl::StrCat("/api/v1/query?query=",
+                   UrlEncode("sum(oomguard_requests_total{method=\"Check\",code=\"OK\"})"));
   const std::string want = absl::StrCat("\"", kCalls, "\"]");
   std::string last;
   const absl::Time end = absl::Now() + absl::Seconds(60);

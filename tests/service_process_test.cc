@@ -22,8 +22,8 @@
 namespace oomguard {
 namespace {
 
-using ::testing::HasSubstr;
 using testing::ChildProcess;
+using ::testing::HasSubstr;
 
 constexpr absl::Duration kStartTimeout = absl::Seconds(20);
 constexpr absl::Duration kExitTimeout = absl::Seconds(20);

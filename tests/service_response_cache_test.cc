@@ -1,9 +1,8 @@
 // Tests of the Check response cache (service/response_cache.h).
-#include "service/response_cache.h"
-
 #include <string>
 
 #include "gtest/gtest.h"
+#include "service/response_cache.h"
 
 namespace oomguard::service {
 namespace {

@@ -112,9 +112,8 @@ TEST_F(ServiceTest, ListGpusReturnsTheCatalog) {
     names.push_back(gpu.name());
     EXPECT_GT(gpu.memory_bytes(), 30 * kGiB) << gpu.name();
   }
-  EXPECT_THAT(names, ::testing::UnorderedElementsAre("H100-SXM-80GB", "H200-141GB",
-                                                     "A100-SXM-80GB", "A100-40GB", "B200-192GB",
-                                                     "MI300X-192GB"));
+  EXPECT_THAT(names, ::testing::UnorderedElementsAre("H100-SXM-80GB", "H200-141GB", "A100-SXM-80GB",
+                                                     "A100-40GB", "B200-192GB", "MI300X-192GB"));
 }
 
 TEST_F(ServiceTest, ListPresetsIsSortedAndHasTheKnownModels) {
@@ -152,8 +151,7 @@ TEST_F(ServiceTest, EstimateReturnsThePerRankReport) {
 TEST_F(ServiceTest, StructuredJobAndArgumentLineGiveTheSameEstimate) {
   v1::EstimateRequest from_args;
   *from_args.mutable_job() = testing::Llama3With8GpusFits();
-  absl::StatusOr<service::ResolvedJob> resolved =
-      service::ResolveJobSource(from_args.job(), "job");
+  absl::StatusOr<service::ResolvedJob> resolved = service::ResolveJobSource(from_args.job(), "job");
   ASSERT_TRUE(resolved.ok()) << resolved.status();
   v1::EstimateRequest structured;
   *structured.mutable_job()->mutable_spec() = resolved->spec;
@@ -295,7 +293,8 @@ INSTANTIATE_TEST_SUITE_P(
     EveryField, CheckValidationTest,
     ::testing::ValuesIn(std::vector<BadRequestCase>{
         {"MissingJob", [](v1::CheckRequest& r) { r.clear_job(); }, {"job: missing"}},
-        {"ZeroGpus", [](v1::CheckRequest& r) { r.mutable_job()->mutable_megatron()->set_num_gpus(0); },
+        {"ZeroGpus",
+         [](v1::CheckRequest& r) { r.mutable_job()->mutable_megatron()->set_num_gpus(0); },
          {"job.megatron.num_gpus = 0"}},
         {"EmptyCommandLine",
          [](v1::CheckRequest& r) {
@@ -310,7 +309,8 @@ INSTANTIATE_TEST_SUITE_P(
          {"job.megatron.args"}},
         {"NotANumber",
          [](v1::CheckRequest& r) {
-           r.mutable_job()->mutable_megatron()->set_args("--micro-batch-size abc --seq-length 4096");
+           r.mutable_job()->mutable_megatron()->set_args(
+               "--micro-batch-size abc --seq-length 4096");
          },
          {"job.megatron", "--micro-batch-size", "abc"}},
         {"UnknownPreset",
@@ -331,11 +331,14 @@ INSTANTIATE_TEST_SUITE_P(
          [](v1::CheckRequest& r) { r.mutable_job()->mutable_spec()->mutable_model(); },
          {"model.num_layers = 0"}},
         {"MissingGpu", [](v1::CheckRequest& r) { r.clear_gpu_name(); }, {"gpu: missing"}},
-        {"UnknownGpu", [](v1::CheckRequest& r) { r.set_gpu_name("H999"); },
+        {"UnknownGpu",
+         [](v1::CheckRequest& r) { r.set_gpu_name("H999"); },
          {"gpu_name", "H999", "H100-SXM-80GB"}},
-        {"ZeroGpuBytes", [](v1::CheckRequest& r) { r.set_gpu_memory_bytes(0); },
+        {"ZeroGpuBytes",
+         [](v1::CheckRequest& r) { r.set_gpu_memory_bytes(0); },
          {"gpu_memory_bytes = 0"}},
-        {"MarginTooLarge", [](v1::CheckRequest& r) { r.mutable_policy()->set_safety_margin(1.5); },
+        {"MarginTooLarge",
+         [](v1::CheckRequest& r) { r.mutable_policy()->set_safety_margin(1.5); },
          {"safety_margin = 1.5"}},
         {"NegativeMargin",
          [](v1::CheckRequest& r) { r.mutable_policy()->set_safety_margin(-0.1); },

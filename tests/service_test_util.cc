@@ -124,7 +124,8 @@ absl::StatusOr<std::string> HttpGet(int port, const std::string& path, absl::Dur
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
     close(fd);
-    return absl::UnavailableError(absl::StrCat("connect to port ", port, ": ", std::strerror(errno)));
+    return absl::UnavailableError(
+        absl::StrCat("connect to port ", port, ": ", std::strerror(errno)));
   }
   const std::string request =
       absl::StrCat("GET ", path, " HTTP/1.0\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");

@@ -120,12 +120,10 @@ TEST(TlsOptionsTest, HalfConfiguredTlsIsRefused) {
   options.grpc_address = "127.0.0.1:0";
   options.metrics_address = "";
   options.tls_cert_pem = kServerCertPem;  // No key.
-  EXPECT_EQ(service::Server::Start(options).status().code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(service::Server::Start(options).status().code(), absl::StatusCode::kInvalidArgument);
   options.tls_cert_pem.clear();
   options.tls_client_ca_pem = kCaPem;  // Client CA without TLS.
-  EXPECT_EQ(service::Server::Start(options).status().code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(service::Server::Start(options).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 }  // namespace

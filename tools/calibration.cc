@@ -93,8 +93,10 @@ absl::StatusOr<std::vector<CalibrationCase>> LoadMegatronCiCases(const std::stri
     c.name = s.fields().at("case").string_value();
     const std::string family = c.name.substr(0, c.name.find('/'));
     if (family != "gpt" && family != "moe" && family != "mixtral") continue;
-    for (const auto& v : s.fields().at("argv").list_value().values()) c.argv.push_back(v.string_value());
-    for (const auto& [k, v] : s.fields().at("env").struct_value().fields()) c.env[k] = v.string_value();
+    for (const auto& v : s.fields().at("argv").list_value().values())
+      c.argv.push_back(v.string_value());
+    for (const auto& [k, v] : s.fields().at("env").struct_value().fields())
+      c.env[k] = v.string_value();
     const double gpus = Number(s, "gpus");
     c.gpus_known = gpus > 0;
     c.gpus = c.gpus_known ? static_cast<uint32_t>(gpus) : 8;
@@ -161,13 +163,13 @@ CaseResult EvaluateCase(const CalibrationCase& c) {
     const bool workspace =
         o.name() == "library_workspaces" || o.name() == "grouped_gemm_workspaces";
     if (workspace) workspaces += static_cast<double>(o.bytes());
-    if (workspace || o.name() == "pipeline_p2p_buffers" ||
-        o.name() == "global_memory_buffer") {
+    if (workspace || o.name() == "pipeline_p2p_buffers" || o.name() == "global_memory_buffer") {
       persistent += static_cast<double>(o.bytes());
     }
   }
   // Measured after the optimizer step, before the next zero_grad.
-  r.est_static = static_cast<double>(last.static_bytes() + last.optimizer_step_bytes()) + persistent;
+  r.est_static =
+      static_cast<double>(last.static_bytes() + last.optimizer_step_bytes()) + persistent;
   r.est_peak = static_cast<double>(last.peak_allocated_bytes());
   if (c.without_workspaces) {
     r.est_static -= workspaces;
@@ -210,8 +212,9 @@ std::string FormatCalibration(const std::vector<CaseResult>& results) {
   std::string out = absl::StrFormat("%-92s %9s %9s %7s %9s %9s %7s  %s\n", "case", "static", "est",
                                     "err%", "peak", "est", "err%", "scope");
   for (const CaseResult& r : results) {
-    std::string scope = r.c.excluded.empty() ? (r.c.gpus_known ? "target" : "gpus unknown (8 assumed)")
-                                             : absl::StrCat("excluded: ", r.c.excluded);
+    std::string scope = r.c.excluded.empty()
+                            ? (r.c.gpus_known ? "target" : "gpus unknown (8 assumed)")
+                            : absl::StrCat("excluded: ", r.c.excluded);
     if (!r.error.empty()) {
       absl::StrAppendFormat(&out, "%-92s error: %s (%s)\n", r.c.name, r.error, scope);
       continue;

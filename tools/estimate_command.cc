@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "estimator/estimator.h"
 #include "estimator/job_builder.h"
+#include "tools/command_flags.h"
 #include "tools/report_format.h"
 
 namespace oomguard {
@@ -28,26 +29,6 @@ struct EstimateFlags {
   std::string hf_config_path;
 };
 
-// Splits "--name=value" or takes the next argument as the value.
-bool TakeValue(const std::vector<std::string>& args, size_t& i, absl::string_view name,
-               std::string& value, std::string& err) {
-  const std::string& a = args[i];
-  if (absl::StartsWith(a, absl::StrCat(name, "="))) {
-    value = a.substr(name.size() + 1);
-    return true;
-  }
-  if (i + 1 >= args.size()) {
-    err = absl::StrCat(name, ": missing value");
-    return false;
-  }
-  value = args[++i];
-  return true;
-}
-
-bool Is(const std::string& a, absl::string_view name) {
-  return a == name || absl::StartsWith(a, absl::StrCat(name, "="));
-}
-
 bool ParseFlags(const std::vector<std::string>& args, EstimateFlags& f, std::string& err) {
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
@@ -55,15 +36,15 @@ bool ParseFlags(const std::vector<std::string>& args, EstimateFlags& f, std::str
     if (a == "--") {
       f.source.megatron_args.insert(f.source.megatron_args.end(), args.begin() + i + 1, args.end());
       break;
-    } else if (Is(a, "--gpus")) {
-      if (!TakeValue(args, i, "--gpus", v, err)) return false;
+    } else if (IsFlag(a, "--gpus")) {
+      if (!TakeFlagValue(args, i, "--gpus", v, err)) return false;
       if (!absl::SimpleAtoi(v, &f.source.num_gpus) || f.source.num_gpus == 0) {
         err = absl::StrCat("--gpus: expected a positive integer, got \"", v, "\"");
         return false;
       }
       f.gpus_given = true;
-    } else if (Is(a, "--gpu-memory-gib")) {
-      if (!TakeValue(args, i, "--gpu-memory-gib", v, err)) return false;
+    } else if (IsFlag(a, "--gpu-memory-gib")) {
+      if (!TakeFlagValue(args, i, "--gpu-memory-gib", v, err)) return false;
       if (!absl::SimpleAtod(v, &f.gpu_memory_gib) || !std::isfinite(f.gpu_memory_gib) ||
           f.gpu_memory_gib <= 0 || f.gpu_memory_gib > 1e6) {
         err = absl::StrCat("--gpu-memory-gib: expected a positive number of GiB, got \"", v, "\"");
@@ -73,12 +54,12 @@ bool ParseFlags(const std::vector<std::string>& args, EstimateFlags& f, std::str
       f.json = true;
     } else if (a == "--tree") {
       f.tree = true;
-    } else if (Is(a, "--preset")) {
-      if (!TakeValue(args, i, "--preset", f.source.preset, err)) return false;
-    } else if (Is(a, "--hf-config")) {
-      if (!TakeValue(args, i, "--hf-config", f.hf_config_path, err)) return false;
-    } else if (Is(a, "--env")) {
-      if (!TakeValue(args, i, "--env", v, err)) return false;
+    } else if (IsFlag(a, "--preset")) {
+      if (!TakeFlagValue(args, i, "--preset", f.source.preset, err)) return false;
+    } else if (IsFlag(a, "--hf-config")) {
+      if (!TakeFlagValue(args, i, "--hf-config", f.hf_config_path, err)) return false;
+    } else if (IsFlag(a, "--env")) {
+      if (!TakeFlagValue(args, i, "--env", v, err)) return false;
       const size_t eq = v.find('=');
       if (eq == std::string::npos || eq == 0) {
         err = absl::StrCat("--env: expected NAME=VALUE, got \"", v, "\"");

@@ -1,10 +1,11 @@
-// The `oomguard` command: estimate, calibrate, serve.
+// The `oomguard` command: estimate, calibrate, serve, check.
 #include <iostream>
 #include <string>
 #include <vector>
 
 #include "service/serve_command.h"
 #include "tools/calibration.h"
+#include "tools/check_command.h"
 #include "tools/estimate_command.h"
 
 namespace {
@@ -14,6 +15,8 @@ constexpr char kUsage[] =
     "  oomguard estimate --gpus N [--gpu-memory-gib G] [--json] [--tree] -- <Megatron-LM args>\n"
     "  oomguard estimate --gpus N --preset NAME [Megatron-LM args overriding the preset]\n"
     "  oomguard serve [--grpc_address=127.0.0.1:50051 --metrics_address=... ; see serve --help]\n"
+    "  oomguard check --server HOST:PORT [--gpu NAME] [--gpus N] (--script FILE | --job-file FILE |"
+    " -- <Megatron-LM args>)   (see check --help)\n"
     "  oomguard calibrate [megatron_ci_h100.jsonl|h100_single_gpu_sweep.csv ...]\n";
 
 int Calibrate(const std::vector<std::string>& files) {
@@ -56,6 +59,13 @@ int main(int argc, char** argv) {
     return Calibrate(args);
   }
   if (command == "serve") return oomguard::service::RunServe(argc - 1, argv + 1);
+  if (command == "check") {
+    std::string out, err;
+    const int rc = oomguard::RunCheck(args, out, err);
+    std::cout << out << std::flush;
+    std::cerr << err;
+    return rc;
+  }
   std::cerr << "oomguard: unknown command \"" << command << "\"\n" << kUsage;
   return 2;
 }

@@ -19,14 +19,45 @@ uint64_t OverheadBytes(const v1::RankReport& r) {
 // Minimal JSON writer: objects and arrays of numbers, strings and booleans.
 class Json {
  public:
-  void Open(char c) { Sep(); out_ += c; first_ = true; }
-  void Close(char c) { out_ += c; first_ = false; }
-  void Key(absl::string_view k) { Sep(); Str(k); out_ += ':'; first_ = true; }
-  void Num(absl::string_view k, uint64_t v) { Key(k); Sep(); absl::StrAppend(&out_, v); }
-  void Int(absl::string_view k, int64_t v) { Key(k); Sep(); absl::StrAppend(&out_, v); }
-  void Bool(absl::string_view k, bool v) { Key(k); Sep(); out_ += v ? "true" : "false"; }
-  void Text(absl::string_view k, absl::string_view v) { Key(k); Sep(); Str(v); }
-  void Elem(absl::string_view v) { Sep(); Str(v); }
+  void Open(char c) {
+    Sep();
+    out_ += c;
+    first_ = true;
+  }
+  void Close(char c) {
+    out_ += c;
+    first_ = false;
+  }
+  void Key(absl::string_view k) {
+    Sep();
+    Str(k);
+    out_ += ':';
+    first_ = true;
+  }
+  void Num(absl::string_view k, uint64_t v) {
+    Key(k);
+    Sep();
+    absl::StrAppend(&out_, v);
+  }
+  void Int(absl::string_view k, int64_t v) {
+    Key(k);
+    Sep();
+    absl::StrAppend(&out_, v);
+  }
+  void Bool(absl::string_view k, bool v) {
+    Key(k);
+    Sep();
+    out_ += v ? "true" : "false";
+  }
+  void Text(absl::string_view k, absl::string_view v) {
+    Key(k);
+    Sep();
+    Str(v);
+  }
+  void Elem(absl::string_view v) {
+    Sep();
+    Str(v);
+  }
   const std::string& str() const { return out_; }
 
  private:
@@ -38,9 +69,15 @@ class Json {
     out_ += '"';
     for (char c : s) {
       switch (c) {
-        case '"': out_ += "\\\""; break;
-        case '\\': out_ += "\\\\"; break;
-        case '\n': out_ += "\\n"; break;
+        case '"':
+          out_ += "\\\"";
+          break;
+        case '\\':
+          out_ += "\\\\";
+          break;
+        case '\n':
+          out_ += "\\n";
+          break;
         default:
           if (static_cast<unsigned char>(c) < 0x20) {
             absl::StrAppendFormat(&out_, "\\u%04x", c);
@@ -85,13 +122,13 @@ std::string FormatTable(const v1::EstimateReport& rep, uint64_t capacity) {
   std::string out = absl::StrFormat(
       "%d GPUs: TP %d, PP %d, VPP %d, CP %d, EP %d, ETP %d, DP %d, expert DP %d; %d "
       "micro-batches per iteration; padded vocab %d\n\n",
-      rep.num_gpus(), rep.tensor_parallel(), rep.pipeline_parallel(),
-      rep.virtual_pipeline_chunks(), rep.context_parallel(), rep.expert_parallel(),
-      rep.expert_tensor_parallel(), rep.data_parallel(), rep.expert_data_parallel(),
-      rep.num_microbatches(), rep.padded_vocab_size());
+      rep.num_gpus(), rep.tensor_parallel(), rep.pipeline_parallel(), rep.virtual_pipeline_chunks(),
+      rep.context_parallel(), rep.expert_parallel(), rep.expert_tensor_parallel(),
+      rep.data_parallel(), rep.expert_data_parallel(), rep.num_microbatches(),
+      rep.padded_vocab_size());
   absl::StrAppendFormat(&out, "%7s %10s %10s %10s %10s %10s %10s %10s%s\n", "pp_rank", "params(B)",
-                        "static", "activation", "transient", "peak_alloc", "overheads",
-                        "peak_dev", capacity ? "  vs GPU" : "");
+                        "static", "activation", "transient", "peak_alloc", "overheads", "peak_dev",
+                        capacity ? "  vs GPU" : "");
   for (const v1::RankReport& r : rep.ranks()) {
     std::string fit;
     if (capacity) {
@@ -103,19 +140,23 @@ std::string FormatTable(const v1::EstimateReport& rep, uint64_t capacity) {
                           Gib(r.transient_bytes()), Gib(r.peak_allocated_bytes()),
                           Gib(OverheadBytes(r)), Gib(r.peak_device_bytes()), fit);
   }
-  out += "(memory in GiB; peak_alloc = what torch.cuda.max_memory_allocated reports, peak_dev = "
-         "what the GPU must hold)\n";
+  out +=
+      "(memory in GiB; peak_alloc = what torch.cuda.max_memory_allocated reports, peak_dev = "
+      "what the GPU must hold)\n";
   if (rep.ranks_size() > 0) {
     const v1::RankReport& w = rep.ranks(rep.worst_rank());
-    absl::StrAppendFormat(&out, "\nworst rank %d: %.2f GiB", w.pp_rank(), Gib(w.peak_device_bytes()));
+    absl::StrAppendFormat(&out, "\nworst rank %d: %.2f GiB", w.pp_rank(),
+                          Gib(w.peak_device_bytes()));
     if (capacity) {
-      const double head = (static_cast<double>(capacity) - static_cast<double>(w.peak_device_bytes())) / kGiB;
+      const double head =
+          (static_cast<double>(capacity) - static_cast<double>(w.peak_device_bytes())) / kGiB;
       absl::StrAppendFormat(&out, " of %.2f GiB: %s (headroom %.2f GiB)", Gib(capacity),
                             head >= 0 ? "fits" : "does not fit", head);
     }
     out += "\n  overheads:";
     for (const v1::Overhead& o : w.overheads()) {
-      absl::StrAppendFormat(&out, " %s %.2f%s;", o.name(), Gib(o.bytes()), o.in_allocated() ? "*" : "");
+      absl::StrAppendFormat(&out, " %s %.2f%s;", o.name(), Gib(o.bytes()),
+                            o.in_allocated() ? "*" : "");
     }
     out += " (GiB; * = inside peak_alloc)\n";
   }
@@ -167,7 +208,8 @@ std::string FormatJson(const v1::EstimateReport& rep, uint64_t capacity) {
     j.Num("peak_allocated_bytes", r.peak_allocated_bytes());
     j.Num("peak_device_bytes", r.peak_device_bytes());
     if (capacity) {
-      j.Int("headroom_bytes", static_cast<int64_t>(capacity) - static_cast<int64_t>(r.peak_device_bytes()));
+      j.Int("headroom_bytes",
+            static_cast<int64_t>(capacity) - static_cast<int64_t>(r.peak_device_bytes()));
     }
     j.Key("overheads");
     j.Open('[');

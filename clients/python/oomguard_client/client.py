@@ -1,0 +1,332 @@
+"""A small client of `oomguard serve` (oomguard.v1.Oomguard) for pipelines.
+
+    from oomguard_client import Client
+    with Client("127.0.0.1:50051") as oomguard:
+        result = oomguard.check(args={"tensor-model-parallel-size": 8, ...},
+                                num_gpus=64, preset="qwen3-235b-a22b")
+        if result.verdict == "DOES_NOT_FIT": ...
+"""
+
+import dataclasses
+import json
+import os
+import re
+import shlex
+from collections.abc import Mapping
+from typing import Any, Dict, List, Optional, Sequence, Union
+
+import grpc
+
+from oomguard_client import _stubs
+
+_job_pb2, _report_pb2, _admission_pb2, _service_pb2, _service_pb2_grpc = _stubs.load()
+
+Args = Union[None, str, Sequence[str], Mapping]
+
+
+class OomguardError(Exception):
+    """A failed call: the gRPC status code and the server's message.
+
+    For INVALID_ARGUMENT the server's message starts with the field that is
+    wrong ("job.megatron.num_gpus = 0: ...", "job.megatron: --seq-length:
+    ...", "gpu_name: unknown GPU ..."); `field` is its most specific part
+    ("job.megatron.num_gpus", "--seq-length", "gpu_name"), `field_path` all
+    of them. UNAVAILABLE / DEADLINE_EXCEEDED mean the server could not be
+    reached or answer in time: a pipeline decides whether to go on unchecked.
+    """
+
+    def __init__(self, code: grpc.StatusCode, message: str, method: str = ""):
+        self.code = code
+        self.code_name = code.name if code is not None else "UNKNOWN"
+        self.message = message
+        self.method = method
+        self.field_path = _field_path(message) if code == grpc.StatusCode.INVALID_ARGUMENT else []
+        self.field = self.field_path[-1] if self.field_path else None
+        where = f"{method}: " if method else ""
+        super().__init__(f"{where}{self.code_name}: {message}")
+
+
+# A message segment that names a field: a proto path ("job.megatron",
+# "parallelism.num_gpus") or a Megatron flag ("--seq-length"), optionally
+# followed by " = value".
+_FIELD = re.compile(r"^(--[A-Za-z0-9][\w-]*|[A-Za-z_]\w*(?:\.[A-Za-z_]\w*|\[\d+\])*)(?: = .*)?$")
+
+
+def _field_path(message: str) -> List[str]:
+    path = []
+    for segment in message.split(": ")[:-1]:
+        match = _FIELD.match(segment)
+        if not match:
+            break
+        path.append(match.group(1))
+    return path
+
+
+def megatron_args(args: Args) -> str:
+    """A Megatron-LM argument line from a str, a list of tokens or a dict.
+
+    Dict keys are flag names with or without the leading "--", in either
+    spelling ("tensor-model-parallel-size" or "tensor_model_parallel_size",
+    as in Megatron's argparse namespace). Values: True -> the bare flag;
+    False or None -> the flag is left out (for flags that default to on,
+    pass their "no-..." form as True); a list or tuple -> the flag followed
+    by each item; anything else -> the flag and str(value).
+    """
+    if args is None:
+        return ""
+    if isinstance(args, str):
+        return args
+    if isinstance(args, Mapping):
+        tokens = []
+        for key, value in args.items():
+            if not isinstance(key, str) or not key.strip("-"):
+                raise TypeError(f"megatron args: key {key!r} is not a flag name")
+            flag = "--" + key.lstrip("-").replace("_", "-")
+            if value is None or value is False:
+                continue
+            tokens.append(flag)
+            if value is True:
+                continue
+            if isinstance(value, (list, tuple)):
+                tokens.extend(_token(flag, item) for item in value)
+            else:
+                tokens.append(_token(flag, value))
+        return shlex.join(tokens)
+    if isinstance(args, (list, tuple)):
+        return shlex.join(str(token) for token in args)
+    raise TypeError(f"megatron args: expected a str, a list of tokens or a dict, not "
+                    f"{type(args).__name__}")
+
+
+def _token(flag, value):
+    if isinstance(value, bool) or isinstance(value, (Mapping, list, tuple)) or value is None:
+        raise TypeError(f"megatron args: {flag}: unsupported value {value!r}")
+    return str(value)
+
+
+@dataclasses.dataclass(frozen=True)
+class Recommendation:
+    """One change to the job and its effect (see admission.proto)."""
+    kind: str                  # "ENVIRONMENT", "CONFIG_CHANGE" or "INCOMPATIBILITY".
+    id: str                    # e.g. "expandable_segments", "more_pipeline_parallel".
+    setting: str               # What to set, ready to paste.
+    reason: str
+    saved_bytes: int           # Worst-rank peak lowered by this step.
+    peak_bytes_after: int      # Worst-rank peak once this step is applied.
+    sufficient: bool           # The job fits once this step is applied.
+
+
+@dataclasses.dataclass(frozen=True)
+class CheckResult:
+    """The verdict of Check; `raw` is the oomguard.v1.CheckResponse."""
+    verdict: str               # "FITS", "FITS_WITH_SETTINGS" or "DOES_NOT_FIT".
+    worst_rank: int            # Pipeline rank with the largest peak.
+    peak_bytes: int            # That rank's estimated device peak.
+    capacity_bytes: int        # Device memory of the GPU.
+    usable_bytes: int          # capacity x (1 - safety_margin).
+    headroom_bytes: int        # usable - peak; negative when it does not fit.
+    safety_margin: float
+    gpu_name: str
+    summary: str               # One sentence for people.
+    recommendations: List[Recommendation]
+    raw: Any = dataclasses.field(repr=False, compare=False, default=None)
+
+    @property
+    def fits(self) -> bool:
+        """True only for FITS (FITS_WITH_SETTINGS needs env_settings())."""
+        return self.verdict == "FITS"
+
+    def env_settings(self) -> Dict[str, str]:
+        """The environment variables the ENVIRONMENT recommendations set."""
+        env = {}
+        for rec in self.recommendations:
+            if rec.kind == "ENVIRONMENT":
+                for assignment in shlex.split(rec.setting):
+                    name, _, value = assignment.partition("=")
+                    env[name] = value
+        return env
+
+
+@dataclasses.dataclass(frozen=True)
+class RankEstimate:
+    pp_rank: int
+    peak_bytes: int            # Device peak (what the GPU must hold).
+    peak_allocated_bytes: int  # torch.cuda.max_memory_allocated().
+    static_bytes: int          # Parameters, gradients, optimizer state.
+    activation_bytes: int
+
+
+@dataclasses.dataclass(frozen=True)
+class EstimateResult:
+    """The per-rank estimate; `raw` is the oomguard.v1.EstimateReport."""
+    worst_rank: int
+    peak_bytes: int
+    ranks: List[RankEstimate]
+    total_parameters: int
+    notes: List[str]
+    raw: Any = dataclasses.field(repr=False, compare=False, default=None)
+
+
+@dataclasses.dataclass(frozen=True)
+class Gpu:
+    name: str
+    memory_bytes: int
+    aliases: List[str]
+    description: str
+
+
+class Client:
+    """A connection to `oomguard serve`.
+
+    address: "host:port". timeout: seconds per call (deadline). tls_ca: PEM
+    file (or bytes) of the CA that signed the server's certificate; turns on
+    TLS. tls_cert/tls_key: client certificate and key files (or bytes) for a
+    server that requires mutual TLS. tls_server_name: the name to verify in
+    the server's certificate when it differs from the host in `address`.
+    """
+
+    def __init__(self, address: str, timeout: float = 2.0, tls_ca=None, tls_cert=None,
+                 tls_key=None, tls_server_name: Optional[str] = None):
+        self.address = address
+        self.timeout = timeout
+        if tls_ca is None and tls_cert is None:
+            self._channel = grpc.insecure_channel(address)
+        else:
+            credentials = grpc.ssl_channel_credentials(
+                root_certificates=_pem(tls_ca), private_key=_pem(tls_key),
+                certificate_chain=_pem(tls_cert))
+            options = []
+            if tls_server_name:
+                options.append(("grpc.ssl_target_name_override", tls_server_name))
+            self._channel = grpc.secure_channel(address, credentials, options=options)
+        self._stub = _service_pb2_grpc.OomguardStub(self._channel)
+
+    def close(self):
+        self._channel.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def check(self, args: Args = None, num_gpus: Optional[int] = None,
+              gpu: Union[str, int] = "H100-SXM-80GB", preset: Optional[str] = None,
+              hf_config=None, env: Optional[Mapping] = None,
+              gpus_per_node: Optional[int] = None, safety_margin: Optional[float] = None,
+              timeout: Optional[float] = None) -> CheckResult:
+        """Whether the job fits on `gpu`, and what to change when it does not.
+
+        args: the Megatron-LM arguments (str, list of tokens or dict; see
+        megatron_args). num_gpus: the job's world size. gpu: a catalog name or
+        alias (see list_gpus), or the device memory in bytes (int). preset /
+        hf_config: where the model comes from when args do not describe it
+        (hf_config: the config.json as a dict, its text, or a path).
+        env: the job's environment (PYTORCH_CUDA_ALLOC_CONF, NCCL_GRAPH_REGISTER).
+        safety_margin: fraction of the GPU kept free (default: the server's).
+        """
+        request = _admission_pb2.CheckRequest()
+        request.job.CopyFrom(_job_source(args, num_gpus, preset, hf_config, env, gpus_per_node))
+        if isinstance(gpu, bool) or not isinstance(gpu, (str, int)):
+            raise TypeError(f"gpu: expected a name or a number of bytes, not {gpu!r}")
+        if isinstance(gpu, str):
+            request.gpu_name = gpu
+        else:
+            request.gpu_memory_bytes = gpu
+        if safety_margin is not None:
+            request.policy.safety_margin = safety_margin
+        response = self._call("Check", self._stub.Check, request, timeout)
+        return CheckResult(
+            verdict=_admission_pb2.Verdict.Name(response.verdict).removeprefix("VERDICT_"),
+            worst_rank=response.worst_pp_rank,
+            peak_bytes=response.peak_device_bytes,
+            capacity_bytes=response.capacity_bytes,
+            usable_bytes=response.usable_bytes,
+            headroom_bytes=response.headroom_bytes,
+            safety_margin=response.safety_margin,
+            gpu_name=response.gpu_name,
+            summary=response.summary,
+            recommendations=[
+                Recommendation(
+                    kind=_admission_pb2.Recommendation.Kind.Name(r.kind).removeprefix("KIND_"),
+                    id=r.id, setting=r.setting, reason=r.reason, saved_bytes=r.saved_bytes,
+                    peak_bytes_after=r.peak_device_bytes_after, sufficient=r.sufficient)
+                for r in response.recommendations],
+            raw=response)
+
+    def estimate(self, args: Args = None, num_gpus: Optional[int] = None,
+                 preset: Optional[str] = None, hf_config=None, env: Optional[Mapping] = None,
+                 gpus_per_node: Optional[int] = None, module_tree: bool = False,
+                 timeout: Optional[float] = None) -> EstimateResult:
+        """The per-pipeline-rank memory estimate of a job (no verdict)."""
+        request = _service_pb2.EstimateRequest(module_tree=module_tree)
+        request.job.CopyFrom(_job_source(args, num_gpus, preset, hf_config, env, gpus_per_node))
+        report = self._call("Estimate", self._stub.Estimate, request, timeout).report
+        ranks = [RankEstimate(pp_rank=r.pp_rank, peak_bytes=r.peak_device_bytes,
+                              peak_allocated_bytes=r.peak_allocated_bytes,
+                              static_bytes=r.static_bytes, activation_bytes=r.activation_bytes)
+                 for r in report.ranks]
+        worst = ranks[report.worst_rank] if ranks else None
+        return EstimateResult(
+            worst_rank=worst.pp_rank if worst else 0,
+            peak_bytes=worst.peak_bytes if worst else 0,
+            ranks=ranks, total_parameters=report.total_parameters, notes=list(report.notes),
+            raw=report)
+
+    def list_presets(self, timeout: Optional[float] = None) -> Dict[str, str]:
+        """Preset name -> one-line description, sorted by name."""
+        response = self._call("ListPresets", self._stub.ListPresets,
+                              _service_pb2.ListPresetsRequest(), timeout)
+        return {p.name: p.description for p in response.presets}
+
+    def list_gpus(self, timeout: Optional[float] = None) -> List[Gpu]:
+        """The server's GPU catalog."""
+        response = self._call("ListGpus", self._stub.ListGpus, _service_pb2.ListGpusRequest(),
+                              timeout)
+        return [Gpu(name=g.name, memory_bytes=g.memory_bytes, aliases=list(g.aliases),
+                    description=g.description) for g in response.gpus]
+
+    def _call(self, method, rpc, request, timeout):
+        try:
+            return rpc(request, timeout=self.timeout if timeout is None else timeout)
+        except grpc.RpcError as error:
+            raise OomguardError(error.code(), error.details() or "", method) from None
+
+
+def _pem(value):
+    if value is None or isinstance(value, bytes):
+        return value
+    with open(value, "rb") as f:
+        return f.read()
+
+
+def _job_source(args, num_gpus, preset, hf_config, env, gpus_per_node):
+    source = _admission_pb2.JobSource()
+    megatron = source.megatron
+    megatron.args = megatron_args(args)
+    if num_gpus is not None:
+        megatron.num_gpus = num_gpus
+    if preset is not None and hf_config is not None:
+        raise ValueError("give preset or hf_config, not both")
+    if preset is not None:
+        megatron.preset = preset
+    if hf_config is not None:
+        megatron.hf_config_json = _hf_config_text(hf_config)
+    for name, value in (env or {}).items():
+        source.env[name] = str(value)
+    if gpus_per_node is not None:
+        source.gpus_per_node = gpus_per_node
+    return source
+
+
+def _hf_config_text(hf_config):
+    if isinstance(hf_config, Mapping):
+        return json.dumps(hf_config)
+    if isinstance(hf_config, os.PathLike) or (
+            isinstance(hf_config, str) and not hf_config.lstrip().startswith("{")):
+        with open(hf_config, encoding="utf-8") as f:
+            return f.read()
+    if isinstance(hf_config, str):
+        return hf_config
+    raise TypeError(f"hf_config: expected a dict, JSON text or a path, not "
+                    f"{type(hf_config).__name__}")

@@ -1,0 +1,84 @@
+"""Starts the built `oomguard serve` for the Python tests, as
+tests/service_test_util.cc does for the C++ ones: loopback, port 0 for both
+the gRPC and the metrics listener, ports read back from the
+`msg=listening grpc_port=... metrics_port=...` log line. The process is
+the test's own: stopped by its PID (SIGTERM, then SIGKILL).
+"""
+
+import os
+import re
+import signal
+import subprocess
+import tempfile
+import time
+import urllib.request
+
+SKIP = 77  # CTest SKIP_RETURN_CODE of the Python tests.
+
+
+class Server:
+    def __init__(self, binary, extra_flags=(), start_timeout=20.0):
+        self.binary = binary
+        self.log = tempfile.NamedTemporaryFile(prefix="oomguard-serve-", suffix=".log",
+                                               delete=False)
+        argv = [binary]
+        if os.path.basename(binary) == "oomguard":
+            argv.append("serve")
+        argv += ["--grpc_address=127.0.0.1:0", "--metrics_address=127.0.0.1:0", "--threads=2",
+                 *extra_flags]
+        self.process = subprocess.Popen(argv, stdout=self.log, stderr=subprocess.STDOUT,
+                                        stdin=subprocess.DEVNULL)
+        self.grpc_port = self.metrics_port = None
+        deadline = time.monotonic() + start_timeout
+        while time.monotonic() < deadline:
+            match = re.search(r"msg=listening grpc_port=(\d+) metrics_port=(\d+)", self.output())
+            if match:
+                self.grpc_port, self.metrics_port = int(match.group(1)), int(match.group(2))
+                return
+            if self.process.poll() is not None:
+                break
+            time.sleep(0.01)
+        self.stop()
+        raise RuntimeError(f"oomguard serve did not start:\n{self.output()}")
+
+    @property
+    def address(self):
+        return f"127.0.0.1:{self.grpc_port}"
+
+    def output(self):
+        with open(self.log.name, encoding="utf-8", errors="replace") as f:
+            return f.read()
+
+    def metrics(self, timeout=5.0):
+        url = f"http://127.0.0.1:{self.metrics_port}/metrics"
+        with urllib.request.urlopen(url, timeout=timeout) as reply:
+            return reply.read().decode()
+
+    def stop(self, timeout=20.0):
+        """SIGTERM, then SIGKILL after `timeout`; the exit code."""
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        return self.process.returncode
+
+    def close(self):
+        self.stop()
+        self.log.close()
+        os.unlink(self.log.name)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def free_port():
+    import socket  # pylint: disable=import-outside-toplevel
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]

@@ -1,0 +1,422 @@
+#!/usr/bin/env bash
+# Integration test of deploy/slurm/job_submit.lua on a real single-node Slurm:
+# starts its own munged (own socket and key), slurmctld, slurmd and an
+# `oomguard serve`, all under a fresh temporary directory on free ports, and
+# submits with sbatch:
+#   (a) an OOM-bound Megatron-LM job          -> rejected, reason on stderr
+#   (b) a fitting one                          -> accepted silently
+#   (c) a non-training script                  -> accepted
+#   (e) one that fits only with a setting      -> accepted, the setting shown
+#   (f) a hostile 10 MB script                 -> nothing executed, sane verdict
+#   (d) the server stopped / hanging           -> policy=open accepts, closed refuses,
+#                                                 never longer than the deadline
+# Jobs are submitted held (-H): they never run, so nothing the scripts say can
+# execute except through the hook. Every daemon is stopped by its PID on exit.
+#
+# usage: slurm_integration_test.sh OOMGUARD_BINARY SOURCE_DIR
+# Exit 77 (skipped) when not root or Slurm/munge are not installed.
+set -uo pipefail
+
+OOMGUARD=${1:?usage: $0 OOMGUARD_BINARY SOURCE_DIR}
+SRC=${2:?usage: $0 OOMGUARD_BINARY SOURCE_DIR}
+SKIP=77
+
+skip() { echo "SKIPPED: $*"; exit "$SKIP"; }
+[ "$(id -u)" = 0 ] || skip "needs root (slurmctld, slurmd and munged run here as root)"
+for b in slurmctld slurmd sbatch scontrol sinfo munged mungekey munge timeout; do
+  command -v "$b" >/dev/null 2>&1 || PATH=$PATH:/usr/sbin command -v "$b" >/dev/null 2>&1 ||
+    skip "$b not installed (apt-get install slurmctld slurmd slurm-client munge slurm-wlm-basic-plugins)"
+done
+export PATH=$PATH:/usr/sbin
+LUA_PLUGIN=$(ls /usr/lib/*/slurm-wlm/job_submit_lua.so /usr/lib/slurm/job_submit_lua.so 2>/dev/null | head -1)
+[ -n "$LUA_PLUGIN" ] || skip "job_submit_lua.so not found (slurm-wlm-basic-plugins)"
+[ -x "$OOMGUARD" ] || { echo "FAIL: no oomguard binary at $OOMGUARD"; exit 1; }
+
+T=$(mktemp -d /tmp/oomguard-slurm-test.XXXXXX)
+chmod 755 "$T"  # munged (user munge) must reach its directory.
+PIDS=()
+FAILED=0
+START=$(date +%s.%N)
+
+stop_all() {
+  local pid
+  for pid in "${PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null; done
+  for pid in "${PIDS[@]}"; do
+    for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL "$pid" 2>/dev/null
+    wait "$pid" 2>/dev/null
+  done
+  PIDS=()
+}
+cleanup() {
+  stop_all
+  if [ "$FAILED" != 0 ]; then
+    echo "---- logs kept in $T ----"
+    tail -n 30 "$T"/log/slurmctld.log 2>/dev/null
+  else
+    rm -rf "$T"
+  fi
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+
+fail() { echo "FAIL: $*"; FAILED=1; }
+pass() { echo "ok: $*"; }
+
+elapsed_since() { awk -v a="$1" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }'; }
+less_than() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a < b) }'; }
+
+free_port() {
+  /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+
+mkdir -p "$T"/{etc,log,state,spool,munge,run,jobs,canary}
+HOST=$(hostname -s)
+
+# --- munge: our own daemon, key and socket -----------------------------------
+mungekey --create --keyfile="$T/munge/munge.key" >/dev/null 2>&1 ||
+  dd if=/dev/urandom of="$T/munge/munge.key" bs=1024 count=1 2>/dev/null
+chown -R munge:munge "$T/munge"
+chmod 700 "$T/munge"
+chmod 400 "$T/munge/munge.key"
+MUNGE_SOCKET=$T/munge/munge.socket
+runuser -u munge -- munged --foreground --force --socket="$MUNGE_SOCKET" \
+  --key-file="$T/munge/munge.key" --pid-file="$T/munge/munged.pid" \
+  --log-file="$T/munge/munged.log" --seed-file="$T/munge/munged.seed" \
+  >"$T/log/munged.out" 2>&1 &
+PIDS+=($!)
+for _ in $(seq 50); do [ -S "$MUNGE_SOCKET" ] && [ -s "$T/munge/munged.pid" ] && break; sleep 0.1; done
+# runuser forwards SIGTERM to munged; munged's own PID is stopped as well.
+[ -s "$T/munge/munged.pid" ] && PIDS+=("$(cat "$T/munge/munged.pid")")
+munge --socket="$MUNGE_SOCKET" -n | unmunge --socket="$MUNGE_SOCKET" >/dev/null 2>&1 ||
+  { fail "munged did not start"; cat "$T/log/munged.out" "$T/munge/munged.log"; exit 1; }
+
+# --- the oomguard service ------------------------------------------------------
+start_server() {
+  "$OOMGUARD" serve --grpc_address=127.0.0.1:0 --metrics_address= >"$T/log/serve.log" 2>&1 &
+  SERVER_PID=$!
+  PIDS+=("$SERVER_PID")
+  for _ in $(seq 100); do
+    GRPC_PORT=$(grep -o 'grpc_port=[0-9]*' "$T/log/serve.log" | head -1 | cut -d= -f2)
+    [ -n "$GRPC_PORT" ] && return 0
+    sleep 0.1
+  done
+  fail "oomguard serve did not start"; cat "$T/log/serve.log"; exit 1
+}
+start_server
+
+# --- Slurm ------------------------------------------------------------------------
+CTLD_PORT=$(free_port)
+SLURMD_PORT=$(free_port)
+NODE_LINE=$(slurmd -C | head -1)
+cat >"$T/etc/slurm.conf" <<EOF
+ClusterName=oomguardtest
+SlurmctldHost=$HOST
+SlurmctldPort=$CTLD_PORT
+SlurmdPort=$SLURMD_PORT
+AuthType=auth/munge
+CredType=cred/munge
+AuthInfo=socket=$MUNGE_SOCKET
+SlurmUser=root
+SlurmdUser=root
+StateSaveLocation=$T/state
+SlurmdSpoolDir=$T/spool
+SlurmctldPidFile=$T/run/slurmctld.pid
+SlurmdPidFile=$T/run/slurmd.pid
+SlurmctldLogFile=$T/log/slurmctld.log
+SlurmdLogFile=$T/log/slurmd.log
+SlurmctldDebug=info
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+JobAcctGatherType=jobacct_gather/none
+AccountingStorageType=accounting_storage/none
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core
+SchedulerType=sched/backfill
+SchedulerParameters=max_script_size=20000000
+MpiDefault=none
+SwitchType=switch/none
+ReturnToService=2
+MailProg=/bin/true
+JobSubmitPlugins=lua
+GresTypes=gpu
+$NODE_LINE Gres=gpu:h100:8 State=UNKNOWN
+PartitionName=debug Nodes=$HOST Default=YES MaxTime=INFINITE State=UP
+PartitionName=big Nodes=$HOST MaxTime=INFINITE State=UP
+EOF
+# Eight stand-in GPU device files (character devices like /dev/null): the
+# jobs never run, Slurm only counts them.
+mkdir -p "$T/dev"
+for i in $(seq 0 7); do mknod "$T/dev/nvidia$i" c 1 3; done
+echo "NodeName=$HOST Name=gpu Type=h100 File=$T/dev/nvidia[0-7]" >"$T/etc/gres.conf"
+cp "$SRC/deploy/slurm/job_submit.lua" "$T/etc/job_submit.lua"
+HOOK_DIR=$T/run/oomguard-slurm
+write_hook_conf() {  # policy server deadline_ms
+  cat >"$T/etc/oomguard_slurm.conf" <<EOF
+server = $2
+binary = $OOMGUARD
+deadline_ms = $3
+policy = $1
+tmp_dir = $HOOK_DIR
+partition.big = H200
+EOF
+}
+DEADLINE_MS=2000
+write_hook_conf open "127.0.0.1:$GRPC_PORT" "$DEADLINE_MS"
+export SLURM_CONF=$T/etc/slurm.conf
+
+slurmctld -D -i >"$T/log/slurmctld.out" 2>&1 &
+PIDS+=($!)
+slurmd -D >"$T/log/slurmd.out" 2>&1 &
+PIDS+=($!)
+for _ in $(seq 200); do
+  STATE=$(sinfo -h -p debug -o %T 2>/dev/null | head -1)
+  [ "$STATE" = idle ] && break
+  sleep 0.1
+done
+[ "$STATE" = idle ] || { fail "Slurm did not come up (node state '$STATE')"; tail -n 20 "$T/log/slurmctld.log" "$T/log/slurmd.log"; exit 1; }
+pass "munged, slurmctld, slurmd and oomguard serve (port $GRPC_PORT) up after $(elapsed_since "$START") s"
+
+# --- the jobs ---------------------------------------------------------------------
+# (a) Llama-3-70B on 8 GPUs with TP1 PP1: terabytes per GPU.
+cat >"$T/jobs/oom.sh" <<'EOF'
+#!/bin/bash
+#SBATCH --job-name=llama70b
+#OOMGUARD preset=llama3-70b
+export CUDA_DEVICE_MAX_CONNECTIONS=1
+GPT_ARGS="--tensor-model-parallel-size 1 --pipeline-model-parallel-size 1 \
+  --seq-length 8192 --micro-batch-size 4 --global-batch-size 128"
+torchrun --nproc_per_node 8 pretrain_gpt.py $GPT_ARGS --bf16 --data-path $DATA_PATH
+EOF
+# (b) Llama-3-8B on 8 GPUs, distributed optimizer, full recompute, in
+# Megatron-LM's examples/ style.
+cat >"$T/jobs/fits.sh" <<'EOF'
+#!/bin/bash
+#OOMGUARD preset=llama3-8b
+DISTRIBUTED_ARGS=(--nproc_per_node 8 --nnodes 1)
+MODEL_PARALLEL_ARGS=(
+  --tensor-model-parallel-size 1
+  --pipeline-model-parallel-size 1
+  --use-distributed-optimizer
+)
+TRAINING_ARGS=(
+  --seq-length 4096 --micro-batch-size 1 --global-batch-size 128
+  --recompute-granularity full --recompute-method uniform --recompute-num-layers 1
+)
+torchrun ${DISTRIBUTED_ARGS[@]} pretrain_gpt.py ${MODEL_PARALLEL_ARGS[@]} ${TRAINING_ARGS[@]}
+EOF
+# (c) Not a training job.
+cat >"$T/jobs/hello.sh" <<'EOF'
+#!/bin/bash
+echo "hello from $(hostname)"; python3 -c 'print(1)'
+EOF
+
+SUBMIT_OUT=""
+SUBMIT_RC=0
+SUBMIT_SECONDS=0
+submit() {  # sbatch args...; sets SUBMIT_OUT (stdout+stderr), SUBMIT_RC, SUBMIT_SECONDS
+  local t0
+  t0=$(date +%s.%N)
+  SUBMIT_OUT=$(cd "$T" && sbatch -H "$@" 2>&1)
+  SUBMIT_RC=$?
+  SUBMIT_SECONDS=$(elapsed_since "$t0")
+}
+expect_rejected() {  # what needle
+  if [ "$SUBMIT_RC" != 0 ] && grep -qF -- "$2" <<<"$SUBMIT_OUT"; then
+    pass "$1: rejected in ${SUBMIT_SECONDS}s"
+  else
+    fail "$1: expected a rejection containing '$2', got rc=$SUBMIT_RC: $SUBMIT_OUT"
+  fi
+}
+expect_accepted() {  # what [needle | -silent]
+  if [ "$SUBMIT_RC" != 0 ] || ! grep -q '^Submitted batch job' <<<"$SUBMIT_OUT"; then
+    fail "$1: expected acceptance, got rc=$SUBMIT_RC: $SUBMIT_OUT"
+  elif [ "${2:-}" = -silent ] && grep -q oomguard <<<"$SUBMIT_OUT"; then
+    fail "$1: expected a silent acceptance, got: $SUBMIT_OUT"
+  elif [ -n "${2:-}" ] && [ "${2:-}" != -silent ] && ! grep -qF -- "$2" <<<"$SUBMIT_OUT"; then
+    fail "$1: accepted but without '$2': $SUBMIT_OUT"
+  else
+    pass "$1: accepted in ${SUBMIT_SECONDS}s"
+  fi
+}
+
+submit --gres=gpu:h100:8 -N1 jobs/oom.sh
+expect_rejected "(a) OOM-bound Megatron job" "oomguard: Does not fit: PP rank"
+grep -q "Batch job submission failed" <<<"$SUBMIT_OUT" || fail "(a) sbatch did not report the failure"
+echo "---- (a) sbatch printed (verbatim) ----"
+printf '%s\n' "$SUBMIT_OUT"
+echo "---------------------------------------"
+
+# (a') Two nodes of 8: the hook asks about 16 GPUs (the hook rejects before
+# Slurm finds that this one-node cluster has no second node).
+submit -N 2 --gres=gpu:h100:8 jobs/oom.sh
+expect_rejected "(a') OOM-bound job on 2 nodes" "oomguard: Does not fit: PP rank"
+grep -q "checking gpus=16 gpus_per_node=8 gpu=h100 partition=debug" "$T/log/slurmctld.log" ||
+  fail "(a') the hook did not count 2 x 8 GPUs"
+
+submit --gres=gpu:h100:8 jobs/fits.sh
+expect_accepted "(b) fitting Megatron job" -silent
+submit --gpus=h100:8 jobs/fits.sh
+expect_accepted "(b') fitting Megatron job, --gpus=h100:8" -silent
+grep -q "checking gpus=8 gpu=h100 partition=debug" "$T/log/slurmctld.log" ||
+  fail "(b') the hook did not read --gpus=h100:8"
+grep -q "uid 0: FITS; accepted: oomguard: Fits: PP rank 0" "$T/log/slurmctld.log" ||
+  fail "(b) slurmctld log lacks the FITS line"
+
+submit jobs/hello.sh
+expect_accepted "(c) non-training script" -silent
+
+# (c') the partition -> GPU map: untyped GRES in partition "big" (H200).
+submit -p big --gres=gpu:8 jobs/fits.sh
+expect_accepted "(c') untyped GRES in a partition mapped to H200" -silent
+grep -q "on H200-141GB" "$T/log/slurmctld.log" || fail "(c') the partition map was not used"
+
+# (e) fits only with expandable segments: the first sequence length for which
+# the service says so (the estimator's numbers may move; the client decides).
+FWS_SEQ=""
+for seq in 7168 6912 7424 7680 6656 7936 6400 8192; do
+  "$OOMGUARD" check --server "127.0.0.1:$GRPC_PORT" --gpu H100 --gpus 8 --preset llama3-8b -- \
+    --use-distributed-optimizer --seq-length "$seq" --micro-batch-size 2 --global-batch-size 128 \
+    --recompute-granularity full --recompute-method uniform --recompute-num-layers 1 \
+    >/dev/null 2>&1
+  if [ $? = 3 ]; then FWS_SEQ=$seq; break; fi
+done
+if [ -z "$FWS_SEQ" ]; then
+  fail "(e) no FITS_WITH_SETTINGS job found among the candidate sequence lengths"
+else
+  cat >"$T/jobs/fws.sh" <<EOF
+#!/bin/bash
+#OOMGUARD preset=llama3-8b
+SEQ=$FWS_SEQ
+torchrun --nproc_per_node 8 pretrain_gpt.py --use-distributed-optimizer --seq-length \$SEQ \\
+  --micro-batch-size 2 --global-batch-size 128 \\
+  --recompute-granularity full --recompute-method uniform --recompute-num-layers 1
+EOF
+  submit --gres=gpu:h100:8 jobs/fws.sh
+  expect_accepted "(e) fits with settings" \
+    "oomguard: add to the job script: export PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True"
+  echo "---- (e) sbatch printed (verbatim) ----"
+  printf '%s\n' "$SUBMIT_OUT"
+  echo "---------------------------------------"
+  # (e') The same job with the setting in the submission's environment fits.
+  submit --gres=gpu:h100:8 --export=ALL,PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True jobs/fws.sh
+  expect_accepted "(e') fits with the setting exported at submission" -silent
+  grep -q "env.PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (script" "$T/log/slurmctld.log" ||
+    fail "(e') the hook did not pass the submission's environment"
+fi
+
+# (f) Hostile: substitutions, backticks, separators, quotes, newlines in
+# values, a 10 MB script. Nothing may run; the job is still judged (the
+# 70B model on 8 GPUs does not fit, whatever the dropped words were).
+C=$T/canary
+{
+  cat <<EOF
+#!/bin/bash
+#SBATCH --job-name=hostile
+#OOMGUARD preset=llama3-70b
+MBS=\$(touch $C/PWNED_assign; echo 4)
+EVIL="\`touch $C/PWNED_backtick\`"
+TP=1;touch $C/PWNED_separator; rm -rf $C/../etc
+NOTE="multi
+line \$(touch $C/PWNED_newline) 'quote' \"dq\"
+"
+Q='--seq-length'\\''\$(touch $C/PWNED_single)'
+EOF
+  # 10 MB of padding: comments and a long harmless assignment.
+  /usr/bin/python3 -c '
+import sys
+line = "# " + "padding " * 12 + "$(touch " + sys.argv[1] + "/PWNED_pad) `x` ; | & \x27 \"\n"
+sys.stdout.write(line * (10 * 1024 * 1024 // len(line)))
+sys.stdout.write("PAD=\"" + "x" * 100000 + "\"\n")' "$C"
+  cat <<EOF
+torchrun --nproc_per_node 8 pretrain_gpt.py --tensor-model-parallel-size \$TP \\
+  --pipeline-model-parallel-size 1 --seq-length 8192 --micro-batch-size 2 \\
+  --lr \$(touch $C/PWNED_flag) --global-batch-size \$MBS \\
+  --hidden-dropout "\`touch $C/PWNED_bt2\`" \$EVIL "\$NOTE" \\
+  --data-path "a'b\\"c;\$(touch $C/PWNED_dq)" --bf16 ; touch $C/PWNED_after
+EOF
+} >"$T/jobs/hostile.sh"
+HOSTILE_BYTES=$(stat -c %s "$T/jobs/hostile.sh")
+submit --gres=gpu:h100:8 -J '$(touch '"$C"'/PWNED_name)' --comment '`touch '"$C"'/PWNED_c2`' jobs/hostile.sh
+expect_rejected "(f) hostile ${HOSTILE_BYTES}-byte script" "oomguard: Does not fit: PP rank"
+[ "$HOSTILE_BYTES" -ge 10000000 ] || fail "(f) the hostile script is only $HOSTILE_BYTES bytes"
+if ls "$C"/PWNED* >/dev/null 2>&1 || ls "$T"/PWNED* >/dev/null 2>&1 || [ ! -d "$T/etc" ]; then
+  fail "(f) something was executed: $(ls "$C" "$T" 2>&1 | tr '\n' ' ')"
+else
+  pass "(f) no canary file exists, $T/etc intact"
+fi
+echo "---- (f) sbatch printed (verbatim) ----"
+printf '%s\n' "$SUBMIT_OUT"
+echo "---------------------------------------"
+
+# (f2) The required --micro-batch-size only known at run time, from a command
+# substitution: nothing runs, and the job cannot be judged before it runs, so
+# it is accepted and logged.
+cat >"$T/jobs/runtime_mbs.sh" <<EOF
+#!/bin/bash
+#OOMGUARD preset=llama3-70b
+torchrun --nproc_per_node 8 pretrain_gpt.py --seq-length 8192 \\
+  --micro-batch-size \$(touch $C/PWNED_x) --tensor-model-parallel-size 1; touch $C/PWNED_y
+EOF
+submit --gres=gpu:h100:8 jobs/runtime_mbs.sh
+expect_accepted "(f2) --micro-batch-size \$(touch ...)" -silent
+grep -q "not judged; accepted: oomguard: not judged: without what the script leaves to run time (--micro-batch-size \$(touch" \
+  "$T/log/slurmctld.log" || fail "(f2) slurmctld log lacks the not-judged line"
+if ls "$C"/PWNED* >/dev/null 2>&1; then fail "(f2) something was executed: $(ls "$C")"; else pass "(f2) no canary file exists"; fi
+
+# The hook's files are always removed.
+if [ -n "$(ls -A "$HOOK_DIR" 2>/dev/null)" ]; then
+  fail "job files left in $HOOK_DIR: $(ls "$HOOK_DIR")"
+else
+  [ "$(stat -c %a "$HOOK_DIR")" = 700 ] && pass "hook directory is 0700 and empty" ||
+    fail "hook directory mode $(stat -c %a "$HOOK_DIR")"
+fi
+
+# (d) Server stopped: fail-open accepts and logs; fail-closed refuses.
+kill -TERM "$SERVER_PID"
+wait "$SERVER_PID" 2>/dev/null
+submit --gres=gpu:h100:8 jobs/oom.sh
+expect_accepted "(d) server stopped, policy=open" -silent
+grep -q "check unavailable (.*); accepted (policy=open)" "$T/log/slurmctld.log" ||
+  fail "(d) slurmctld log lacks the fail-open line"
+grep "check unavailable" "$T/log/slurmctld.log" | tail -1 | sed 's/^/    slurmctld.log: /'
+
+write_hook_conf closed "127.0.0.1:$GRPC_PORT" "$DEADLINE_MS"
+submit --gres=gpu:h100:8 jobs/oom.sh
+expect_rejected "(d) server stopped, policy=closed" "policy=closed"
+echo "---- (d) policy=closed, sbatch printed (verbatim) ----"
+printf '%s\n' "$SUBMIT_OUT"
+echo "------------------------------------------------------"
+
+# (d') A service that accepts connections and never answers: the hook gives
+# up within its deadline.
+HANG_PORT=$(free_port)
+/usr/bin/python3 -c '
+import socket, sys, time
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(16)
+conns = []
+while True:
+    c, _ = s.accept(); conns.append(c)
+' "$HANG_PORT" >/dev/null 2>&1 &
+PIDS+=($!)
+sleep 0.3
+write_hook_conf open "127.0.0.1:$HANG_PORT" 1500
+submit --gres=gpu:h100:8 jobs/oom.sh
+expect_accepted "(d') hanging service, policy=open" -silent
+if less_than "$SUBMIT_SECONDS" 2.5; then
+  pass "(d') submission took ${SUBMIT_SECONDS}s with deadline_ms=1500"
+else
+  fail "(d') submission took ${SUBMIT_SECONDS}s with deadline_ms=1500"
+fi
+grep -q "check unavailable (.*DEADLINE_EXCEEDED\|no answer within" "$T/log/slurmctld.log" ||
+  fail "(d') slurmctld log lacks the deadline line"
+
+scancel --quiet --user=root 2>/dev/null
+ELAPSED=$(elapsed_since "$START")
+if [ "$FAILED" = 0 ]; then
+  echo "PASS: Slurm job_submit integration in ${ELAPSED}s"
+  exit 0
+fi
+echo "FAILED after ${ELAPSED}s"
+exit 1

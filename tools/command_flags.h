@@ -1,0 +1,25 @@
+// Reading the `--name value` / `--name=value` flags of the oomguard
+// subcommands that take Megatron-LM arguments after their own (estimate,
+// check), where Abseil flags cannot be used.
+#ifndef OOMGUARD_TOOLS_COMMAND_FLAGS_H_
+#define OOMGUARD_TOOLS_COMMAND_FLAGS_H_
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "absl/strings/string_view.h"
+
+namespace oomguard {
+
+// True when args `a` is flag `name`, alone or as "name=value".
+bool IsFlag(const std::string& a, absl::string_view name);
+
+// The value of flag `name` at args[i]: after "=", or the next argument (i
+// then moves to it). False with `err` set when the value is missing.
+bool TakeFlagValue(const std::vector<std::string>& args, size_t& i, absl::string_view name,
+                   std::string& value, std::string& err);
+
+}  // namespace oomguard
+
+#endif  // OOMGUARD_TOOLS_COMMAND_FLAGS_H_
