@@ -4,6 +4,7 @@
 #include <string>
 #include <utility>
 
+#include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "estimator/job_builder.h"
 #include "estimator/megatron_args.h"
@@ -11,9 +12,12 @@
 namespace oomguard::service {
 namespace {
 
-// `status` (from a parser or a lookup) as InvalidArgument about `field`.
+// `status` (from a parser or a lookup) as InvalidArgument about `field`;
+// Unimplemented (a valid job oomguard does not model, e.g. FSDP) stays so.
 absl::Status FieldError(absl::string_view field, const absl::Status& status) {
-  return absl::InvalidArgumentError(absl::StrCat(field, ": ", status.message()));
+  const std::string message = absl::StrCat(field, ": ", status.message());
+  if (absl::IsUnimplemented(status)) return absl::UnimplementedError(message);
+  return absl::InvalidArgumentError(message);
 }
 
 absl::StatusOr<v1::JobSpec> BuildMegatronJob(const v1::MegatronJob& megatron,

@@ -346,6 +346,16 @@ INSTANTIATE_TEST_SUITE_P(
     }),
     [](const ::testing::TestParamInfo<BadRequestCase>& info) { return info.param.name; });
 
+TEST_F(ServiceTest, FsdpJobIsUnimplementedNotInvalid) {
+  v1::EstimateRequest request;
+  *request.mutable_job() = testing::MegatronSource(
+      "llama3-8b", "--use-torch-fsdp2 --micro-batch-size 1 --seq-length 4096", 8);
+  v1::EstimateResponse response;
+  const grpc::Status status = Estimate(request, &response);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::UNIMPLEMENTED);
+  EXPECT_THAT(status.error_message(), HasSubstr("--use-torch-fsdp2"));
+}
+
 TEST_F(ServiceTest, EstimateValidatesToo) {
   v1::EstimateRequest request;
   v1::EstimateResponse response;

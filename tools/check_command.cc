@@ -569,6 +569,9 @@ int RunCheck(const std::vector<std::string>& args, std::string& out, std::string
   if (!status.ok()) {
     const std::string message = Shown(status.error_message());
     switch (status.error_code()) {
+      case grpc::StatusCode::UNIMPLEMENTED:  // A job oomguard does not model.
+        out = absl::StrCat("oomguard: not judged: ", message, "\n");
+        return kCheckNotJudged;
       case grpc::StatusCode::INVALID_ARGUMENT:
         if (plan.gpu_from_scheduler && absl::StartsWith(status.error_message(), "gpu_name")) {
           out = absl::StrCat("oomguard: not judged: the service does not know the GPU \"",
