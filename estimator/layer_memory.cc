@@ -11,21 +11,6 @@ namespace {
 
 using v1::RecomputeModule;
 
-// Token counts and widths of one micro-batch on one GPU.
-struct Shape {
-  explicit Shape(const ValidatedJob& j)
-      : full_tokens(static_cast<double>(j.micro_batch) * j.seq / j.cp),
-        sp_tokens(j.sp ? full_tokens / j.tp : full_tokens),
-        tp(static_cast<double>(j.tp)),
-        elt(j.param_bytes >= 4 ? 4.0 : 2.0),
-        norm_stats(j.layer_norm ? 8.0 : 4.0) {}
-  double full_tokens;  // b * s / CP: tokens inside the tensor-parallel region.
-  double sp_tokens;    // Tokens in the sequence-parallel region (= full without SP).
-  double tp;
-  double elt;         // Bytes per activation element (bf16/fp16: 2).
-  double norm_stats;  // Bytes per token of saved norm statistics (fp32).
-};
-
 bool Offloads(const ValidatedJob& j, const char* module) {
   return std::find(j.offload_modules.begin(), j.offload_modules.end(), module) !=
          j.offload_modules.end();
@@ -79,7 +64,8 @@ class BlockBuilder {
 // output is the next linear's saved input) and fp32 statistics.
 // `separate` = a module of its own (not fused into a TE LayerNormLinear),
 // which is what `layernorm` recompute can discard.
-double NormActivation(const ValidatedJob& j, const Shape& s, bool separate, bool offloaded) {
+double NormActivation(const ValidatedJob& j, const MicroBatchShape& s, bool separate,
+                      bool offloaded) {
   if (offloaded) return 0;
   const double input = s.elt * s.sp_tokens * j.hidden;
   double output = s.elt * s.sp_tokens * j.hidden + s.norm_stats * s.sp_tokens;
@@ -91,7 +77,7 @@ double NormParams(const ValidatedJob& j, int64_t width) {
   return static_cast<double>(width) * (j.layer_norm ? 2 : 1);
 }
 
-double DropoutMask(const ValidatedJob& j, const Shape& s) {
+double DropoutMask(const ValidatedJob& j, const MicroBatchShape& s) {
   return j.hidden_dropout > 0 ? s.sp_tokens * j.hidden : 0;  // bool mask
 }
 
@@ -105,15 +91,11 @@ double ScoreBytesPerElement(const ValidatedJob& j) {
   return bytes;
 }
 
-double ScoreElements(const ValidatedJob& j, double heads_per_rank) {
-  return static_cast<double>(j.micro_batch) * heads_per_rank * (static_cast<double>(j.seq) / j.cp) *
-         static_cast<double>(j.seq);
-}
-
 // Core attention internals beyond its q/k/v inputs and output: the fp32
 // log-sum-exp of flash attention, or the s^2 probabilities of unfused
 // attention. Selective `core_attn` recompute discards them.
-double CoreAttentionInternals(const ValidatedJob& j, const Shape& s, double heads_per_rank) {
+double CoreAttentionInternals(const ValidatedJob& j, const MicroBatchShape& s,
+                              double heads_per_rank) {
   if (j.HasRecomputeModule(v1::RECOMPUTE_MODULE_CORE_ATTN)) return 0;
   if (j.flash_attention) return 4 * s.full_tokens * heads_per_rank;
   return ScoreElements(j, heads_per_rank) * ScoreBytesPerElement(j);
@@ -122,7 +104,7 @@ double CoreAttentionInternals(const ValidatedJob& j, const Shape& s, double head
 // Backward working set of core attention: unfused attention's fp32 score
 // gradient (plus the probabilities `core_attn` recompute brings back), or
 // flash attention's q/k/v gradients.
-double AttentionTransient(const ValidatedJob& j, const Shape& s, double heads_per_rank,
+double AttentionTransient(const ValidatedJob& j, const MicroBatchShape& s, double heads_per_rank,
                           double qkv_width_per_rank) {
   if (!j.flash_attention) {
     const double recomputed =
@@ -133,12 +115,13 @@ double AttentionTransient(const ValidatedJob& j, const Shape& s, double heads_pe
 }
 
 // RoPE without the fused kernel keeps cos/sin tables per layer.
-double RopeTables(const ValidatedJob& j, const Shape& s, int64_t rot_dim) {
+double RopeTables(const ValidatedJob& j, const MicroBatchShape& s, int64_t rot_dim) {
   if (!j.rope || j.rope_fused) return 0;
   return 4.0 * s.elt * (static_cast<double>(j.seq) / j.cp) * rot_dim;
 }
 
-void StandardAttention(const ValidatedJob& j, const Shape& s, BlockBuilder& b, BlockCost& c) {
+void StandardAttention(const ValidatedJob& j, const MicroBatchShape& s, BlockBuilder& b,
+                       BlockCost& c) {
   const double heads = static_cast<double>(j.heads) / j.tp;
   const double groups = static_cast<double>(j.query_groups) / j.tp;
   const double d = static_cast<double>(j.head_dim);
@@ -173,7 +156,8 @@ void StandardAttention(const ValidatedJob& j, const Shape& s, BlockBuilder& b, B
   c.transient_bytes = std::max(c.transient_bytes, AttentionTransient(j, s, heads, qkv_width));
 }
 
-void LatentAttention(const ValidatedJob& j, const Shape& s, BlockBuilder& b, BlockCost& c) {
+void LatentAttention(const ValidatedJob& j, const MicroBatchShape& s, BlockBuilder& b,
+                     BlockCost& c) {
   const double heads = static_cast<double>(j.heads) / j.tp;
   const double h = static_cast<double>(j.hidden);
   const double ql = static_cast<double>(j.q_lora_rank), kl = static_cast<double>(j.kv_lora_rank);
@@ -228,7 +212,7 @@ void LatentAttention(const ValidatedJob& j, const Shape& s, BlockBuilder& b, Blo
       std::max(c.transient_bytes, AttentionTransient(j, s, heads, heads * (2 * (dn + dr) + dv)));
 }
 
-void DenseMlp(const ValidatedJob& j, const Shape& s, BlockBuilder& b, BlockCost& c) {
+void DenseMlp(const ValidatedJob& j, const MicroBatchShape& s, BlockBuilder& b, BlockCost& c) {
   const double h = static_cast<double>(j.hidden), f = static_cast<double>(j.ffn) / j.tp;
   const double g = j.gated ? 2 : 1, bias = j.linear_bias ? 1 : 0;
   const bool mlp_recompute = j.HasRecomputeModule(v1::RECOMPUTE_MODULE_MLP);
@@ -246,7 +230,7 @@ void DenseMlp(const ValidatedJob& j, const Shape& s, BlockBuilder& b, BlockCost&
   c.transient_bytes = std::max(c.transient_bytes, s.elt * s.full_tokens * (g + 1) * f);
 }
 
-void MoeMlp(const ValidatedJob& j, const Shape& s, BlockBuilder& b, BlockCost& c) {
+void MoeMlp(const ValidatedJob& j, const MicroBatchShape& s, BlockBuilder& b, BlockCost& c) {
   const double h = static_cast<double>(j.hidden), g = j.gated ? 2 : 1;
   const double bias = j.linear_bias ? 1 : 0;
   const double k = static_cast<double>(j.topk), fe = static_cast<double>(j.expert_ffn);
@@ -294,6 +278,18 @@ void MoeMlp(const ValidatedJob& j, const Shape& s, BlockBuilder& b, BlockCost& c
 
 }  // namespace
 
+MicroBatchShape::MicroBatchShape(const ValidatedJob& j)
+    : full_tokens(static_cast<double>(j.micro_batch) * j.seq / j.cp),
+      sp_tokens(j.sp ? full_tokens / j.tp : full_tokens),
+      tp(static_cast<double>(j.tp)),
+      elt(j.param_bytes >= 4 ? 4.0 : 2.0),
+      norm_stats(j.layer_norm ? 8.0 : 4.0) {}
+
+double ScoreElements(const ValidatedJob& j, double heads_per_rank) {
+  return static_cast<double>(j.micro_batch) * heads_per_rank * (static_cast<double>(j.seq) / j.cp) *
+         static_cast<double>(j.seq);
+}
+
 void BlockCost::Add(const BlockCost& o, double times) {
   dense_params += o.dense_params * times;
   expert_params += o.expert_params * times;
@@ -305,13 +301,13 @@ void BlockCost::Add(const BlockCost& o, double times) {
 }
 
 double LayerInputBytes(const ValidatedJob& j) {
-  Shape s(j);
+  MicroBatchShape s(j);
   return s.elt * s.sp_tokens * j.hidden;
 }
 
 BlockCost DecoderLayerCost(const ValidatedJob& j, bool moe, v1::ModuleNode* tree) {
   BlockCost c;
-  Shape s(j);
+  MicroBatchShape s(j);
   BlockBuilder b(&c, tree);
   if (j.mla) {
     LatentAttention(j, s, b, c);
@@ -329,7 +325,7 @@ BlockCost DecoderLayerCost(const ValidatedJob& j, bool moe, v1::ModuleNode* tree
 
 BlockCost EmbeddingCost(const ValidatedJob& j, v1::ModuleNode* tree) {
   BlockCost c;
-  Shape s(j);
+  MicroBatchShape s(j);
   BlockBuilder b(&c, tree);
   b.Module(nullptr, "word_embeddings", "VocabParallelEmbedding",
            static_cast<double>(j.padded_vocab) * j.hidden / j.tp, 0, DropoutMask(j, s));
@@ -342,7 +338,7 @@ BlockCost EmbeddingCost(const ValidatedJob& j, v1::ModuleNode* tree) {
 
 BlockCost LossCost(const ValidatedJob& j, bool owns_output_weight, v1::ModuleNode* tree) {
   BlockCost c;
-  Shape s(j);
+  MicroBatchShape s(j);
   BlockBuilder b(&c, tree);
   b.Module(nullptr, "final_layernorm", "TENorm", NormParams(j, j.hidden), 0,
            NormActivation(j, s, false, false));
@@ -363,7 +359,7 @@ BlockCost LossCost(const ValidatedJob& j, bool owns_output_weight, v1::ModuleNod
 
 BlockCost MtpLayerCost(const ValidatedJob& j, v1::ModuleNode* tree) {
   BlockCost c;
-  Shape s(j);
+  MicroBatchShape s(j);
   BlockBuilder b(&c, tree);
   const double h = static_cast<double>(j.hidden);
   b.Module(nullptr, "enorm", "TENorm", NormParams(j, j.hidden), 0,

@@ -14,6 +14,19 @@
 
 namespace oomguard {
 
+// Token counts and widths of one micro-batch on one GPU.
+struct MicroBatchShape {
+  explicit MicroBatchShape(const ValidatedJob& j);
+  double full_tokens;  // b * s / CP: tokens inside the tensor-parallel region.
+  double sp_tokens;    // Tokens in the sequence-parallel region (= full without SP).
+  double tp;
+  double elt;         // Bytes per activation element (bf16/fp16: 2).
+  double norm_stats;  // Bytes per token of saved norm statistics (fp32).
+};
+
+// Elements of one micro-batch's [b, heads, s/CP, s] attention scores.
+double ScoreElements(const ValidatedJob& j, double heads_per_rank);
+
 struct BlockCost {
   double dense_params = 0;   // Elements replicated over DP (sharded over DP x CP).
   double expert_params = 0;  // Routed-expert elements (sharded over expert DP).

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <string>
 
+#include "estimator/layer_memory.h"
+
 namespace oomguard {
 namespace {
 
@@ -49,11 +51,8 @@ int CommunicatorCount(const ValidatedJob& j) {
 void AddOverheads(const ValidatedJob& j, const RankMemory& m, bool with_basis,
                   google::protobuf::RepeatedPtrField<v1::Overhead>* out) {
   OverheadList list(out, with_basis);
-  // One micro-batch on one GPU: bytes per element, tokens inside the TP
-  // region, tokens in the sequence-parallel region.
-  const double elt = j.param_bytes >= 4 ? 4 : 2;
-  const double tokens = static_cast<double>(j.micro_batch) * j.seq / j.cp;
-  const double sp_tokens = j.sp ? tokens / j.tp : tokens;
+  const MicroBatchShape shape(j);
+  const double elt = shape.elt, tokens = shape.full_tokens, sp_tokens = shape.sp_tokens;
   list.Add("library_workspaces", 64 * kMiB + (j.transformer_engine ? 32 * kMiB : 0), true,
            "cuBLAS/cuBLASLt workspaces allocated through PyTorch (64 MiB "
            "measured on H100) plus "
@@ -72,8 +71,7 @@ void AddOverheads(const ValidatedJob& j, const RankMemory& m, bool with_basis,
     // EP x ETP) and, without TE, the sequence-parallel linears' inputs.
     double buffer = 0;
     if (j.local_attention) {
-      buffer = elt * j.micro_batch * (static_cast<double>(j.heads) / j.tp) *
-               (static_cast<double>(j.seq) / j.cp) * static_cast<double>(j.seq);
+      buffer = elt * ScoreElements(j, static_cast<double>(j.heads) / j.tp);
     }
     if (j.is_moe_model() && j.allgather_dispatcher && j.ep * j.etp > 1) {
       buffer = std::max(buffer, elt * sp_tokens * static_cast<double>(j.ep * j.etp) * j.hidden);
