@@ -2,11 +2,11 @@
 // recompute, layout Et|(tt|)*30mL, 8 ranks reported). Goal: microseconds.
 #include <benchmark/benchmark.h>
 
-#include "estimator/admission.h"
+#include "admission/admission.h"
 #include "estimator/estimator.h"
-#include "estimator/gpu_catalog.h"
-#include "estimator/job_builder.h"
-#include "estimator/megatron_args.h"
+#include "admission/gpu_catalog.h"
+#include "jobspec/job_builder.h"
+#include "jobspec/megatron_args.h"
 
 namespace {
 

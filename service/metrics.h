@@ -26,7 +26,7 @@
 namespace oomguard::service {
 
 // The RPCs of oomguard.v1.Oomguard, and the Kubernetes admission webhook
-// (POST /validate, service/webhook_server.h).
+// (POST /validate, webhook/webhook_server.h).
 enum class Method { kEstimate, kCheck, kListPresets, kListGpus, kWebhook };
 inline constexpr int kNumMethods = 5;
 

@@ -5,7 +5,7 @@
 #ifndef OOMGUARD_SERVICE_OOMGUARD_SERVICE_H_
 #define OOMGUARD_SERVICE_OOMGUARD_SERVICE_H_
 
-#include "estimator/gpu_catalog.h"
+#include "admission/gpu_catalog.h"
 #include "grpcpp/server_context.h"
 #include "grpcpp/support/byte_buffer.h"
 #include "oomguard/v1/service.pb.h"

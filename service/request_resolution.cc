@@ -6,8 +6,8 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "estimator/job_builder.h"
-#include "estimator/megatron_args.h"
+#include "jobspec/job_builder.h"
+#include "jobspec/megatron_args.h"
 
 namespace oomguard::service {
 namespace {

@@ -9,7 +9,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "estimator/gpu_catalog.h"
+#include "admission/gpu_catalog.h"
 #include "oomguard/v1/admission.pb.h"
 #include "oomguard/v1/job.pb.h"
 

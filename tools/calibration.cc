@@ -10,8 +10,8 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "estimator/estimator.h"
-#include "estimator/job_builder.h"
-#include "estimator/megatron_args.h"
+#include "jobspec/job_builder.h"
+#include "jobspec/megatron_args.h"
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
 

@@ -8,7 +8,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "estimator/estimator.h"
-#include "estimator/job_builder.h"
+#include "jobspec/job_builder.h"
 #include "tools/command_flags.h"
 #include "tools/report_format.h"
 

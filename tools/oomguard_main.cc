@@ -3,7 +3,7 @@
 #include <string>
 #include <vector>
 
-#include "service/serve_command.h"
+#include "tools/serve_command.h"
 #include "tools/calibration.h"
 #include "tools/check_command.h"
 #include "tools/estimate_command.h"
@@ -58,7 +58,7 @@ int main(int argc, char** argv) {
     }
     return Calibrate(args);
   }
-  if (command == "serve") return oomguard::service::RunServe(argc - 1, argv + 1);
+  if (command == "serve") return oomguard::RunServe(argc - 1, argv + 1);
   if (command == "check") {
     std::string out, err;
     const int rc = oomguard::RunCheck(args, out, err);

@@ -11,7 +11,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 BUILD_DIR=${BUILD_DIR:-$root/build}
-SERVER=${SERVER:-$BUILD_DIR/service/oomguard_server_for_test}
+SERVER=${SERVER:-$BUILD_DIR/tools/oomguard_server_for_test}
 DURATION=${DURATION:-60}        # seconds of measurement per method
 WARMUP=${WARMUP:-2}             # seconds of warm-up per method
 CLIENTS=${CLIENTS:-1}           # h2load connections

@@ -1,0 +1,48 @@
+// The admission check: does a job fit on a GPU, and if not, what to change.
+//
+// The verdict compares the worst rank's estimated device peak with the
+// usable capacity (GPU memory x (1 - safety margin)). Recommendations are
+// never canned numbers: each is the job re-estimated with the change
+// applied. Environment settings come first (zero throughput cost), then the
+// config changes in the order of the tuning guides (selective recompute of
+// cheap modules, more PP else more TP, distributed optimizer, optimizer CPU
+// offload, activation CPU offload where PP = 1, full recompute last), then
+// the incompatibilities found in the job. See v1::Recommendation.
+#ifndef OOMGUARD_ADMISSION_ADMISSION_H_
+#define OOMGUARD_ADMISSION_ADMISSION_H_
+
+#include "absl/functional/function_ref.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "oomguard/v1/admission.pb.h"
+#include "oomguard/v1/job.pb.h"
+#include "oomguard/v1/report.pb.h"
+
+namespace oomguard {
+
+struct AdmissionOptions {
+  // Fraction of the GPU's memory kept free, in [0, 1).
+  double safety_margin = 0.0;
+  // DeadlineExceeded once this passes (checked before every estimate; a
+  // check runs up to about a dozen of them).
+  absl::Time deadline = absl::InfiniteFuture();
+};
+
+// The estimator a check calls (Estimate() without the module tree).
+using EstimateFunction = absl::FunctionRef<absl::StatusOr<v1::EstimateReport>(const v1::JobSpec&)>;
+
+// Checks `job` against `gpu` (a catalog entry, or just memory_bytes).
+// Errors: InvalidArgument for a bad job (from the estimator, naming the
+// JobSpec field), a safety margin outside [0, 1) or zero GPU memory;
+// DeadlineExceeded.
+absl::StatusOr<v1::CheckResponse> CheckJob(const v1::JobSpec& job, const v1::GpuSpec& gpu,
+                                           const AdmissionOptions& options);
+
+// Same, with the estimator given (tests use a model of it).
+absl::StatusOr<v1::CheckResponse> CheckJob(const v1::JobSpec& job, const v1::GpuSpec& gpu,
+                                           const AdmissionOptions& options,
+                                           EstimateFunction estimate);
+
+}  // namespace oomguard
+
+#endif  // OOMGUARD_ADMISSION_ADMISSION_H_

@@ -1,0 +1,102 @@
+// Finds the Megatron-LM training launch in a job script (Slurm batch script,
+// container command) and reads its arguments, without running anything.
+//
+// Used by admission hooks: the Slurm job_submit hook hands the batch script to
+// `oomguard check`, the Kubernetes webhook hands a pod's command and args. The
+// text is controlled by whoever submits the job, so it is only ever read:
+// `$(...)`, backticks, arithmetic and variables not assigned literally in the
+// same script are never evaluated; a word that depends on them is dropped
+// (with the flag it is the value of) and a note says so.
+//
+// What counts as a launch: a command whose first word (after `exec`, `env`,
+// `nohup`, `time`, prefix assignments, `then`/`do`/`{`) is `torchrun`,
+// `python*`, `srun`, `mpirun` or `mpiexec`, followed somewhere by a GPT-style
+// Megatron-LM training script: a file whose basename matches
+// `pretrain_gpt*.py` or `pretrain_llama*.py`, or `-m MODULE` whose last
+// component is such a name (`-m megatron.training.pretrain_gpt`). Other
+// Megatron-LM entry points (pretrain_bert.py, pretrain_t5.py,
+// pretrain_mamba.py, pretrain_vlm.py, ...) are not modelled: not found, with a
+// note. `srun bash -c "<script>"` / `sh -c` is read as a script. The first
+// launch wins; later ones are noted.
+//
+// Variables: `NAME=value`, `export NAME=value`, `declare/local/readonly/
+// typeset [-a|-x] NAME=value`, `NAME+=value`, arrays `NAME=(a b c)` and
+// `NAME+=(d)`, `unset NAME`, in the order they appear (control flow is not
+// followed). `$NAME`, `${NAME}`, `${NAME[@]}`, `${NAME[*]}`, `${NAME[N]}` and
+// `${NAME:-default}` (also `-`, `:=`, `=`, `:+`, `+`) are substituted with
+// bash's quoting and word-splitting rules. Redirections, heredocs and
+// comments are skipped.
+//
+// Directives: lines starting with `#OOMGUARD` (leading blanks allowed), then
+// blank-separated `key=value` items: preset=NAME, gpu=NAME, gpus=N,
+// gpus-per-node=N, safety-margin=F (in [0, 1)), skip (or skip=true|false).
+// A later directive overrides an earlier one.
+#ifndef OOMGUARD_JOBSCRIPT_JOB_SCRIPT_H_
+#define OOMGUARD_JOBSCRIPT_JOB_SCRIPT_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/types/span.h"
+
+namespace oomguard {
+
+// Largest script ParseJobScript reads, in bytes.
+inline constexpr size_t kMaxJobScriptBytes = size_t{16} << 20;
+
+// What a job script or a container command says about a Megatron-LM job.
+struct ScriptJob {
+  // A Megatron-LM training launch was found.
+  bool found = false;
+  // The flags after pretrain_gpt.py (or equivalent), variables substituted
+  // textually; one word per element.
+  std::vector<std::string> megatron_args;
+  // From "#OOMGUARD preset=NAME" (empty = none).
+  std::string preset;
+  // From "#OOMGUARD gpu=NAME" (empty = none).
+  std::string gpu;
+  // From "#OOMGUARD gpus=N" (0 = none).
+  uint32_t num_gpus = 0;
+  // From "#OOMGUARD gpus-per-node=N" (0 = none).
+  uint32_t gpus_per_node = 0;
+  // From "#OOMGUARD safety-margin=F" (unset = none).
+  std::optional<double> safety_margin;
+  // "#OOMGUARD skip": the script asks not to be judged.
+  bool skip = false;
+  // PYTORCH_CUDA_ALLOC_CONF / NCCL_GRAPH_REGISTER as the launch sees them:
+  // exported by the script, or assigned on the launch command itself.
+  std::map<std::string, std::string> env;
+  // Words of the launch left out because they are only known when the job
+  // runs (as written, e.g. "--micro-batch-size $MBS"; a flag whose value is
+  // unknown is left out with it). When they are not empty, a job the
+  // estimator refuses may just be missing them.
+  std::vector<std::string> unresolved;
+  // 1-based line of the launch command (0 = not found).
+  int launch_line = 0;
+  // What was skipped or assumed, for people.
+  std::vector<std::string> notes;
+};
+
+// Reads a bash job script. Errors: InvalidArgument for a script larger than
+// kMaxJobScriptBytes (naming the size), a malformed or unknown `#OOMGUARD`
+// item (naming the line and the item), and an unterminated quote or
+// substitution on the launch command (naming the line). An unterminated quote
+// elsewhere ends the reading with a note (bash would stop there too).
+absl::StatusOr<ScriptJob> ParseJobScript(absl::string_view script);
+
+// Reads a container's command + args (argv, nothing expanded). `bash -c
+// SCRIPT` / `sh -c SCRIPT` (also `-lc`, `-ec`, ...) delegates to
+// ParseJobScript. A word still holding a Kubernetes `$(NAME)` reference is
+// dropped like an unknown variable. Errors: as ParseJobScript, and
+// InvalidArgument for more than 1 MiB of words.
+absl::StatusOr<ScriptJob> ParseCommandWords(absl::Span<const std::string> words);
+
+}  // namespace oomguard
+
+#endif  // OOMGUARD_JOBSCRIPT_JOB_SCRIPT_H_

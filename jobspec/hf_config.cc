@@ -1,0 +1,524 @@
+// Reads a HuggingFace config.json into a ModelSpec, mapping keys the way
+// Megatron-Bridge / mbridge do (see design/ACCOUNTING.md, section a.1).
+#include "jobspec/hf_config.h"
+
+#include <google/protobuf/struct.pb.h>
+#include <google/protobuf/util/json_util.h>
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+
+namespace oomguard {
+namespace {
+
+using ::google::protobuf::Struct;
+using ::google::protobuf::Value;
+
+// Local status helpers (this file only).
+#define HF_CONCAT_INNER_(a, b) a##b
+#define HF_CONCAT_(a, b) HF_CONCAT_INNER_(a, b)
+#define HF_RETURN_IF_ERROR(expr)                              \
+  do {                                                        \
+    if (absl::Status hf_status_ = (expr); !hf_status_.ok()) { \
+      return hf_status_;                                      \
+    }                                                         \
+  } while (0)
+#define HF_ASSIGN_OR_RETURN_IMPL_(tmp, lhs, expr) \
+  auto tmp = (expr);                              \
+  if (!tmp.ok()) return std::move(tmp).status();  \
+  lhs = *std::move(tmp)
+#define HF_ASSIGN_OR_RETURN(lhs, expr) \
+  HF_ASSIGN_OR_RETURN_IMPL_(HF_CONCAT_(hf_statusor_, __LINE__), lhs, expr)
+
+constexpr size_t kMaxConfigBytes = size_t{4} << 20;  // 4 MiB.
+constexpr size_t kMaxValueTextChars = 64;
+
+// The model families this reader knows, by HF `model_type`.
+enum class Family {
+  kLlama,     // llama, mistral.
+  kQwen2,     // qwen2: QKV bias.
+  kQwen3,     // qwen3: qk-layernorm.
+  kQwen2Moe,  // qwen2_moe: QKV bias, shared expert.
+  kQwen3Moe,  // qwen3_moe: qk-layernorm.
+  kMixtral,   // mixtral.
+  kDeepSeek,  // deepseek_v2, deepseek_v3, kimi_k2: MLA + MoE.
+};
+
+struct FamilyEntry {
+  std::string_view model_type;
+  Family family;
+};
+
+// Sorted by model_type (the error message lists them in this order).
+constexpr FamilyEntry kFamilies[] = {
+    {"deepseek_v2", Family::kDeepSeek}, {"deepseek_v3", Family::kDeepSeek},
+    {"kimi_k2", Family::kDeepSeek},     {"llama", Family::kLlama},
+    {"mistral", Family::kLlama},        {"mixtral", Family::kMixtral},
+    {"qwen2", Family::kQwen2},          {"qwen2_moe", Family::kQwen2Moe},
+    {"qwen3", Family::kQwen3},          {"qwen3_moe", Family::kQwen3Moe},
+};
+
+std::optional<Family> FindFamily(std::string_view model_type) {
+  for (const FamilyEntry& entry : kFamilies) {
+    if (entry.model_type == model_type) return entry.family;
+  }
+  return std::nullopt;
+}
+
+std::string SupportedModelTypes() {
+  std::vector<std::string> names;
+  for (const FamilyEntry& entry : kFamilies) {
+    names.emplace_back(entry.model_type);
+  }
+  return absl::StrJoin(names, ", ");
+}
+
+// A JSON number as it was most likely written: whole numbers without an
+// exponent, others with up to 15 significant digits.
+std::string NumberText(double number) {
+  if (std::floor(number) == number && std::fabs(number) < 1e15) {
+    return absl::StrFormat("%.0f", number);
+  }
+  return absl::StrFormat("%.15g", number);
+}
+
+// A JSON value as short text for error messages.
+std::string ValueText(const Value& value) {
+  std::string text;
+  switch (value.kind_case()) {
+    case Value::kNullValue:
+      return "null";
+    case Value::kBoolValue:
+      return value.bool_value() ? "true" : "false";
+    case Value::kNumberValue:
+      return NumberText(value.number_value());
+    case Value::kStringValue:
+      text = absl::StrCat("\"", value.string_value(), "\"");
+      break;
+    default:
+      if (!google::protobuf::util::MessageToJsonString(value, &text).ok()) {
+        return "<unprintable>";
+      }
+      break;
+  }
+  if (text.size() > kMaxValueTextChars) {
+    text.resize(kMaxValueTextChars);
+    text += "...";
+  }
+  return text;
+}
+
+// Typed access to the keys of one config object; errors name the key, the
+// value and the model_type.
+class ConfigReader {
+ public:
+  ConfigReader(const Struct& config, std::string model_type)
+      : config_(config), model_type_(std::move(model_type)) {}
+
+  const std::string& model_type() const { return model_type_; }
+
+  // The value of `key`, or null when absent or JSON null.
+  const Value* Find(std::string_view key) const {
+    auto it = config_.fields().find(std::string(key));
+    if (it == config_.fields().end()) return nullptr;
+    if (it->second.kind_case() == Value::kNullValue) return nullptr;
+    return &it->second;
+  }
+
+  absl::Status Missing(std::string_view key) const {
+    return absl::InvalidArgumentError(absl::StrFormat("%s: missing \"%s\"", Prefix(), key));
+  }
+
+  absl::Status BadValue(std::string_view key, std::string_view expected, const Value& value) const {
+    return absl::InvalidArgumentError(absl::StrFormat("%s: \"%s\" must be %s, got %s", Prefix(),
+                                                      key, expected, ValueText(value)));
+  }
+
+  absl::StatusOr<uint32_t> ToUint(std::string_view key, const Value& value) const {
+    constexpr std::string_view kExpected = "a non-negative integer";
+    if (value.kind_case() != Value::kNumberValue) {
+      return BadValue(key, kExpected, value);
+    }
+    const double number = value.number_value();
+    if (!std::isfinite(number) || number < 0 || std::floor(number) != number ||
+        number > std::numeric_limits<uint32_t>::max()) {
+      return BadValue(key, kExpected, value);
+    }
+    return static_cast<uint32_t>(number);
+  }
+
+  absl::StatusOr<uint32_t> RequiredUint(std::string_view key) const {
+    const Value* value = Find(key);
+    if (value == nullptr) return MissingOrNull(key);
+    return ToUint(key, *value);
+  }
+
+  absl::StatusOr<std::optional<uint32_t>> OptionalUint(std::string_view key) const {
+    const Value* value = Find(key);
+    if (value == nullptr) return std::optional<uint32_t>();
+    HF_ASSIGN_OR_RETURN(uint32_t number, ToUint(key, *value));
+    return std::optional<uint32_t>(number);
+  }
+
+  absl::StatusOr<std::optional<bool>> OptionalBool(std::string_view key) const {
+    const Value* value = Find(key);
+    if (value == nullptr) return std::optional<bool>();
+    if (value->kind_case() != Value::kBoolValue) {
+      return BadValue(key, "true or false", *value);
+    }
+    return std::optional<bool>(value->bool_value());
+  }
+
+  // A probability in [0, 1].
+  absl::StatusOr<std::optional<double>> OptionalFraction(std::string_view key) const {
+    const Value* value = Find(key);
+    if (value == nullptr) return std::optional<double>();
+    if (value->kind_case() != Value::kNumberValue || !(value->number_value() >= 0) ||
+        !(value->number_value() <= 1)) {
+      return BadValue(key, "a number in [0, 1]", *value);
+    }
+    return std::optional<double>(value->number_value());
+  }
+
+  // A list of layer indices, each < `num_layers`.
+  absl::StatusOr<std::vector<uint32_t>> OptionalLayerList(std::string_view key,
+                                                          uint32_t num_layers) const {
+    std::vector<uint32_t> layers;
+    const Value* value = Find(key);
+    if (value == nullptr) return layers;
+    if (value->kind_case() != Value::kListValue) {
+      return BadValue(key, "a list of layer indices", *value);
+    }
+    for (const Value& item : value->list_value().values()) {
+      HF_ASSIGN_OR_RETURN(uint32_t layer, ToUint(key, item));
+      if (layer >= num_layers) {
+        return BadValue(key, absl::StrCat("layer indices < ", num_layers), item);
+      }
+      layers.push_back(layer);
+    }
+    return layers;
+  }
+
+ private:
+  std::string Prefix() const { return absl::StrCat("config.json (", model_type_, ")"); }
+
+  absl::Status MissingOrNull(std::string_view key) const {
+    auto it = config_.fields().find(std::string(key));
+    if (it == config_.fields().end()) return Missing(key);
+    return BadValue(key, "a non-negative integer", it->second);
+  }
+
+  const Struct& config_;
+  std::string model_type_;
+};
+
+// The JSON parser's message ("what\n<context>\n^") on one line.
+std::string OneLine(const std::string& message) {
+  const std::vector<std::string> lines = absl::StrSplit(message, '\n');
+  std::string text(absl::StripAsciiWhitespace(lines[0]));
+  if (lines.size() > 1) {
+    const std::string context(absl::StripAsciiWhitespace(lines[1]));
+    if (!context.empty()) {
+      absl::StrAppend(&text, " (near \"", context.substr(0, kMaxValueTextChars), "\")");
+    }
+  }
+  return text;
+}
+
+// Parses the text into a Struct; bounds the size first.
+absl::StatusOr<Struct> ParseJsonObject(std::string_view json) {
+  if (json.size() > kMaxConfigBytes) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "config.json: %d bytes exceeds the limit of %d bytes", json.size(), kMaxConfigBytes));
+  }
+  const size_t first = json.find_first_not_of(" \t\r\n");
+  if (first != std::string_view::npos && json[first] != '{') {
+    return absl::InvalidArgumentError("config.json: the top level must be a JSON object");
+  }
+  Struct config;
+  const auto status = google::protobuf::util::JsonStringToMessage(
+      google::protobuf::StringPiece(json.data(), json.size()), &config);
+  if (!status.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("config.json: ", OneLine(std::string(status.message()))));
+  }
+  return config;
+}
+
+// The non-empty string value of `key` in `config`, if any.
+std::optional<std::string> StringField(const Struct& config, std::string_view key) {
+  auto it = config.fields().find(std::string(key));
+  if (it == config.fields().end() || it->second.kind_case() != Value::kStringValue ||
+      it->second.string_value().empty()) {
+    return std::nullopt;
+  }
+  return it->second.string_value();
+}
+
+// The object holding the language model: `text_config` for vision-language
+// configs, else the top level.
+absl::StatusOr<const Struct*> LanguageConfig(const Struct& top) {
+  auto it = top.fields().find("text_config");
+  if (it == top.fields().end() || it->second.kind_case() == Value::kNullValue) {
+    return &top;
+  }
+  if (it->second.kind_case() != Value::kStructValue) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "config.json: \"text_config\" must be an object, got ", ValueText(it->second)));
+  }
+  return &it->second.struct_value();
+}
+
+// Keys every supported family shares, plus the settings Megatron-Bridge
+// fixes for all of them.
+absl::Status ApplyCommon(const ConfigReader& cfg, v1::ModelSpec* model) {
+  HF_ASSIGN_OR_RETURN(uint32_t layers, cfg.RequiredUint("num_hidden_layers"));
+  HF_ASSIGN_OR_RETURN(uint32_t hidden, cfg.RequiredUint("hidden_size"));
+  HF_ASSIGN_OR_RETURN(uint32_t heads, cfg.RequiredUint("num_attention_heads"));
+  HF_ASSIGN_OR_RETURN(uint32_t ffn, cfg.RequiredUint("intermediate_size"));
+  HF_ASSIGN_OR_RETURN(uint32_t vocab, cfg.RequiredUint("vocab_size"));
+  HF_ASSIGN_OR_RETURN(std::optional<uint32_t> max_pos, cfg.OptionalUint("max_position_embeddings"));
+  HF_ASSIGN_OR_RETURN(std::optional<bool> tie, cfg.OptionalBool("tie_word_embeddings"));
+  HF_ASSIGN_OR_RETURN(std::optional<double> attention_dropout,
+                      cfg.OptionalFraction("attention_dropout"));
+  HF_ASSIGN_OR_RETURN(std::optional<double> hidden_dropout, cfg.OptionalFraction("hidden_dropout"));
+
+  model->set_num_layers(layers);
+  model->set_hidden_size(hidden);
+  model->set_num_attention_heads(heads);
+  model->set_ffn_hidden_size(ffn);
+  model->set_vocab_size(vocab);  // Unpadded: Megatron pads it later.
+  if (max_pos.has_value()) model->set_max_position_embeddings(*max_pos);
+  // Every supported family's HF config class (LlamaConfig, Qwen2Config,
+  // MixtralConfig, DeepseekV3Config, ...) defaults tie_word_embeddings to
+  // false, so an absent key means untied.
+  model->set_untie_embeddings_and_output_weights(!tie.value_or(false));
+
+  // Megatron's dropout default is 0.1; HF models train without dropout.
+  const double attention = attention_dropout.value_or(0.0);
+  model->set_attention_dropout(attention);
+  model->set_hidden_dropout(hidden_dropout.value_or(attention));
+
+  model->set_activation(v1::ACTIVATION_SWIGLU);
+  model->set_normalization(v1::NORMALIZATION_RMS_NORM);
+  model->set_add_bias_linear(false);
+  model->set_position_embedding(v1::POSITION_EMBEDDING_ROPE);
+  return absl::OkStatus();
+}
+
+// GQA shape: KV groups and head dimension.
+absl::Status ApplyStandardAttention(const ConfigReader& cfg, v1::ModelSpec* model) {
+  HF_ASSIGN_OR_RETURN(std::optional<uint32_t> kv_heads, cfg.OptionalUint("num_key_value_heads"));
+  HF_ASSIGN_OR_RETURN(std::optional<uint32_t> head_dim, cfg.OptionalUint("head_dim"));
+  model->set_num_query_groups(kv_heads.value_or(model->num_attention_heads()));
+  // Without head_dim, Megatron's default h / heads is what HF uses too.
+  if (head_dim.has_value()) model->set_kv_channels(*head_dim);
+  return absl::OkStatus();
+}
+
+// Settings shared by every MoE family.
+void ApplyMoeDefaults(v1::ModelSpec* model) {
+  model->set_moe_grouped_gemm(true);
+  model->set_moe_token_dispatcher(v1::TOKEN_DISPATCHER_ALLTOALL);
+}
+
+// Stores `pattern` (1 = MoE layer) only when it makes some layer dense; an
+// all-MoE model needs no pattern.
+void SetMoePattern(const std::vector<bool>& pattern, v1::ModelSpec* model) {
+  bool any_dense = false;
+  for (bool is_moe : pattern) any_dense = any_dense || !is_moe;
+  if (!any_dense) return;
+  for (bool is_moe : pattern) model->add_moe_layer_pattern(is_moe ? 1 : 0);
+}
+
+// Qwen2-MoE / Qwen3-MoE: layer i is MoE unless it is listed in
+// mlp_only_layers or (i + 1) is not a multiple of decoder_sparse_step.
+absl::Status ApplyQwenMoePattern(const ConfigReader& cfg, v1::ModelSpec* model) {
+  const uint32_t layers = model->num_layers();
+  HF_ASSIGN_OR_RETURN(std::optional<uint32_t> step, cfg.OptionalUint("decoder_sparse_step"));
+  if (step.has_value() && *step == 0) {
+    return cfg.BadValue("decoder_sparse_step", "a positive integer",
+                        *cfg.Find("decoder_sparse_step"));
+  }
+  HF_ASSIGN_OR_RETURN(std::vector<uint32_t> mlp_only,
+                      cfg.OptionalLayerList("mlp_only_layers", layers));
+  std::vector<bool> pattern(layers, true);
+  for (uint32_t i = 0; i < layers; ++i) {
+    pattern[i] = (i + 1) % step.value_or(1) == 0;
+  }
+  for (uint32_t layer : mlp_only) pattern[layer] = false;
+  SetMoePattern(pattern, model);
+  return absl::OkStatus();
+}
+
+// Qwen2-MoE and Qwen3-MoE experts.
+absl::Status ApplyQwenMoe(const ConfigReader& cfg, bool shared_expert, v1::ModelSpec* model) {
+  HF_ASSIGN_OR_RETURN(uint32_t experts, cfg.RequiredUint("num_experts"));
+  if (experts == 0) return absl::OkStatus();  // A dense model.
+  HF_ASSIGN_OR_RETURN(uint32_t topk, cfg.RequiredUint("num_experts_per_tok"));
+  HF_ASSIGN_OR_RETURN(uint32_t width, cfg.RequiredUint("moe_intermediate_size"));
+  model->set_num_experts(experts);
+  model->set_moe_router_topk(topk);
+  model->set_moe_ffn_hidden_size(width);
+  if (shared_expert) {
+    HF_ASSIGN_OR_RETURN(std::optional<uint32_t> shared,
+                        cfg.OptionalUint("shared_expert_intermediate_size"));
+    model->set_moe_shared_expert_intermediate_size(shared.value_or(0));
+  }
+  ApplyMoeDefaults(model);
+  return ApplyQwenMoePattern(cfg, model);
+}
+
+// Mixtral: every layer is MoE; experts have the dense width.
+absl::Status ApplyMixtral(const ConfigReader& cfg, v1::ModelSpec* model) {
+  HF_ASSIGN_OR_RETURN(uint32_t experts, cfg.RequiredUint("num_local_experts"));
+  HF_ASSIGN_OR_RETURN(uint32_t topk, cfg.RequiredUint("num_experts_per_tok"));
+  model->set_num_experts(experts);
+  model->set_moe_router_topk(topk);
+  model->set_moe_ffn_hidden_size(model->ffn_hidden_size());
+  ApplyMoeDefaults(model);
+  return absl::OkStatus();
+}
+
+// Multi-head latent attention shapes.
+absl::Status ApplyMla(const ConfigReader& cfg, v1::ModelSpec* model) {
+  HF_ASSIGN_OR_RETURN(std::optional<uint32_t> q_lora, cfg.OptionalUint("q_lora_rank"));
+  HF_ASSIGN_OR_RETURN(uint32_t kv_lora, cfg.RequiredUint("kv_lora_rank"));
+  HF_ASSIGN_OR_RETURN(uint32_t qk_nope, cfg.RequiredUint("qk_nope_head_dim"));
+  HF_ASSIGN_OR_RETURN(uint32_t qk_rope, cfg.RequiredUint("qk_rope_head_dim"));
+  HF_ASSIGN_OR_RETURN(uint32_t v_dim, cfg.RequiredUint("v_head_dim"));
+  model->set_attention_type(v1::ATTENTION_TYPE_MLA);
+  // null (DeepSeek-V2-Lite, Moonlight) = no query compression.
+  if (q_lora.has_value() && *q_lora > 0) model->set_q_lora_rank(*q_lora);
+  model->set_kv_lora_rank(kv_lora);
+  model->set_qk_head_dim(qk_nope);
+  model->set_qk_pos_emb_head_dim(qk_rope);
+  model->set_v_head_dim(v_dim);
+  model->set_qk_layernorm(true);
+  return absl::OkStatus();
+}
+
+// DeepSeek: layer i is MoE when i >= first_k_dense_replace and i is a
+// multiple of moe_layer_freq.
+absl::Status ApplyDeepSeekPattern(const ConfigReader& cfg, v1::ModelSpec* model) {
+  HF_ASSIGN_OR_RETURN(std::optional<uint32_t> first_dense,
+                      cfg.OptionalUint("first_k_dense_replace"));
+  HF_ASSIGN_OR_RETURN(std::optional<uint32_t> freq, cfg.OptionalUint("moe_layer_freq"));
+  if (freq.has_value() && *freq == 0) {
+    return cfg.BadValue("moe_layer_freq", "a positive integer", *cfg.Find("moe_layer_freq"));
+  }
+  std::vector<bool> pattern(model->num_layers());
+  for (uint32_t i = 0; i < model->num_layers(); ++i) {
+    pattern[i] = i >= first_dense.value_or(0) && i % freq.value_or(1) == 0;
+  }
+  SetMoePattern(pattern, model);
+  return absl::OkStatus();
+}
+
+// DeepSeek routed + shared experts.
+absl::Status ApplyDeepSeekMoe(const ConfigReader& cfg, v1::ModelSpec* model) {
+  HF_ASSIGN_OR_RETURN(std::optional<uint32_t> experts, cfg.OptionalUint("n_routed_experts"));
+  if (experts.value_or(0) == 0) return absl::OkStatus();  // A dense model.
+  HF_ASSIGN_OR_RETURN(uint32_t topk, cfg.RequiredUint("num_experts_per_tok"));
+  HF_ASSIGN_OR_RETURN(uint32_t width, cfg.RequiredUint("moe_intermediate_size"));
+  HF_ASSIGN_OR_RETURN(std::optional<uint32_t> shared, cfg.OptionalUint("n_shared_experts"));
+  const uint64_t shared_width = uint64_t{width} * shared.value_or(0);
+  if (shared_width > std::numeric_limits<uint32_t>::max()) {
+    return cfg.BadValue("n_shared_experts",
+                        "small enough that n_shared_experts x "
+                        "moe_intermediate_size fits 32 bits",
+                        *cfg.Find("n_shared_experts"));
+  }
+  model->set_num_experts(*experts);
+  model->set_moe_router_topk(topk);
+  model->set_moe_ffn_hidden_size(width);
+  model->set_moe_shared_expert_intermediate_size(static_cast<uint32_t>(shared_width));
+  model->set_moe_router_dtype_fp32(true);
+  ApplyMoeDefaults(model);
+  return ApplyDeepSeekPattern(cfg, model);
+}
+
+absl::Status ApplyDeepSeek(const ConfigReader& cfg, v1::ModelSpec* model) {
+  HF_RETURN_IF_ERROR(ApplyMla(cfg, model));
+  HF_RETURN_IF_ERROR(ApplyDeepSeekMoe(cfg, model));
+  HF_ASSIGN_OR_RETURN(std::optional<uint32_t> mtp, cfg.OptionalUint("num_nextn_predict_layers"));
+  model->set_mtp_num_layers(mtp.value_or(0));
+  return absl::OkStatus();
+}
+
+absl::Status ApplyFamily(Family family, const ConfigReader& cfg, v1::ModelSpec* model) {
+  if (family != Family::kDeepSeek) {
+    HF_RETURN_IF_ERROR(ApplyStandardAttention(cfg, model));
+  }
+  switch (family) {
+    case Family::kLlama:
+      return absl::OkStatus();
+    case Family::kQwen2:
+      model->set_add_qkv_bias(true);
+      return absl::OkStatus();
+    case Family::kQwen3:
+      model->set_qk_layernorm(true);
+      return absl::OkStatus();
+    case Family::kQwen2Moe:
+      model->set_add_qkv_bias(true);
+      return ApplyQwenMoe(cfg, /*shared_expert=*/true, model);
+    case Family::kQwen3Moe:
+      model->set_qk_layernorm(true);
+      return ApplyQwenMoe(cfg, /*shared_expert=*/false, model);
+    case Family::kMixtral:
+      return ApplyMixtral(cfg, model);
+    case Family::kDeepSeek:
+      return ApplyDeepSeek(cfg, model);
+  }
+  return absl::InternalError("unhandled model family");
+}
+
+}  // namespace
+
+absl::StatusOr<v1::ModelSpec> ParseHfConfig(std::string_view json) {
+  HF_ASSIGN_OR_RETURN(const Struct top, ParseJsonObject(json));
+  HF_ASSIGN_OR_RETURN(const Struct* text, LanguageConfig(top));
+  std::optional<std::string> model_type = StringField(*text, "model_type");
+  if (!model_type.has_value()) model_type = StringField(top, "model_type");
+  if (!model_type.has_value()) {
+    return absl::InvalidArgumentError("config.json: missing \"model_type\" (a string)");
+  }
+  const std::optional<Family> family = FindFamily(*model_type);
+  if (!family.has_value()) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("config.json: unsupported model_type \"%s\"; supported: %s", *model_type,
+                        SupportedModelTypes()));
+  }
+
+  v1::ModelSpec model;
+  const ConfigReader cfg(*text, *model_type);
+  HF_RETURN_IF_ERROR(ApplyCommon(cfg, &model));
+  HF_RETURN_IF_ERROR(ApplyFamily(*family, cfg, &model));
+  std::optional<std::string> name = StringField(top, "_name_or_path");
+  if (!name.has_value()) name = StringField(*text, "_name_or_path");
+  model.set_name(name.value_or(*model_type));
+  return model;
+}
+
+#undef HF_ASSIGN_OR_RETURN
+#undef HF_ASSIGN_OR_RETURN_IMPL_
+#undef HF_RETURN_IF_ERROR
+#undef HF_CONCAT_
+#undef HF_CONCAT_INNER_
+
+}  // namespace oomguard

@@ -1,5 +1,0 @@
-// A stand-alone `oomguard serve` for the process tests and the load
-// benchmark: the same RunServe the oomguard CLI dispatches to.
-#include "service/serve_command.h"
-
-int main(int argc, char** argv) { return oomguard::service::RunServe(argc, argv); }

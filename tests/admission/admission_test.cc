@@ -1,0 +1,341 @@
+// Tests of the admission check (admission/admission.h) against a model of
+// the estimator whose savings are known, so that the verdicts, the ladder
+// order, the savings and the incompatibilities can be checked exactly.
+// (service_test checks the same against the real estimator.)
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "admission/admission.h"
+#include "admission/gpu_catalog.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace oomguard {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+
+constexpr uint64_t kGiB = uint64_t{1} << 30;
+
+bool HasModule(const v1::JobSpec& job, v1::RecomputeModule m) {
+  for (int x : job.recompute().modules()) {
+    if (x == m) return true;
+  }
+  return false;
+}
+
+// A model of the estimator: 100 GiB, minus a fixed amount per setting
+// (layer-norm recompute saves only on MoE models here).
+absl::StatusOr<v1::EstimateReport> FakeEstimate(const v1::JobSpec& job) {
+  const auto& p = job.parallelism();
+  const uint32_t tp = p.has_tensor_model_parallel_size() ? p.tensor_model_parallel_size() : 1;
+  const uint32_t pp = p.has_pipeline_model_parallel_size() ? p.pipeline_model_parallel_size() : 1;
+  if (p.num_gpus() == 0 || p.num_gpus() % (tp * pp) != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("parallelism.num_gpus = ", p.num_gpus(), ": not divisible by TP x PP"));
+  }
+  double gib = 100;
+  if (job.runtime().expandable_segments()) gib -= 6;
+  if (HasModule(job, v1::RECOMPUTE_MODULE_MOE_ACT)) gib -= 5;
+  if (HasModule(job, v1::RECOMPUTE_MODULE_LAYERNORM) && job.model().num_experts() > 0) gib -= 1;
+  if (HasModule(job, v1::RECOMPUTE_MODULE_MLA_UP_PROJ)) gib -= 3;
+  if (pp == 2) gib -= 10;
+  if (tp == 2) gib -= 8;
+  if (job.precision().use_distributed_optimizer()) gib -= 15;
+  if (job.precision().optimizer_cpu_offload()) gib -= 10;
+  if (job.recompute().cpu_offloading()) gib -= 7;
+  if (job.recompute().granularity() == v1::RECOMPUTE_GRANULARITY_FULL) gib -= 20;
+  if (job.runtime().cuda_graph_impl() == v1::CUDA_GRAPH_IMPL_TRANSFORMER_ENGINE) gib += 4;
+  v1::EstimateReport report;
+  for (uint32_t rank = 0; rank < pp; ++rank) {
+    v1::RankReport* r = report.add_ranks();
+    r->set_pp_rank(rank);
+    // The last rank is the worst one.
+    r->set_peak_device_bytes(static_cast<uint64_t>((gib - (pp - 1 - rank)) * kGiB));
+  }
+  return report;
+}
+
+// A MoE model with MLA on 8 GPUs, nothing tuned.
+v1::JobSpec MoeJob() {
+  v1::JobSpec job;
+  job.mutable_model()->set_num_experts(64);
+  job.mutable_model()->set_attention_type(v1::ATTENTION_TYPE_MLA);
+  job.mutable_parallelism()->set_num_gpus(8);
+  return job;
+}
+
+v1::GpuSpec Gpu(double gib, const std::string& name = "TEST-GPU") {
+  v1::GpuSpec gpu;
+  gpu.set_name(name);
+  gpu.set_memory_bytes(static_cast<uint64_t>(gib * kGiB));
+  gpu.set_vendor(v1::GPU_VENDOR_NVIDIA);
+  gpu.set_compute_capability_major(9);
+  return gpu;
+}
+
+absl::StatusOr<v1::CheckResponse> Check(const v1::JobSpec& job, const v1::GpuSpec& gpu,
+                                        double margin = 0) {
+  return CheckJob(job, gpu, {.safety_margin = margin}, FakeEstimate);
+}
+
+std::vector<std::string> Ids(const v1::CheckResponse& r) {
+  std::vector<std::string> ids;
+  for (const v1::Recommendation& rec : r.recommendations()) ids.push_back(rec.id());
+  return ids;
+}
+
+TEST(AdmissionTest, FitsWhenTheWorstRankIsBelowTheUsableCapacity) {
+  absl::StatusOr<v1::CheckResponse> r = Check(MoeJob(), Gpu(128));
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->verdict(), v1::VERDICT_FITS);
+  EXPECT_EQ(r->peak_device_bytes(), 100 * kGiB);
+  EXPECT_EQ(r->headroom_bytes(), static_cast<int64_t>(28 * kGiB));
+  // The zero-cost environment setting is still recommended, nothing else.
+  EXPECT_THAT(Ids(*r), ElementsAre("expandable_segments"));
+  EXPECT_EQ(r->recommendations(0).saved_bytes(), static_cast<int64_t>(6 * kGiB));
+  EXPECT_THAT(r->summary(), StartsWith("Fits: PP rank 0 peaks at 100.0 GiB of 128.0 GiB usable "
+                                       "on TEST-GPU"));
+}
+
+TEST(AdmissionTest, UsableCapacityKeepsTheMarginFree) {
+  absl::StatusOr<v1::CheckResponse> r = Check(MoeJob(), Gpu(110), 0.1);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->capacity_bytes(), 110 * kGiB);
+  EXPECT_EQ(r->usable_bytes(), 99 * kGiB);
+  EXPECT_EQ(r->headroom_bytes(), -static_cast<int64_t>(kGiB));
+  EXPECT_DOUBLE_EQ(r->safety_margin(), 0.1);
+  EXPECT_EQ(r->verdict(), v1::VERDICT_FITS_WITH_SETTINGS);
+}
+
+TEST(AdmissionTest, FitsWithSettingsWhenExpandableSegmentsSuffice) {
+  absl::StatusOr<v1::CheckResponse> r = Check(MoeJob(), Gpu(96));
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->verdict(), v1::VERDICT_FITS_WITH_SETTINGS);
+  ASSERT_THAT(Ids(*r), ElementsAre("expandable_segments"));  // No config change needed.
+  const v1::Recommendation& rec = r->recommendations(0);
+  EXPECT_EQ(rec.kind(), v1::Recommendation::KIND_ENVIRONMENT);
+  EXPECT_EQ(rec.setting(), "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True");
+  EXPECT_EQ(rec.peak_device_bytes_after(), 94 * kGiB);
+  EXPECT_TRUE(rec.sufficient());
+  EXPECT_THAT(r->summary(),
+              StartsWith("Fits only with PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True: "));
+  EXPECT_THAT(r->summary(), HasSubstr("saves 6.0 GiB"));
+}
+
+TEST(AdmissionTest, LadderFollowsTheTuningGuidesAndStopsWhenItFits) {
+  absl::StatusOr<v1::CheckResponse> r = Check(MoeJob(), Gpu(40));
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->verdict(), v1::VERDICT_DOES_NOT_FIT);
+  EXPECT_THAT(Ids(*r),
+              ElementsAre("expandable_segments", "recompute_moe_act", "recompute_layernorm",
+                          "recompute_mla_up_proj", "more_pipeline_parallel",
+                          "distributed_optimizer", "optimizer_cpu_offload", "full_recompute"));
+  std::vector<double> saved_gib, after_gib;
+  for (const v1::Recommendation& rec : r->recommendations()) {
+    saved_gib.push_back(static_cast<double>(rec.saved_bytes()) / kGiB);
+    after_gib.push_back(static_cast<double>(rec.peak_device_bytes_after()) / kGiB);
+  }
+  // Full recompute replaces the selective modules: 50 + 9 - 20 = 39 GiB.
+  EXPECT_THAT(saved_gib, ElementsAre(6, 5, 1, 3, 10, 15, 10, 11));
+  EXPECT_THAT(after_gib, ElementsAre(94, 89, 88, 85, 75, 60, 50, 39));
+  for (int i = 0; i + 1 < r->recommendations_size(); ++i) {
+    EXPECT_FALSE(r->recommendations(i).sufficient()) << i;
+  }
+  EXPECT_TRUE(r->recommendations().rbegin()->sufficient());
+  EXPECT_EQ(r->recommendations(1).setting(),
+            "--recompute-granularity selective --recompute-modules moe_act --moe-grouped-gemm");
+  EXPECT_EQ(r->recommendations(3).setting(),
+            "--recompute-granularity selective --recompute-modules moe_act layernorm "
+            "mla_up_proj");
+  EXPECT_EQ(r->recommendations(4).setting(), "--pipeline-model-parallel-size 2");
+  EXPECT_THAT(r->summary(), StartsWith("Does not fit: "));
+  EXPECT_THAT(r->summary(),
+              HasSubstr("first try PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (saves 6.0 "
+                        "GiB); it fits once the recommendations up to --recompute-granularity "
+                        "full"));
+}
+
+TEST(AdmissionTest, LadderStopsAtTheFirstSufficientStep) {
+  absl::StatusOr<v1::CheckResponse> r = Check(MoeJob(), Gpu(86));
+  ASSERT_TRUE(r.ok());
+  EXPECT_THAT(Ids(*r), ElementsAre("expandable_segments", "recompute_moe_act",
+                                   "recompute_layernorm", "recompute_mla_up_proj"));
+}
+
+TEST(AdmissionTest, StepsThatDoNotApplyAreLeftOut) {
+  v1::JobSpec job;  // Dense, standard attention, already distributed optimizer.
+  job.mutable_parallelism()->set_num_gpus(8);
+  job.mutable_precision()->set_use_distributed_optimizer(true);
+  job.mutable_runtime()->set_expandable_segments(true);
+  job.mutable_recompute()->set_granularity(v1::RECOMPUTE_GRANULARITY_SELECTIVE);
+  absl::StatusOr<v1::CheckResponse> r = Check(job, Gpu(30));
+  ASSERT_TRUE(r.ok());
+  // Layer-norm recompute saves nothing on this model: left out too.
+  EXPECT_THAT(Ids(*r),
+              ElementsAre("more_pipeline_parallel", "optimizer_cpu_offload", "full_recompute"));
+  EXPECT_FALSE(r->recommendations().rbegin()->sufficient());
+  EXPECT_THAT(r->summary(), HasSubstr("use more GPUs or larger ones"));
+}
+
+TEST(AdmissionTest, MoreTensorParallelWhenPipelineCannotGrow) {
+  v1::JobSpec job = MoeJob();
+  job.mutable_parallelism()->set_pipeline_model_parallel_layout("Et|tL");
+  absl::StatusOr<v1::CheckResponse> r = Check(job, Gpu(40));
+  ASSERT_TRUE(r.ok());
+  const std::vector<std::string> ids = Ids(*r);
+  EXPECT_THAT(ids, ::testing::Contains("more_tensor_parallel"));
+  EXPECT_THAT(ids, ::testing::Not(::testing::Contains("more_pipeline_parallel")));
+  for (const v1::Recommendation& rec : r->recommendations()) {
+    if (rec.id() == "more_tensor_parallel") {
+      EXPECT_EQ(rec.setting(), "--tensor-model-parallel-size 2 --sequence-parallel");
+      EXPECT_EQ(rec.saved_bytes(), static_cast<int64_t>(8 * kGiB));
+    }
+  }
+}
+
+TEST(AdmissionTest, ActivationOffloadOnlyWherePipelineAllows) {
+  v1::JobSpec job;  // Dense, one GPU: neither PP nor TP can grow.
+  job.mutable_parallelism()->set_num_gpus(1);
+  job.mutable_runtime()->set_expandable_segments(true);
+  absl::StatusOr<v1::CheckResponse> r = Check(job, Gpu(10));
+  ASSERT_TRUE(r.ok());
+  EXPECT_THAT(Ids(*r), ElementsAre("distributed_optimizer", "optimizer_cpu_offload",
+                                   "activation_cpu_offload", "full_recompute"));
+  // Full recompute replaces the activation offload (Megatron refuses both).
+  const v1::Recommendation& last = *r->recommendations().rbegin();
+  EXPECT_THAT(last.setting(), HasSubstr("and drop --cpu-offloading"));
+  EXPECT_EQ(last.saved_bytes(), static_cast<int64_t>(13 * kGiB));
+
+  job.mutable_parallelism()->set_num_gpus(2);
+  job.mutable_parallelism()->set_pipeline_model_parallel_size(2);
+  r = Check(job, Gpu(10));
+  ASSERT_TRUE(r.ok());
+  EXPECT_THAT(Ids(*r), ::testing::Not(::testing::Contains("activation_cpu_offload")));
+}
+
+TEST(AdmissionTest, ExpandableSegmentsBringNcclGraphRegisterOffWithGraphsBeforeBlackwell) {
+  v1::JobSpec job = MoeJob();
+  job.mutable_runtime()->set_cuda_graph_impl(v1::CUDA_GRAPH_IMPL_LOCAL);
+  absl::StatusOr<v1::CheckResponse> hopper = Check(job, Gpu(128));
+  ASSERT_TRUE(hopper.ok());
+  EXPECT_EQ(hopper->recommendations(0).setting(),
+            "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True NCCL_GRAPH_REGISTER=0");
+
+  v1::GpuSpec blackwell = Gpu(128);
+  blackwell.set_compute_capability_major(10);
+  absl::StatusOr<v1::CheckResponse> b200 = Check(job, blackwell);
+  ASSERT_TRUE(b200.ok());
+  EXPECT_EQ(b200->recommendations(0).setting(), "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True");
+}
+
+struct IncompatibilityCase {
+  std::string name;
+  std::function<void(v1::JobSpec&)> make;
+  std::string id;
+  std::string setting_part;
+  double saved_gib;
+};
+
+class IncompatibilityTest : public ::testing::TestWithParam<IncompatibilityCase> {};
+
+TEST_P(IncompatibilityTest, IsReportedWithItsFixMeasured) {
+  v1::JobSpec job = MoeJob();
+  GetParam().make(job);
+  absl::StatusOr<v1::CheckResponse> r = Check(job, Gpu(200));
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_FALSE(r->recommendations().empty());
+  const v1::Recommendation& rec = *r->recommendations().rbegin();
+  EXPECT_EQ(rec.kind(), v1::Recommendation::KIND_INCOMPATIBILITY);
+  EXPECT_EQ(rec.id(), GetParam().id);
+  EXPECT_THAT(rec.setting(), HasSubstr(GetParam().setting_part));
+  EXPECT_EQ(rec.saved_bytes(), static_cast<int64_t>(GetParam().saved_gib * kGiB));
+  EXPECT_TRUE(rec.sufficient());
+  EXPECT_EQ(r->verdict(), v1::VERDICT_FITS);  // The verdict is about memory.
+  EXPECT_THAT(r->summary(), HasSubstr("as given it will not start: "));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Seeds, IncompatibilityTest,
+    ::testing::ValuesIn(std::vector<IncompatibilityCase>{
+        {"CpuOffloadingWithPipeline",
+         [](v1::JobSpec& j) {
+           j.mutable_recompute()->set_cpu_offloading(true);
+           j.mutable_parallelism()->set_pipeline_model_parallel_size(2);
+         },
+         "cpu_offloading_conflict", "drop --cpu-offloading", -7},
+        {"NcclUbWithExpandableSegments",
+         [](v1::JobSpec& j) {
+           j.mutable_runtime()->set_use_nccl_ub(true);
+           j.mutable_runtime()->set_expandable_segments(true);
+         },
+         "nccl_ub_with_expandable_segments", "drop --use-nccl-ub", 0},
+        {"FullRecomputeWithTeGraphs",
+         [](v1::JobSpec& j) {
+           j.mutable_recompute()->set_granularity(v1::RECOMPUTE_GRANULARITY_FULL);
+           j.mutable_runtime()->set_cuda_graph_impl(v1::CUDA_GRAPH_IMPL_TRANSFORMER_ENGINE);
+           j.mutable_runtime()->add_cuda_graph_modules("mlp");
+         },
+         "full_recompute_with_cuda_graphs", "--cuda-graph-impl none", 4},
+        {"GraphsWithExpandableNeedNcclGraphRegisterOff",
+         [](v1::JobSpec& j) {
+           j.mutable_runtime()->set_cuda_graph_impl(v1::CUDA_GRAPH_IMPL_LOCAL);
+           j.mutable_runtime()->set_expandable_segments(true);
+         },
+         "nccl_graph_register", "NCCL_GRAPH_REGISTER=0", 0},
+    }),
+    [](const ::testing::TestParamInfo<IncompatibilityCase>& info) { return info.param.name; });
+
+TEST(AdmissionTest, FullRecomputeWithAFullIterationGraphIsFine) {
+  v1::JobSpec job = MoeJob();
+  job.mutable_recompute()->set_granularity(v1::RECOMPUTE_GRANULARITY_FULL);
+  job.mutable_runtime()->set_cuda_graph_impl(v1::CUDA_GRAPH_IMPL_LOCAL);
+  job.mutable_runtime()->add_cuda_graph_modules("full_iteration");
+  job.mutable_runtime()->set_expandable_segments(true);
+  job.mutable_runtime()->set_nccl_graph_register_disabled(true);
+  absl::StatusOr<v1::CheckResponse> r = Check(job, Gpu(200));
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE(r->recommendations().empty());
+}
+
+TEST(AdmissionTest, BadPolicyOrGpuIsInvalidArgumentNamingTheField) {
+  for (double margin : {-0.1, 1.0, std::numeric_limits<double>::quiet_NaN()}) {
+    absl::StatusOr<v1::CheckResponse> r = Check(MoeJob(), Gpu(80), margin);
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(std::string(r.status().message()), StartsWith("safety_margin = "));
+  }
+  absl::StatusOr<v1::CheckResponse> r = Check(MoeJob(), Gpu(0));
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(r.status().message()), HasSubstr("memory_bytes = 0"));
+}
+
+TEST(AdmissionTest, EstimatorErrorsPassThrough) {
+  v1::JobSpec job = MoeJob();
+  job.mutable_parallelism()->set_tensor_model_parallel_size(3);
+  absl::StatusOr<v1::CheckResponse> r = Check(job, Gpu(80));
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(r.status().message()), HasSubstr("parallelism.num_gpus = 8"));
+}
+
+TEST(AdmissionTest, PassedDeadlineIsDeadlineExceeded) {
+  absl::StatusOr<v1::CheckResponse> r =
+      CheckJob(MoeJob(), Gpu(40), {.deadline = absl::Now() - absl::Seconds(1)}, FakeEstimate);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kDeadlineExceeded);
+}
+
+TEST(AdmissionTest, WorksWithTheRealEstimator) {
+  // Validation comes from the real estimator; the numbers are its own.
+  v1::JobSpec job;
+  absl::StatusOr<v1::CheckResponse> r =
+      CheckJob(job, GpuCatalog::Builtin().Find("H100-SXM-80GB").value(), {});
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace oomguard

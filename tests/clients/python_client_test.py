@@ -1,0 +1,317 @@
+#!/usr/bin/python3
+"""Tests of clients/python (oomguard_client) against the real `oomguard serve`.
+
+    /usr/bin/python3 tests/clients/python_client_test.py --server-binary BUILD/tools/oomguard_server_for_test \
+        [--stubs-dir BUILD/clients/python/gen]
+
+CTest (python_client_test, labels integration;python) runs it with
+PYTHONPATH=BUILD/clients/python/gen:clients/python. Exits 77 (skipped) only
+when /usr/bin/python3 has no grpc module (python3-grpcio).
+"""
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+sys.dont_write_bytecode = True  # No __pycache__ in the source tree.
+HERE = os.path.dirname(os.path.abspath(__file__))
+SOURCE_DIR = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(SOURCE_DIR, "tests", "testing"))
+sys.path.insert(1, os.path.join(SOURCE_DIR, "clients", "python"))
+
+import python_client_server  # pylint: disable=wrong-import-position
+
+try:
+    import grpc  # pylint: disable=wrong-import-position
+except ImportError:
+    print(f"skipped: {sys.executable} has no grpc module (apt-get install python3-grpcio)")
+    sys.exit(python_client_server.SKIP)
+
+from oomguard_client import Client, OomguardError, megatron_args  # pylint: disable=wrong-import-position
+from oomguard_client import _stubs  # pylint: disable=wrong-import-position
+
+OPTIONS = None
+SERVER = None
+
+GIB = 1024 ** 3
+
+# Llama-3-8B on 8 GPUs, full recompute: fits on an 80 GB GPU
+# (tests/testing/service_test_jobs.h, Llama3With8GpusFits).
+LLAMA_FITS = {
+    "tensor-model-parallel-size": 1,
+    "pipeline-model-parallel-size": 1,
+    "use-distributed-optimizer": True,
+    "seq-length": 4096,
+    "micro-batch-size": 1,
+    "global-batch-size": 128,
+    "recompute-granularity": "full",
+    "recompute-method": "uniform",
+    "recompute-num-layers": 1,
+}
+LLAMA_FITS_LINE = ("--tensor-model-parallel-size 1 --pipeline-model-parallel-size 1 "
+                   "--use-distributed-optimizer --seq-length 4096 --micro-batch-size 1 "
+                   "--global-batch-size 128 --recompute-granularity full "
+                   "--recompute-method uniform --recompute-num-layers 1")
+
+# The shipped DeepSeek-V3 job (examples/deepseek_v3_256gpu.args).
+with open(os.path.join(SOURCE_DIR, "examples", "deepseek_v3_256gpu.args"), encoding="utf-8") as f:
+    DEEPSEEK_256_LINE = " ".join(f.read().split())
+
+
+def setUpModule():  # pylint: disable=invalid-name
+    global SERVER  # pylint: disable=global-statement
+    SERVER = python_client_server.Server(OPTIONS.server_binary)
+
+
+def tearDownModule():  # pylint: disable=invalid-name
+    code = SERVER.stop()
+    output = SERVER.output()
+    SERVER.close()
+    if code != 0:
+        raise AssertionError(f"oomguard serve exited {code} after SIGTERM:\n{output}")
+
+
+class MegatronArgsTest(unittest.TestCase):
+    def test_dict_becomes_flags(self):
+        self.assertEqual(
+            megatron_args({"tensor-model-parallel-size": 8, "use_distributed_optimizer": True,
+                           "--sequence-parallel": False, "vocab-size": None,
+                           "recompute-modules": ["core_attn", "moe_act"],
+                           "pipeline-model-parallel-layout": "Et|(tt|)*30mL",
+                           "hidden-dropout": 0.0}),
+            "--tensor-model-parallel-size 8 --use-distributed-optimizer "
+            "--recompute-modules core_attn moe_act "
+            "--pipeline-model-parallel-layout 'Et|(tt|)*30mL' --hidden-dropout 0.0")
+
+    def test_tokens_and_strings(self):
+        self.assertEqual(megatron_args(["--seq-length", 4096, "--num-layers-per-virtual"
+                                        "-pipeline-stage", "2"]),
+                         "--seq-length 4096 --num-layers-per-virtual-pipeline-stage 2")
+        self.assertEqual(megatron_args("--bf16  --seq-length 8"), "--bf16  --seq-length 8")
+        self.assertEqual(megatron_args(None), "")
+        with self.assertRaises(TypeError):
+            megatron_args(42)
+        with self.assertRaises(TypeError):
+            megatron_args({"seq-length": {"nested": 1}})
+
+
+class StubsTest(unittest.TestCase):
+    def test_stubs_come_from_the_build(self):
+        if not OPTIONS.stubs_dir:
+            self.skipTest("no --stubs-dir given")
+        module = sys.modules["oomguard.v1.service_pb2"]
+        self.assertTrue(os.path.realpath(module.__file__).startswith(
+            os.path.realpath(OPTIONS.stubs_dir)), module.__file__)
+
+    def test_generate_makes_importable_modules(self):
+        with tempfile.TemporaryDirectory() as out:
+            _stubs.generate(out)
+            names = sorted(os.listdir(os.path.join(out, "oomguard", "v1")))
+            for proto in ("admission", "job", "report", "service"):
+                self.assertIn(f"{proto}_pb2.py", names)
+            # A fresh interpreter imports them and sees the Check RPC.
+            code = ("import sys; sys.path.insert(0, sys.argv[1]); "
+                    "from oomguard.v1 import service_pb2, service_pb2_grpc; "
+                    "print(service_pb2.DESCRIPTOR.services_by_name['Oomguard']"
+                    ".methods_by_name['Check'].input_type.full_name)")
+            result = subprocess.run([sys.executable, "-c", code, out], capture_output=True,
+                                    text=True, check=False, timeout=30)
+            self.assertEqual(result.returncode, 0, result.stderr)
+            self.assertEqual(result.stdout.strip(), "oomguard.v1.CheckRequest")
+
+
+class ClientTest(unittest.TestCase):
+    def setUp(self):
+        self.client = Client(SERVER.address, timeout=10.0)
+
+    def tearDown(self):
+        self.client.close()
+
+    def test_fitting_job(self):
+        result = self.client.check(args=LLAMA_FITS, num_gpus=8, preset="llama3-8b")
+        self.assertEqual(result.verdict, "FITS", result.summary)
+        self.assertTrue(result.fits)
+        self.assertEqual(result.gpu_name, "H100-SXM-80GB")
+        self.assertEqual(result.safety_margin, 0.05)  # The server's default.
+        self.assertEqual(result.usable_bytes, int(result.capacity_bytes * 0.95))
+        self.assertGreater(result.peak_bytes, 8 * GIB)
+        self.assertEqual(result.headroom_bytes, result.usable_bytes - result.peak_bytes)
+        self.assertGreater(result.headroom_bytes, 0)
+        self.assertEqual(result.peak_bytes, result.raw.peak_device_bytes)
+        self.assertEqual(result.worst_rank, 0)  # PP 1: one rank.
+        self.assertTrue(result.summary.startswith("Fits"), result.summary)
+
+    def test_non_fitting_job_has_recommendations(self):
+        result = self.client.check(
+            args="--expert-model-parallel-size 8 --seq-length 4096 --micro-batch-size 1 "
+                 "--use-distributed-optimizer",
+            num_gpus=8, preset="deepseek-v3")
+        self.assertEqual(result.verdict, "DOES_NOT_FIT", result.summary)
+        self.assertFalse(result.fits)
+        self.assertLess(result.headroom_bytes, 0)
+        self.assertGreater(result.peak_bytes, result.capacity_bytes)
+        self.assertTrue(result.recommendations)
+        for rec in result.recommendations:
+            self.assertGreater(rec.saved_bytes, 0, rec)
+            self.assertIn(rec.kind, ("ENVIRONMENT", "CONFIG_CHANGE", "INCOMPATIBILITY"))
+            self.assertTrue(rec.setting)
+        first = result.recommendations[0]
+        self.assertEqual((first.kind, first.id), ("ENVIRONMENT", "expandable_segments"))
+        self.assertEqual(first.peak_bytes_after, result.peak_bytes - first.saved_bytes)
+        self.assertEqual(result.env_settings(),
+                         {"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"})
+
+    def test_env_recommendation_matches_passing_the_env(self):
+        # The shipped DeepSeek-V3 256-GPU job: what the server says the
+        # expandable-segments step saves is what passing that env saves.
+        plain = self.client.check(args=DEEPSEEK_256_LINE, num_gpus=256, preset="deepseek-v3")
+        step = next(r for r in plain.recommendations if r.id == "expandable_segments")
+        with_env = self.client.check(args=DEEPSEEK_256_LINE, num_gpus=256, preset="deepseek-v3",
+                                     env=plain.env_settings())
+        self.assertGreater(step.saved_bytes, 0)
+        self.assertEqual(with_env.peak_bytes, step.peak_bytes_after)
+        self.assertEqual(plain.peak_bytes - with_env.peak_bytes, step.saved_bytes)
+        self.assertNotIn("expandable_segments", [r.id for r in with_env.recommendations])
+
+    def test_dict_list_and_string_args_agree(self):
+        by_dict = self.client.check(args=LLAMA_FITS, num_gpus=8, preset="llama3-8b")
+        by_line = self.client.check(args=LLAMA_FITS_LINE, num_gpus=8, preset="llama3-8b")
+        by_tokens = self.client.check(args=LLAMA_FITS_LINE.split(), num_gpus=8,
+                                      preset="llama3-8b")
+        self.assertEqual(by_dict.raw, by_line.raw)
+        self.assertEqual(by_dict.raw, by_tokens.raw)
+        # Underscore keys (Megatron's argparse namespace) work too.
+        by_namespace_keys = self.client.check(
+            args={k.replace("-", "_"): v for k, v in LLAMA_FITS.items()}, num_gpus=8,
+            preset="llama3-8b")
+        self.assertEqual(by_dict.raw, by_namespace_keys.raw)
+
+    def test_dict_with_quoted_layout(self):
+        # The layout has shell metacharacters; the dict form quotes it.
+        result = self.client.check(
+            args={"pipeline-model-parallel-size": 8, "expert-model-parallel-size": 32,
+                  "expert-tensor-parallel-size": 1,
+                  "pipeline-model-parallel-layout": "Et|(tt|)*30mL", "seq-length": 4096,
+                  "micro-batch-size": 1, "global-batch-size": 1024,
+                  "recompute-granularity": "full", "recompute-method": "uniform",
+                  "recompute-num-layers": 1, "use-distributed-optimizer": True},
+            num_gpus=256, preset="deepseek-v3")
+        by_line = self.client.check(args=DEEPSEEK_256_LINE, num_gpus=256, preset="deepseek-v3")
+        self.assertEqual(result.raw, by_line.raw)
+        self.assertEqual(result.raw.report.pipeline_parallel, 8)
+        self.assertEqual(result.raw.report.virtual_pipeline_chunks, 4)
+
+    def test_safety_margin_and_gpu_bytes(self):
+        result = self.client.check(args=LLAMA_FITS, num_gpus=8, preset="llama3-8b",
+                                   gpu=80 * GIB, safety_margin=0.0)
+        self.assertEqual(result.capacity_bytes, 80 * GIB)
+        self.assertEqual(result.usable_bytes, 80 * GIB)
+        self.assertEqual(result.safety_margin, 0.0)
+        self.assertEqual(result.gpu_name, "")
+
+    def test_invalid_flag_value_names_the_flag(self):
+        with self.assertRaises(OomguardError) as caught:
+            self.client.check(args=dict(LLAMA_FITS, **{"micro-batch-size": -1}), num_gpus=8,
+                              preset="llama3-8b")
+        error = caught.exception
+        self.assertEqual(error.code, grpc.StatusCode.INVALID_ARGUMENT)
+        self.assertEqual(error.code_name, "INVALID_ARGUMENT")
+        self.assertEqual(error.method, "Check")
+        self.assertEqual(error.field, "--micro-batch-size")
+        self.assertEqual(error.field_path, ["job.megatron", "--micro-batch-size"])
+        self.assertIn('"-1"', error.message)
+
+    def test_invalid_fields_of_the_request(self):
+        cases = [
+            (dict(args=LLAMA_FITS, num_gpus=0, preset="llama3-8b"), "job.megatron.num_gpus"),
+            (dict(args=LLAMA_FITS, num_gpus=8, preset="llama3-8b", gpu="H900"), "gpu_name"),
+            (dict(args=LLAMA_FITS, num_gpus=8, preset="llama3-8b", safety_margin=1.5),
+             "safety_margin"),
+            (dict(args="", num_gpus=8, preset="no-such-model"), "job.megatron"),
+        ]
+        for kwargs, field in cases:
+            with self.subTest(field=field), self.assertRaises(OomguardError) as caught:
+                self.client.check(**kwargs)
+            self.assertEqual(caught.exception.code, grpc.StatusCode.INVALID_ARGUMENT)
+            self.assertEqual(caught.exception.field, field, caught.exception.message)
+
+    def test_estimate(self):
+        result = self.client.estimate(args=DEEPSEEK_256_LINE, num_gpus=256, preset="deepseek-v3")
+        self.assertEqual(len(result.ranks), 8)
+        self.assertEqual([r.pp_rank for r in result.ranks], list(range(8)))
+        self.assertEqual(result.peak_bytes, max(r.peak_bytes for r in result.ranks))
+        self.assertEqual(result.ranks[result.worst_rank].peak_bytes, result.peak_bytes)
+        self.assertGreater(result.total_parameters, 600e9)  # DeepSeek-V3: 671B.
+        check = self.client.check(args=DEEPSEEK_256_LINE, num_gpus=256, preset="deepseek-v3")
+        self.assertEqual(check.peak_bytes, result.peak_bytes)
+        self.assertEqual(check.worst_rank, result.worst_rank)
+
+    def test_hf_config_dict(self):
+        hf_config = {"model_type": "llama", "architectures": ["LlamaForCausalLM"], "hidden_size": 2048,
+                     "intermediate_size": 8192, "num_attention_heads": 32,
+                     "num_key_value_heads": 8, "num_hidden_layers": 16, "vocab_size": 128256,
+                     "max_position_embeddings": 8192, "hidden_act": "silu",
+                     "rms_norm_eps": 1e-5, "tie_word_embeddings": True}
+        result = self.client.estimate(args="--seq-length 4096 --micro-batch-size 1",
+                                      num_gpus=8, hf_config=hf_config)
+        self.assertEqual(len(result.ranks), 1)
+        # About 1.2B parameters (Llama-3.2-1B's shape).
+        self.assertGreater(result.total_parameters, 1.0e9)
+        self.assertLess(result.total_parameters, 1.5e9)
+
+    def test_list_gpus_and_presets(self):
+        gpus = {g.name: g for g in self.client.list_gpus()}
+        self.assertIn("H100-SXM-80GB", gpus)
+        self.assertGreater(gpus["H100-SXM-80GB"].memory_bytes, 70 * GIB)
+        self.assertLess(gpus["H100-SXM-80GB"].memory_bytes, 81 * GIB)
+        result = self.client.check(args=LLAMA_FITS, num_gpus=8, preset="llama3-8b")
+        self.assertEqual(result.capacity_bytes, gpus["H100-SXM-80GB"].memory_bytes)
+        presets = self.client.list_presets()
+        self.assertIn("deepseek-v3", presets)
+        self.assertIn("llama3-8b", presets)
+        self.assertEqual(list(presets), sorted(presets))
+
+    def test_unreachable_server_is_unavailable(self):
+        with Client(f"127.0.0.1:{python_client_server.free_port()}", timeout=1.0) as client:
+            with self.assertRaises(OomguardError) as caught:
+                client.list_gpus()
+        self.assertIn(caught.exception.code,
+                      (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED))
+        self.assertIsNone(caught.exception.field)
+
+
+class ExampleTest(unittest.TestCase):
+    def test_check_job_example(self):
+        example = os.path.join(SOURCE_DIR, "clients", "python", "examples", "check_job.py")
+        result = subprocess.run([sys.executable, example, "--server", SERVER.address],
+                                capture_output=True, text=True, check=False, timeout=60)
+        self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
+        lines = result.stdout.splitlines()
+        self.assertEqual(lines[0], "DeepSeek-V3, 256 GPUs on H100-SXM-80GB: DOES_NOT_FIT")
+        self.assertIn("Llama-3-8B, 8 GPUs on H100-SXM-80GB: FITS", lines)
+        self.assertIn("[ENVIRONMENT] PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True",
+                      result.stdout)
+
+    def test_example_reports_a_bad_server(self):
+        example = os.path.join(SOURCE_DIR, "clients", "python", "examples", "check_job.py")
+        result = subprocess.run(
+            [sys.executable, example, "--server", SERVER.address, "--gpu", "H900"],
+            capture_output=True, text=True, check=False, timeout=60)
+        self.assertEqual(result.returncode, 1)
+        self.assertIn("INVALID_ARGUMENT: gpu_name: unknown GPU 'H900'", result.stderr)
+
+
+def main():
+    global OPTIONS  # pylint: disable=global-statement
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--server-binary", required=True)
+    parser.add_argument("--stubs-dir")
+    OPTIONS, rest = parser.parse_known_args()
+    unittest.main(argv=[sys.argv[0]] + rest, verbosity=2)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,387 @@
+// Tests of `oomguard check` (tools/check_command.h) against the real server
+// in-process on a loopback port: the job envelope, precedence of the GPU
+// sources, every exit code, the verdict lines and the JSON output.
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "gmock/gmock.h"
+#include "google/protobuf/util/json_util.h"
+#include "gtest/gtest.h"
+#include "oomguard/v1/admission.pb.h"
+#include "server/server.h"
+#include "tests/testing/service_test_util.h"
+#include "tools/check_command.h"
+
+namespace oomguard {
+namespace {
+
+using ::testing::AllOf;
+using ::testing::HasSubstr;
+using ::testing::Not;
+using ::testing::StartsWith;
+
+// Llama-3-8B on 8 GPUs, distributed optimizer, full recompute: fits an H100.
+constexpr char kFitsArgs[] =
+    "--tensor-model-parallel-size 1 --pipeline-model-parallel-size 1 "
+    "--use-distributed-optimizer --seq-length 4096 --micro-batch-size 1 "
+    "--global-batch-size 128 "
+    "--recompute-granularity full --recompute-method uniform "
+    "--recompute-num-layers 1";
+
+std::vector<std::string> Split(const std::string& s) {
+  return absl::StrSplit(s, ' ', absl::SkipEmpty());
+}
+
+class CheckCommandTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    server::ServerOptions options;
+    options.grpc_address = "127.0.0.1:0";
+    options.metrics_address = "";
+    options.service.log_requests = false;
+    absl::StatusOr<std::unique_ptr<server::Server>> server =
+        server::Server::Start(std::move(options));
+    ASSERT_TRUE(server.ok()) << server.status();
+    server_ = server->release();
+  }
+  static void TearDownTestSuite() {
+    delete server_;
+    server_ = nullptr;
+  }
+
+  void SetUp() override { dir_ = testing::MakeTempDir(); }
+  void TearDown() override { std::system(absl::StrCat("rm -rf '", dir_, "'").c_str()); }
+
+  static std::string Server() { return absl::StrCat("127.0.0.1:", server_->grpc_port()); }
+
+  // Runs `oomguard check --server <ours> <args>`.
+  int Run(std::vector<std::string> args) {
+    args.insert(args.begin(), {"--server", Server()});
+    out_.clear();
+    err_.clear();
+    return RunCheck(args, out_, err_);
+  }
+
+  std::string File(const std::string& name, const std::string& text) {
+    const std::string path = absl::StrCat(dir_, "/", name);
+    testing::WriteFile(path, text);
+    return path;
+  }
+
+  static server::Server* server_;
+  std::string dir_;
+  std::string out_, err_;
+};
+
+server::Server* CheckCommandTest::server_ = nullptr;
+
+TEST(JobEnvelopeTest, ParsesHeaderAndKeepsTheScriptVerbatim) {
+  const std::string script = "#!/bin/bash\n\ngpus=99\n\n torchrun pretrain_gpt.py\n";
+  absl::StatusOr<JobEnvelope> e = ParseJobEnvelope(
+      "oomguard-job "
+      "1\ngpus=16\ngpus_per_node=8\ngpu=h100\ndefault_gpu=A100-40GB\n"
+      "partition=gpu-a\nenv.NCCL_GRAPH_REGISTER=0\n\n" +
+      script);
+  ASSERT_TRUE(e.ok()) << e.status();
+  EXPECT_EQ(e->gpus, 16u);
+  EXPECT_EQ(e->gpus_per_node, 8u);
+  EXPECT_EQ(e->gpu, "h100");
+  EXPECT_EQ(e->default_gpu, "A100-40GB");
+  EXPECT_EQ(e->partition, "gpu-a");
+  EXPECT_THAT(e->env, ::testing::ElementsAre(::testing::Pair("NCCL_GRAPH_REGISTER", "0")));
+  EXPECT_EQ(e->script, script);
+
+  e = ParseJobEnvelope("oomguard-job 1\n\n");
+  ASSERT_TRUE(e.ok()) << e.status();
+  EXPECT_EQ(e->gpus, 0u);
+  EXPECT_EQ(e->script, "");
+}
+
+TEST(JobEnvelopeTest, RejectsAnythingUnexpected) {
+  const std::pair<std::string, std::string> cases[] = {
+      {"#!/bin/bash\n\n", "first line must be \"oomguard-job 1\""},
+      {"oomguard-job 2\n\n", "first line"},
+      {"oomguard-job 1\ngpus=8\n", "must end with an empty line"},
+      {"oomguard-job 1\ncolour=blue\n\n", "line 2: \"colour=blue\": unknown key"},
+      {"oomguard-job 1\ngpus=8\ngpus=8\n\n", "line 3: \"gpus=8\": key given twice"},
+      {"oomguard-job 1\ngpus=0\n\n", "expected a whole number"},
+      {"oomguard-job 1\ngpus=8x\n\n", "expected a whole number"},
+      {"oomguard-job 1\ngpu=h100 $(reboot)\n\n", "expected 1-128 of"},
+      {"oomguard-job 1\ngpu=\n\n", "expected 1-128 of"},
+      {"oomguard-job 1\nno equals sign\n\n", "expected key=value"},
+      {"oomguard-job 1\nenv.LD_PRELOAD=x\n\n", "unknown key"},
+      {"oomguard-job 1\nenv.NCCL_GRAPH_REGISTER=0;x\n\n", "expected 0-256 of"},
+  };
+  for (const auto& [text, error] : cases) {
+    absl::StatusOr<JobEnvelope> e = ParseJobEnvelope(text);
+    ASSERT_FALSE(e.ok()) << text;
+    EXPECT_EQ(e.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(e.status().message(), HasSubstr(error)) << text;
+  }
+}
+
+TEST_F(CheckCommandTest, FitsFromArguments) {
+  std::vector<std::string> args = {"--gpu", "H100", "--gpus", "8", "--preset", "llama3-8b", "--"};
+  for (const std::string& a : Split(kFitsArgs)) args.push_back(a);
+  EXPECT_EQ(Run(args), kCheckFits) << err_;
+  EXPECT_THAT(out_, StartsWith("oomguard: Fits: PP rank 0 peaks at "));
+  EXPECT_THAT(out_, HasSubstr("usable on H100-SXM-80GB"));
+  EXPECT_EQ(std::count(out_.begin(), out_.end(), '\n'), 1) << out_;
+}
+
+TEST_F(CheckCommandTest, DoesNotFitFromScript) {
+  const std::string script = File("oom.sh", R"sh(#!/bin/bash
+#OOMGUARD preset=deepseek-v3 gpu=H100 gpus=8
+ARGS=(--expert-model-parallel-size 8 --seq-length 4096 --micro-batch-size 1)
+torchrun --nproc_per_node 8 pretrain_gpt.py "${ARGS[@]}" --use-distributed-optimizer
+)sh");
+  EXPECT_EQ(Run({"--script", script}), kCheckDoesNotFit) << err_;
+  const std::vector<std::string> lines = absl::StrSplit(out_, '\n', absl::SkipEmpty());
+  ASSERT_GE(lines.size(), 2u) << out_;
+  EXPECT_THAT(lines[0], AllOf(StartsWith("oomguard: Does not fit: PP rank "),
+                              HasSubstr("usable on H100-SXM-80GB"), HasSubstr(" over")));
+  EXPECT_THAT(lines[1], StartsWith("oomguard: step 1: "));
+}
+
+// Llama-3-8B, micro-batch 2, full recompute, at sequence length `seq`.
+std::string Llama8bAtSeq(int seq) {
+  return absl::StrCat("--use-distributed-optimizer --seq-length ", seq,
+                      " --micro-batch-size 2 --global-batch-size 128 --recompute-granularity "
+                      "full --recompute-method uniform --recompute-num-layers 1");
+}
+
+TEST_F(CheckCommandTest, FitsWithSettingsSaysWhatToAdd) {
+  // The first sequence length where only expandable segments make it fit.
+  int code = -1;
+  int seq = 6016;
+  while (seq < 8704 && code != kCheckFitsWithSettings) {
+    seq += 128;
+    std::vector<std::string> args = {"--gpu", "H100", "--gpus", "8", "--preset", "llama3-8b", "--"};
+    for (const std::string& a : Split(Llama8bAtSeq(seq))) args.push_back(a);
+    code = Run(args);
+  }
+  ASSERT_EQ(code, kCheckFitsWithSettings) << "no sequence length fits only with settings";
+  EXPECT_THAT(out_, StartsWith("oomguard: Fits only with PYTORCH_CUDA_ALLOC_CONF="
+                               "expandable_segments:True: PP rank 0 peaks at "));
+  EXPECT_THAT(out_, HasSubstr("\noomguard: add to the job script: export "
+                              "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True\n"));
+
+  // The same job submitted with the setting in its environment fits...
+  const std::string header =
+      "oomguard-job 1\ngpus=8\ngpu=H100\n"
+      "env.PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True\n\n";
+  const std::string script = absl::StrCat("#OOMGUARD preset=llama3-8b\ntorchrun pretrain_gpt.py ",
+                                          Llama8bAtSeq(seq), "\n");
+  EXPECT_EQ(Run({"--job-file", File("env", header + script)}), kCheckFits) << out_ << err_;
+  // ... unless the script itself says otherwise.
+  EXPECT_EQ(
+      Run({"--job-file", File("env2", header + "export PYTORCH_CUDA_ALLOC_CONF=\n" + script)}),
+      kCheckFitsWithSettings)
+      << out_ << err_;
+}
+
+TEST_F(CheckCommandTest, JobFileSchedulerWinsOverDirectiveAndSaysSo) {
+  const std::string job = File("job", absl::StrCat(R"(oomguard-job 1
+gpus=8
+gpus_per_node=8
+gpu=h200
+partition=big
+
+#!/bin/bash
+#OOMGUARD preset=llama3-8b gpu=A100-40GB gpus=16
+torchrun pretrain_gpt.py )",
+                                                   kFitsArgs, "\n"));
+  EXPECT_EQ(Run({"--job-file", job, "--json"}), kCheckFits) << err_;
+  EXPECT_THAT(err_, HasSubstr("oomguard check: note: #OOMGUARD gpu=A100-40GB ignored: the "
+                              "scheduler's allocation says h200\n"));
+  EXPECT_THAT(err_, HasSubstr("#OOMGUARD gpus=16 ignored: the scheduler's allocation says 8"));
+  v1::CheckResponse response;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(out_, &response).ok()) << out_;
+  EXPECT_EQ(response.gpu_name(), "H200-141GB");
+  EXPECT_EQ(response.verdict(), v1::VERDICT_FITS);
+  EXPECT_GT(response.peak_device_bytes(), uint64_t{10} << 30);
+  EXPECT_THAT(out_, HasSubstr("\"headroom_bytes\""));
+
+  // The command line wins over both.
+  EXPECT_EQ(Run({"--job-file", job, "--gpu", "A100-40GB", "--json"}), kCheckDoesNotFit) << err_;
+  EXPECT_THAT(err_, HasSubstr("the scheduler's gpu=h200 ignored: the command line says A100-40GB"));
+}
+
+TEST_F(CheckCommandTest, DefaultGpuOnlyWhenNothingElseNamesOne) {
+  const std::string header = "oomguard-job 1\ngpus=8\ndefault_gpu=H200\n\n";
+  const std::string body = absl::StrCat("torchrun pretrain_gpt.py ", kFitsArgs, "\n");
+  EXPECT_EQ(
+      Run({"--json", "--job-file", File("a", header + "#OOMGUARD preset=llama3-8b\n" + body)}),
+      kCheckFits);
+  EXPECT_THAT(out_, HasSubstr("\"gpu_name\":\"H200-141GB\""));
+  EXPECT_EQ(Run({"--json", "--job-file",
+                 File("b", header + "#OOMGUARD preset=llama3-8b gpu=H100\n" + body)}),
+            kCheckFits);
+  EXPECT_THAT(out_, HasSubstr("\"gpu_name\":\"H100-SXM-80GB\""));
+}
+
+TEST_F(CheckCommandTest, NotJudged) {
+  EXPECT_EQ(Run({"--gpu", "H100", "--gpus", "8", "--script",
+                 File("hello.sh", "#!/bin/bash\necho hello\n")}),
+            kCheckNotJudged);
+  EXPECT_EQ(out_,
+            "oomguard: not judged: no Megatron-LM training launch "
+            "(torchrun/python ... "
+            "pretrain_gpt.py) found in the job\n");
+
+  const std::string skip =
+      File("skip.sh", "#OOMGUARD skip\ntorchrun pretrain_gpt.py --num-layers 2\n");
+  EXPECT_EQ(Run({"--gpu", "H100", "--gpus", "8", "--script", skip}), kCheckNotJudged);
+  EXPECT_THAT(out_, HasSubstr("#OOMGUARD skip"));
+  // --ignore-skip judges it anyway (here: invalid, the model is incomplete).
+  EXPECT_NE(Run({"--gpu", "H100", "--gpus", "8", "--ignore-skip", "--script", skip}),
+            kCheckNotJudged);
+
+  EXPECT_EQ(Run({"--gpu", "H100", "--preset", "llama3-8b", "--", "--micro-batch-size", "1"}),
+            kCheckNotJudged);
+  EXPECT_THAT(out_, HasSubstr("GPU count is unknown"));
+  EXPECT_EQ(Run({"--gpus", "8", "--preset", "llama3-8b", "--", "--micro-batch-size", "1"}),
+            kCheckNotJudged);
+  EXPECT_THAT(out_, HasSubstr("GPU type is unknown"));
+  EXPECT_EQ(Run({"--gpu", "H100", "--gpus", "8", "--preset", "llama3-8b", "--", "--use-torch-fsdp2",
+                 "--micro-batch-size", "1"}),
+            kCheckNotJudged);
+  EXPECT_THAT(out_, HasSubstr("FSDP"));
+}
+
+TEST_F(CheckCommandTest, UnknownGpuFromSchedulerIsNotJudgedFromUserIsInvalid) {
+  const std::string body =
+      absl::StrCat("#OOMGUARD preset=llama3-8b\ntorchrun pretrain_gpt.py ", kFitsArgs, "\n");
+  EXPECT_EQ(Run({"--job-file", File("a", "oomguard-job 1\ngpus=8\ngpu=tesla\n\n" + body)}),
+            kCheckNotJudged);
+  EXPECT_THAT(out_, AllOf(HasSubstr("not judged: the service does not know the GPU \"tesla\""),
+                          HasSubstr("gpu_name")));
+  EXPECT_EQ(Run({"--gpus", "8", "--gpu", "tesla", "--script", File("b", body)}), kCheckUsage);
+  EXPECT_THAT(err_, AllOf(HasSubstr("invalid job: gpu_name"), HasSubstr("tesla")));
+}
+
+TEST_F(CheckCommandTest, InvalidJobs) {
+  // The server's INVALID_ARGUMENT, with its message.
+  EXPECT_EQ(Run({"--gpu", "H100", "--gpus", "8", "--preset", "llama3-8b", "--",
+                 "--tensor-model-parallel-size", "3", "--micro-batch-size", "1"}),
+            kCheckUsage);
+  EXPECT_THAT(err_, AllOf(StartsWith("oomguard check: invalid job: "),
+                          HasSubstr("not divisible by TP x PP")));
+  // The script parser's.
+  EXPECT_EQ(Run({"--gpu", "H100", "--gpus", "8", "--script",
+                 File("q.sh", "torchrun pretrain_gpt.py --num-layers \"2\n")}),
+            kCheckUsage);
+  EXPECT_THAT(err_, HasSubstr("invalid job script: line 1: unterminated double quote"));
+  EXPECT_EQ(Run({"--gpu", "H100", "--gpus", "8", "--script", File("d.sh", "#OOMGUARD gpus=x\n")}),
+            kCheckUsage);
+  EXPECT_THAT(err_, HasSubstr("#OOMGUARD gpus=x"));
+}
+
+TEST_F(CheckCommandTest, IncompleteOnlyBecauseOfRuntimeValuesIsNotJudged) {
+  const std::string script = File("rt.sh", R"sh(#OOMGUARD preset=llama3-70b gpu=H100 gpus=8
+torchrun pretrain_gpt.py --seq-length 8192 --micro-batch-size $(touch /tmp/oomguard_never) --bf16
+)sh");
+  EXPECT_EQ(Run({"--script", script}), kCheckNotJudged) << err_;
+  EXPECT_THAT(out_, HasSubstr("without what the script leaves to run time (--micro-batch-size "
+                              "$(touch /tmp/oomguard_never)) the job is incomplete: "));
+  EXPECT_THAT(err_, HasSubstr("note: line 2: dropped --micro-batch-size $(touch"));
+  EXPECT_NE(access("/tmp/oomguard_never", F_OK), 0);
+}
+
+TEST_F(CheckCommandTest, ArgumentsWithQuotesAndBlanksReachTheServerIntact) {
+  // The layout holds | ( ) *; the tokenizer path a blank and a quote. Were the
+  // joined line split differently, the server would refuse the layout or
+  // the quoting (INVALID_ARGUMENT, exit 2) instead of giving a verdict.
+  const int code = Run({"--gpu",
+                        "H100",
+                        "--gpus",
+                        "1024",
+                        "--preset",
+                        "deepseek-v3",
+                        "--json",
+                        "--",
+                        "--tensor-model-parallel-size",
+                        "2",
+                        "--pipeline-model-parallel-size",
+                        "16",
+                        "--expert-model-parallel-size",
+                        "64",
+                        "--expert-tensor-parallel-size",
+                        "1",
+                        "--sequence-parallel",
+                        "--pipeline-model-parallel-layout",
+                        "Et|(tt|)*30mL",
+                        "--seq-length",
+                        "4096",
+                        "--micro-batch-size",
+                        "1",
+                        "--use-distributed-optimizer",
+                        "--tokenizer-model",
+                        "/data/it's a dir/tok.model"});
+  EXPECT_TRUE(code == kCheckFits || code == kCheckFitsWithSettings || code == kCheckDoesNotFit)
+      << code << ": " << err_;
+  v1::CheckResponse response;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(out_, &response).ok()) << out_;
+  // 16 pipeline ranks, as the layout says.
+  EXPECT_EQ(response.report().ranks_size(), 16);
+}
+
+TEST_F(CheckCommandTest, UsageErrors) {
+  std::string out, err;
+  EXPECT_EQ(RunCheck({"--gpus", "8", "--", "--fp16"}, out, err), kCheckUsage);
+  EXPECT_THAT(err, HasSubstr("--server: expected HOST:PORT"));
+  EXPECT_EQ(Run({"--gpus", "eight", "--", "--fp16"}), kCheckUsage);
+  EXPECT_THAT(err_, HasSubstr("--gpus: expected a whole number in [1, 1048576], got \"eight\""));
+  EXPECT_EQ(Run({"--gpus", "8", "--script", "a", "--job-file", "b"}), kCheckUsage);
+  EXPECT_THAT(err_, HasSubstr("exactly one of"));
+  EXPECT_EQ(Run({"--gpus", "8", "--job-file", absl::StrCat(dir_, "/missing")}), kCheckUsage);
+  EXPECT_THAT(err_, HasSubstr("--job-file: cannot read"));
+  EXPECT_EQ(Run({"--bogus"}), kCheckUsage);
+  EXPECT_THAT(err_, HasSubstr("unknown flag \"--bogus\""));
+  EXPECT_EQ(Run({"--help"}), kCheckFits);
+  EXPECT_THAT(out_, HasSubstr("exit: 0 fits, 3 fits with settings"));
+}
+
+TEST_F(CheckCommandTest, ServiceDownOrSilentIsUnavailableWithinTheDeadline) {
+  std::vector<std::string> args = {"--gpu",     "H100",          "--gpus", "8", "--preset",
+                                   "llama3-8b", "--deadline-ms", "700",    "--"};
+  for (const std::string& a : Split(kFitsArgs)) args.push_back(a);
+  std::string out, err;
+  std::vector<std::string> down = args;
+  down.insert(down.begin(), {"--server", absl::StrCat("127.0.0.1:", testing::PickFreePort())});
+  EXPECT_EQ(RunCheck(down, out, err), kCheckUnavailable);
+  EXPECT_THAT(err, HasSubstr("unavailable: UNAVAILABLE"));
+
+  // A listener that never speaks: the deadline ends the call.
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  ASSERT_EQ(listen(fd, 8), 0);
+  socklen_t len = sizeof(addr);
+  ASSERT_EQ(getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  std::vector<std::string> silent = args;
+  silent.insert(silent.begin(), {"--server", absl::StrCat("127.0.0.1:", ntohs(addr.sin_port))});
+  const auto start = std::chrono::steady_clock::now();
+  err.clear();
+  EXPECT_EQ(RunCheck(silent, out, err), kCheckUnavailable);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  close(fd);
+  EXPECT_THAT(err, HasSubstr("DEADLINE_EXCEEDED"));
+  EXPECT_GE(seconds, 0.6);
+  EXPECT_LT(seconds, 2.0);
+}
+
+}  // namespace
+}  // namespace oomguard

@@ -1,0 +1,604 @@
+// Admission webhook without HTTP: real AdmissionReview documents
+// (tests/data/admission/, as the API server sends them) through
+// ReviewAdmission with the service's in-process Check, the answers checked
+// field by field; the workload reading (GPU counts, GPU type, $(VAR)
+// expansion, skips) and hostile input.
+#include <algorithm>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "jobspec/megatron_args.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "webhook/admission_webhook.h"
+#include "service/metrics.h"
+#include "service/oomguard_service.h"
+#include "webhook/webhook_workload.h"
+#include "tests/testing/service_test_jobs.h"
+
+namespace oomguard {
+namespace {
+
+using json = nlohmann::json;
+using ::testing::AllOf;
+using ::testing::HasSubstr;
+using ::testing::Not;
+using ::testing::StartsWith;
+
+json Load(const std::string& name) {
+  std::ifstream in(absl::StrCat(OOMGUARD_SOURCE_DIR, "/tests/data/admission/", name));
+  std::stringstream text;
+  text << in.rdbuf();
+  return json::parse(text.str());
+}
+
+class WebhookAdmissionTest : public ::testing::Test {
+ protected:
+  WebhookAdmissionTest() : metrics_("test"), service_(Config(), &metrics_) {}
+
+  static service::ServiceConfig Config() {
+    service::ServiceConfig config;
+    config.log_requests = false;
+    return config;
+  }
+
+  webhook::AdmissionAnswer ReviewText(const std::string& body,
+                                      absl::Time deadline = absl::InfiniteFuture()) {
+    if (deadline == absl::InfiniteFuture()) deadline = absl::Now() + absl::Seconds(30);
+    return webhook::ReviewAdmission(
+        body, catalog_, deadline,
+        [&](const v1::CheckRequest& request, absl::Time d, v1::CheckResponse* response) {
+          return service_.RunCheck(request, d, response);
+        });
+  }
+
+  // Reviews `review`; the answer's AdmissionReview, checked for the fields
+  // every answer must have (uid echoed, apiVersion/kind, `allowed`).
+  json Review(const json& review, absl::Time deadline = absl::InfiniteFuture()) {
+    last_ = ReviewText(review.dump(), deadline);
+    EXPECT_EQ(last_.http_status, 200) << last_.body;
+    json answer = json::parse(last_.body);
+    EXPECT_EQ(answer["apiVersion"], "admission.k8s.io/v1");
+    EXPECT_EQ(answer["kind"], "AdmissionReview");
+    EXPECT_EQ(answer["response"]["uid"], review["request"]["uid"]);
+    EXPECT_TRUE(answer["response"].contains("allowed"));
+    EXPECT_TRUE(answer["response"]["allowed"].is_boolean());
+    return answer["response"];
+  }
+
+  // What a gRPC client sending the same job gets.
+  v1::CheckResponse Direct(const v1::JobSource& job, const std::string& gpu) {
+    v1::CheckRequest request;
+    *request.mutable_job() = job;
+    request.set_gpu_name(gpu);
+    v1::CheckResponse response;
+    EXPECT_TRUE(service_.RunCheck(request, absl::InfiniteFuture(), &response).ok());
+    return response;
+  }
+
+  service::ServiceMetrics metrics_;
+  service::OomguardService service_;
+  GpuCatalog catalog_ = GpuCatalog::Builtin();
+  webhook::AdmissionAnswer last_;
+};
+
+json& PodSpecOf(json& review) { return review["request"]["object"]["spec"]; }
+
+TEST_F(WebhookAdmissionTest, PodThatDoesNotFitIsDenied) {
+  const json review = Load("pod_deepseek_v3_8gpu.json");
+  const json r = Review(review);
+  EXPECT_EQ(r["uid"], "3f1e0d2c-5b4a-4e8f-9a7b-6c5d4e3f2a10");
+  EXPECT_EQ(r["allowed"], false);
+  // `allowed` is printed even when false.
+  EXPECT_THAT(last_.body, HasSubstr("\"allowed\":false"));
+  ASSERT_TRUE(r.contains("status"));
+  EXPECT_EQ(r["status"]["code"], 403);
+  EXPECT_EQ(r["status"]["reason"], "Forbidden");
+
+  // The verdict is the gRPC Check's for the same job.
+  const v1::CheckResponse direct =
+      Direct(testing::MegatronSource("deepseek-v3",
+                                     "--expert-model-parallel-size 8 --seq-length 4096 "
+                                     "--micro-batch-size 1 --use-distributed-optimizer --bf16 "
+                                     "--data-path /data/dsv3/text_document",
+                                     8),
+             "H100-SXM-80GB");
+  ASSERT_EQ(direct.verdict(), v1::VERDICT_DOES_NOT_FIT);
+  const std::string message = r["status"]["message"];
+  EXPECT_THAT(message, StartsWith("oomguard: Pod llm-training/dsv3-smoke (8 GPUs, H100-SXM-80GB) "
+                                  "would run out of GPU memory. Does not fit: PP rank "));
+  EXPECT_THAT(message,
+              HasSubstr(direct.summary()));  // Worst rank, peak vs capacity.
+  EXPECT_THAT(message, HasSubstr("GiB usable on H100-SXM-80GB"));
+  EXPECT_THAT(message, HasSubstr("oomguard.io/skip: \"true\""));
+  EXPECT_EQ(r["auditAnnotations"]["verdict"], "DOES_NOT_FIT");
+  EXPECT_EQ(r["auditAnnotations"]["peak-device-bytes"], absl::StrCat(direct.peak_device_bytes()));
+  EXPECT_EQ(r["auditAnnotations"]["worst-pp-rank"], absl::StrCat(direct.worst_pp_rank()));
+  EXPECT_EQ(r["auditAnnotations"]["num-gpus"], "8");
+  // The recommended changes, as warnings.
+  ASSERT_TRUE(r.contains("warnings"));
+  ASSERT_FALSE(r["warnings"].empty());
+  EXPECT_THAT(r["warnings"][0].get<std::string>(), StartsWith("oomguard: try "));
+  for (const json& w : r["warnings"]) {
+    EXPECT_LE(w.get<std::string>().size(), webhook::kMaxWarningBytes);
+  }
+  EXPECT_TRUE(last_.outcome.judged);
+  EXPECT_FALSE(last_.outcome.allowed);
+  EXPECT_EQ(last_.outcome.peak_bytes, direct.peak_device_bytes());
+}
+
+TEST_F(WebhookAdmissionTest, PyTorchJobThatFitsWithSettingsIsAllowedWithAWarning) {
+  const json review = Load("pytorchjob_deepseek_v3_1024gpu.json");
+  const json r = Review(review);
+  EXPECT_EQ(r["allowed"], true);
+  EXPECT_FALSE(r.contains("status"));
+  // 1 Master + 127 Workers of 8 GPUs; the GPU from the node selector GFD
+  // sets; the flags from the bash array in `bash -c`.
+  EXPECT_EQ(r["auditAnnotations"]["num-gpus"], "1024");
+  EXPECT_EQ(r["auditAnnotations"]["gpu"], "H100-SXM-80GB");
+  EXPECT_EQ(r["auditAnnotations"]["verdict"], "FITS_WITH_SETTINGS");
+  const v1::CheckResponse direct =
+      Direct(testing::MegatronSource("deepseek-v3", testing::DeepSeekV3With1024GpusArgs(), 1024),
+             "H100-SXM-80GB");
+  EXPECT_EQ(r["auditAnnotations"]["peak-device-bytes"], absl::StrCat(direct.peak_device_bytes()));
+  ASSERT_EQ(r["warnings"].size(), 1u);
+  EXPECT_THAT(r["warnings"][0].get<std::string>(),
+              AllOf(StartsWith("oomguard: fits on H100-SXM-80GB only with "
+                               "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True: PP rank "),
+                    HasSubstr("GiB usable")));
+}
+
+TEST_F(WebhookAdmissionTest, IndexedJobThatFitsIsAllowedSilently) {
+  const json r = Review(Load("job_llama3_8b_8gpu.json"));
+  EXPECT_EQ(r["allowed"], true);
+  EXPECT_FALSE(r.contains("status"));
+  EXPECT_FALSE(r.contains("warnings"));
+  EXPECT_EQ(r["auditAnnotations"]["verdict"], "FITS");
+  EXPECT_EQ(r["auditAnnotations"]["num-gpus"], "8");  // 2 pods x 4.
+  // The template's annotation, an alias.
+  EXPECT_EQ(r["auditAnnotations"]["gpu"], "H100-SXM-80GB");
+}
+
+TEST_F(WebhookAdmissionTest, JobSetCountsEveryReplicatedJob) {
+  const json r = Review(Load("jobset_deepseek_v3_256gpu.json"));
+  // 4 replicas x 8 pods x 8 GPUs; the coordinator has none.
+  EXPECT_EQ(r["auditAnnotations"]["num-gpus"], "256");
+  // From the required node affinity.
+  EXPECT_EQ(r["auditAnnotations"]["gpu"], "H200-141GB");
+  EXPECT_TRUE(last_.outcome.judged);
+  EXPECT_EQ(r["allowed"], last_.outcome.verdict != v1::VERDICT_DOES_NOT_FIT);
+}
+
+TEST_F(WebhookAdmissionTest, PodThatTrainsNothingIsAllowedSilently) {
+  const json r = Review(Load("pod_not_training.json"));
+  EXPECT_EQ(r["allowed"], true);
+  EXPECT_FALSE(r.contains("warnings"));
+  EXPECT_FALSE(r.contains("status"));
+  EXPECT_EQ(r["auditAnnotations"]["skipped"], "no Megatron-LM launch");
+  EXPECT_FALSE(last_.outcome.judged);
+}
+
+TEST_F(WebhookAdmissionTest, SkipAnnotationAdmitsAJobThatDoesNotFit) {
+  json review = Load("pod_deepseek_v3_8gpu.json");
+  review["request"]["object"]["metadata"]["annotations"]["oomguard.io/skip"] = "true";
+  const json r = Review(review);
+  EXPECT_EQ(r["allowed"], true);
+  EXPECT_FALSE(r.contains("warnings"));
+  EXPECT_EQ(r["auditAnnotations"]["skipped"], "annotation oomguard.io/skip");
+}
+
+TEST_F(WebhookAdmissionTest, DryRunGetsTheSameVerdict) {
+  json review = Load("pod_deepseek_v3_8gpu.json");
+  review["request"]["dryRun"] = true;
+  review["request"]["uid"] = "dry-run-uid-0001";
+  const json r = Review(review);
+  EXPECT_EQ(r["uid"], "dry-run-uid-0001");
+  EXPECT_EQ(r["allowed"], false);
+  EXPECT_EQ(r["status"]["code"], 403);
+  EXPECT_TRUE(last_.outcome.dry_run);
+}
+
+TEST_F(WebhookAdmissionTest, UidIsEchoedExactly) {
+  json review = Load("pod_not_training.json");
+  const std::string uid = "7a\"b\\c/\u00e9\u2603-\u00001";  // Quote, backslash, UTF-8, NUL.
+  review["request"]["uid"] = uid;
+  const json r = Review(review);
+  EXPECT_EQ(r["uid"].get<std::string>(), uid);
+}
+
+TEST_F(WebhookAdmissionTest, MissingGpuTypeIsAllowedWithAWarning) {
+  json review = Load("pod_deepseek_v3_8gpu.json");
+  review["request"]["object"]["metadata"]["annotations"].erase("oomguard.io/gpu");
+  const json r = Review(review);
+  EXPECT_EQ(r["allowed"], true);
+  ASSERT_EQ(r["warnings"].size(), 1u);
+  EXPECT_THAT(r["warnings"][0].get<std::string>(),
+              AllOf(StartsWith("oomguard could not check Pod llm-training/dsv3-smoke: "),
+                    HasSubstr("set annotation oomguard.io/gpu"),
+                    HasSubstr("nodeSelector nvidia.com/gpu.product")));
+  EXPECT_EQ(last_.outcome.code, absl::StatusCode::kFailedPrecondition);
+}
+
+TEST_F(WebhookAdmissionTest, UnknownGpuIsAllowedWithAWarningNamingTheAnnotation) {
+  json review = Load("pod_deepseek_v3_8gpu.json");
+  review["request"]["object"]["metadata"]["annotations"]["oomguard.io/gpu"] = "V100-16GB";
+  const json r = Review(review);
+  EXPECT_EQ(r["allowed"], true);
+  EXPECT_THAT(r["warnings"][0].get<std::string>(),
+              AllOf(HasSubstr("metadata.annotations[\"oomguard.io/gpu\"] = \"V100-16GB\""),
+                    HasSubstr("unknown GPU"), HasSubstr("H100-SXM-80GB")));
+}
+
+TEST_F(WebhookAdmissionTest, MalformedGpuQuantityIsAllowedWithAWarningNamingTheField) {
+  json review = Load("pod_deepseek_v3_8gpu.json");
+  PodSpecOf(review)["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] = "eight";
+  const json r = Review(review);
+  EXPECT_EQ(r["allowed"], true);
+  EXPECT_THAT(r["warnings"][0].get<std::string>(),
+              HasSubstr("spec.containers[0].resources.limits[\"nvidia.com/"
+                        "gpu\"] = \"eight\": "
+                        "not a whole number of GPUs"));
+  EXPECT_EQ(r["auditAnnotations"].count("error"), 1u);
+  EXPECT_EQ(last_.outcome.code, absl::StatusCode::kInvalidArgument);
+}
+
+TEST_F(WebhookAdmissionTest, WrongTypesAreReportedByPath) {
+  json review = Load("pod_deepseek_v3_8gpu.json");
+  PodSpecOf(review)["containers"] = "megatron";
+  json r = Review(review);
+  EXPECT_EQ(r["allowed"], true);
+  EXPECT_THAT(r["warnings"][0].get<std::string>(),
+              HasSubstr("spec.containers = \"megatron\": expected a list"));
+
+  review = Load("pod_deepseek_v3_8gpu.json");
+  PodSpecOf(review)["containers"][0]["args"] = json::array({"--seq-length", 4096});
+  r = Review(review);
+  EXPECT_THAT(r["warnings"][0].get<std::string>(),
+              HasSubstr("spec.containers[0].args[1] = 4096: expected a string"));
+
+  review = Load("pod_deepseek_v3_8gpu.json");
+  review["request"]["object"] = json::array({1, 2});
+  r = Review(review);
+  EXPECT_EQ(r["allowed"], true);
+  EXPECT_THAT(r["warnings"][0].get<std::string>(), HasSubstr("request.object"));
+
+  review = Load("pod_deepseek_v3_8gpu.json");
+  review["request"]["kind"] = "Pod";  // Not an object: not a kind we judge.
+  r = Review(review);
+  EXPECT_EQ(r["allowed"], true);
+  EXPECT_FALSE(r.contains("warnings"));
+}
+
+TEST_F(WebhookAdmissionTest, InvalidMegatronJobIsAllowedWithTheReason) {
+  json review = Load("pod_deepseek_v3_8gpu.json");
+  json& args = PodSpecOf(review)["containers"][0]["args"];
+  args.push_back("--tensor-model-parallel-size");
+  args.push_back("3");
+  const json r = Review(review);
+  EXPECT_EQ(r["allowed"], true);
+  EXPECT_FALSE(r.contains("status"));
+  ASSERT_EQ(r["warnings"].size(), 1u);
+  // The estimator's reason, naming the field.
+  EXPECT_THAT(r["warnings"][0].get<std::string>(),
+              StartsWith("oomguard could not check Pod llm-training/dsv3-smoke: "
+                         "parallelism.num_gpus = 8: not divisible by TP x PP x CP = 3"));
+  EXPECT_EQ(last_.outcome.code, absl::StatusCode::kInvalidArgument);
+}
+
+TEST_F(WebhookAdmissionTest, CheckOutOfTimeIsAllowedWithAWarning) {
+  const json r = Review(Load("pod_deepseek_v3_8gpu.json"), absl::InfinitePast());
+  EXPECT_EQ(r["allowed"], true);
+  EXPECT_THAT(r["warnings"][0].get<std::string>(), HasSubstr("did not finish in time"));
+  EXPECT_EQ(last_.outcome.code, absl::StatusCode::kDeadlineExceeded);
+}
+
+TEST_F(WebhookAdmissionTest, OnlyCreateIsJudged) {
+  json review = Load("pod_deepseek_v3_8gpu.json");
+  review["request"]["operation"] = "UPDATE";
+  review["request"]["oldObject"] = review["request"]["object"];
+  const json r = Review(review);
+  EXPECT_EQ(r["allowed"], true);
+  EXPECT_EQ(r["auditAnnotations"]["skipped"], "operation UPDATE is not judged");
+}
+
+TEST_F(WebhookAdmissionTest, PodsWithAControllerAreLeftToTheirOwner) {
+  json review = Load("pod_deepseek_v3_8gpu.json");
+  review["request"]["object"]["metadata"]["ownerReferences"] =
+      json::array({{{"apiVersion", "kubeflow.org/v1"},
+                    {"kind", "PyTorchJob"},
+                    {"name", "dsv3-pretrain"},
+                    {"uid", "b7c6d5e4"},
+                    {"controller", true},
+                    {"blockOwnerDeletion", true}}});
+  const json r = Review(review);
+  EXPECT_EQ(r["allowed"], true);
+  EXPECT_EQ(r["auditAnnotations"]["skipped"], "controlled by PyTorchJob/dsv3-pretrain");
+}
+
+// The world size of `review`'s object, as ReadWorkload counts it.
+uint32_t WorldSize(const json& review, webhook::WorkloadKind kind) {
+  absl::StatusOr<webhook::WorkloadJob> job =
+      webhook::ReadWorkload(review["request"]["object"], kind);
+  EXPECT_TRUE(job.ok()) << job.status();
+  return job.ok() ? job->num_gpus : 0;
+}
+
+TEST_F(WebhookAdmissionTest, PyTorchJobSumsReplicaTypes) {
+  json review = Load("pytorchjob_deepseek_v3_1024gpu.json");
+  json& specs = review["request"]["object"]["spec"]["pytorchReplicaSpecs"];
+  specs["Worker"]["replicas"] = 63;
+  EXPECT_EQ(WorldSize(review, webhook::WorkloadKind::kPyTorchJob), 512u);
+  specs.erase("Master");  // Workers only.
+  EXPECT_EQ(WorldSize(review, webhook::WorkloadKind::kPyTorchJob), 504u);
+  specs["Worker"].erase("replicas");  // Defaults to 1.
+  EXPECT_EQ(WorldSize(review, webhook::WorkloadKind::kPyTorchJob), 8u);
+  specs["Worker"]["replicas"] = -1;
+  const json r = Review(review);
+  EXPECT_EQ(r["allowed"], true);
+  EXPECT_THAT(r["warnings"][0].get<std::string>(),
+              HasSubstr("spec.pytorchReplicaSpecs.Worker.replicas = -1: must be in [0, "));
+}
+
+TEST_F(WebhookAdmissionTest, AbsurdCountsAreRefusedNotOverflowed) {
+  json review = Load("jobset_deepseek_v3_256gpu.json");
+  json& worker = review["request"]["object"]["spec"]["replicatedJobs"][1];
+  worker["replicas"] = 1000000;
+  worker["template"]["spec"]["parallelism"] = 1000000;
+  worker["template"]["spec"]["completions"] = 1000000;
+  json& containers = worker["template"]["spec"]["template"]["spec"]["containers"];
+  for (int i = 0; i < 50; ++i) containers.push_back(containers[0]);
+  const json r = Review(review);
+  EXPECT_EQ(r["allowed"], true);
+  EXPECT_THAT(r["warnings"][0].get<std::string>(), HasSubstr("asks for more than 4294967295 GPUs"));
+}
+
+TEST_F(WebhookAdmissionTest, JobPodsAreParallelismCappedByCompletions) {
+  json review = Load("job_llama3_8b_8gpu.json");
+  json& spec = review["request"]["object"]["spec"];
+  spec["parallelism"] = 4;  // Completions 2: two pods ever run at once.
+  EXPECT_EQ(WorldSize(review, webhook::WorkloadKind::kJob), 8u);
+  spec.erase("completions");
+  EXPECT_EQ(WorldSize(review, webhook::WorkloadKind::kJob), 16u);
+  spec.erase("parallelism");  // Defaults to 1.
+  EXPECT_EQ(WorldSize(review, webhook::WorkloadKind::kJob), 4u);
+}
+
+TEST_F(WebhookAdmissionTest, SidecarGpusAreNotTrainingRanks) {
+  json review = Load("pod_deepseek_v3_8gpu.json");
+  json sidecar = {{"name", "profiler"},
+                  {"image", "nvcr.io/nvidia/cloud-native/dcgm:3.3"},
+                  {"resources", {{"limits", {{"nvidia.com/gpu", "1"}}}}}};
+  PodSpecOf(review)["containers"].push_back(sidecar);
+  EXPECT_EQ(Review(review)["auditAnnotations"]["num-gpus"], "8");
+}
+
+TEST_F(WebhookAdmissionTest, KubernetesReferencesAreExpandedFromLiteralEnv) {
+  json review = Load("pod_deepseek_v3_8gpu.json");
+  json& container = PodSpecOf(review)["containers"][0];
+  container["env"].push_back({{"name", "EP"}, {"value", "8"}});
+  container["env"].push_back(
+      {{"name", "PYTORCH_CUDA_ALLOC_CONF"}, {"value", "expandable_segments:True"}});
+  container["args"] = json::array({"--expert-model-parallel-size", "$(EP)", "--seq-length", "4096",
+                                   "--micro-batch-size", "1", "--use-distributed-optimizer"});
+  const json r = Review(review);
+  EXPECT_EQ(r["auditAnnotations"]["verdict"], "DOES_NOT_FIT");
+  // With expandable segments already set, it is not recommended again.
+  for (const json& w : r["warnings"]) {
+    EXPECT_THAT(w.get<std::string>(), Not(HasSubstr("expandable_segments")));
+  }
+
+  const std::map<std::string, std::string> env = {{"A", "x"}, {"B", "$(A)y"}};
+  EXPECT_EQ(webhook::ExpandKubernetesReferences("$(A)-$(B)-$(C)-$$(A)-$-$(A", env),
+            "x-$(A)y-$(C)-$(A)-$-$(A");
+}
+
+TEST_F(WebhookAdmissionTest, ShellScriptsSeeTheContainerEnv) {
+  json review = Load("pod_deepseek_v3_8gpu.json");
+  json& container = PodSpecOf(review)["containers"][0];
+  container["command"] = json::array({"/bin/bash", "-ec"});
+  container["args"] =
+      json::array({"torchrun --nproc-per-node 8 /workspace/Megatron-LM/pretrain_gpt.py "
+                   "--expert-model-parallel-size $EP --seq-length 4096 --micro-batch-size "
+                   "${MBS} "
+                   "--recompute-granularity $RECOMPUTE "
+                   "--use-distributed-optimizer --data-path $DATA_PATH/$(date +%s)"});
+  container["env"] = json::array({{{"name", "EP"}, {"value", "8"}},
+                                  {{"name", "MBS"}, {"value", "1"}},
+                                  {{"name", "RECOMPUTE"}, {"value", "selective"}},
+                                  {{"name", "DATA_PATH"}, {"value", "it's/data"}}});
+  json r = Review(review);
+  // Every memory flag resolved; the data path (left out) does not matter.
+  EXPECT_EQ(r["allowed"], false) << r.dump();
+  EXPECT_FALSE(r["auditAnnotations"].contains("unresolved"));
+
+  // RECOMPUTE only known at run time: judged without it, not enforced.
+  container["env"].erase(2);
+  r = Review(review);
+  EXPECT_EQ(r["allowed"], true);
+  EXPECT_FALSE(r.contains("status"));
+  EXPECT_EQ(r["auditAnnotations"]["verdict"], "DOES_NOT_FIT");
+  EXPECT_EQ(r["auditAnnotations"]["unresolved"], "--recompute-granularity $RECOMPUTE");
+  EXPECT_THAT(r["warnings"][0].get<std::string>(),
+              AllOf(StartsWith("oomguard: as read, it would not fit on "
+                               "H100-SXM-80GB (PP rank "),
+                    HasSubstr("not enforced: judged without --recompute-granularity "
+                              "$RECOMPUTE (known only at run time)")));
+  EXPECT_TRUE(last_.outcome.judged);
+  EXPECT_TRUE(last_.outcome.allowed);
+
+  // MBS unknown too: the job is invalid without it; the warning says why.
+  container["env"].erase(1);
+  r = Review(review);
+  EXPECT_EQ(r["allowed"], true);
+  ASSERT_GE(r["warnings"].size(), 2u);
+  EXPECT_THAT(r["warnings"][0].get<std::string>(), HasSubstr("micro_batch_size"));
+  EXPECT_THAT(r["warnings"][1].get<std::string>(),
+              HasSubstr("leaves out --micro-batch-size ${MBS}, --recompute-granularity"));
+}
+
+TEST(WebhookHelpersTest, OnlyUnresolvedWordsThatMayChangeMemoryCount) {
+  for (const char* word : {"--micro-batch-size $MBS", "--recompute-granularity ${R}",
+                           "--tensor-model-parallel-size=$TP", "--seq-length `cat f`",
+                           "$EXTRA_ARGS", "\"${EXTRA[@]}\"", "`cat args`", "--$FLAG 1"}) {
+    EXPECT_TRUE(webhook::MayChangeMemory(word)) << word;
+  }
+  for (const char* word : {"--data-path $(cat /data/list)", "--save $CKPT", "--lr $LR",
+                           "--wandb-exp-name $NAME", "--no-such-flag $X", "/data/$(date +%s)"}) {
+    EXPECT_FALSE(webhook::MayChangeMemory(word)) << word;
+  }
+}
+
+TEST_F(WebhookAdmissionTest, ScriptDirectiveSetsTheWorldSize) {
+  json review = Load("pod_deepseek_v3_8gpu.json");
+  json& container = PodSpecOf(review)["containers"][0];
+  container["command"] = json::array({"/bin/bash", "-lc"});
+  container["args"] =
+      json::array({"#OOMGUARD gpus=64\n"
+                   "torchrun --nnodes 8 --nproc-per-node 8 "
+                   "/workspace/Megatron-LM/pretrain_gpt.py "
+                   "--expert-model-parallel-size 8 --seq-length 4096 "
+                   "--micro-batch-size 1\n"});
+  const json r = Review(review);
+  EXPECT_EQ(r["auditAnnotations"]["num-gpus"], "64");
+  EXPECT_FALSE(r.contains("warnings") &&
+               r["warnings"][0].get<std::string>().find("#OOMGUARD gpus=") != std::string::npos);
+}
+
+TEST_F(WebhookAdmissionTest, NotAnAdmissionReviewIs400) {
+  struct Case {
+    std::string body;
+    std::string error;
+  };
+  json v1beta1 = Load("pod_not_training.json");
+  v1beta1["apiVersion"] = "admission.k8s.io/v1beta1";
+  json no_uid = Load("pod_not_training.json");
+  no_uid["request"].erase("uid");
+  json number_uid = Load("pod_not_training.json");
+  number_uid["request"]["uid"] = 42;
+  const std::vector<Case> cases = {
+      {"", "body: not JSON"},
+      {"{\"apiVersion\":", "body: not JSON"},
+      {"\xff\xfe{}", "body: not JSON"},
+      {"[]", "body: expected an AdmissionReview object"},
+      {v1beta1.dump(), "apiVersion = \"admission.k8s.io/v1beta1\": expected"},
+      {"{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"Pod\"}", "kind = \"Pod\""},
+      {"{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\"}", "request: missing"},
+      {no_uid.dump(), "request.uid: missing"},
+      {number_uid.dump(), "request.uid: missing or not a string"},
+  };
+  for (const Case& c : cases) {
+    const webhook::AdmissionAnswer answer = ReviewText(c.body);
+    EXPECT_EQ(answer.http_status, 400) << c.body.substr(0, 80);
+    EXPECT_THAT(answer.body, HasSubstr(c.error)) << c.body.substr(0, 80);
+    EXPECT_EQ(answer.outcome.code, absl::StatusCode::kInvalidArgument);
+  }
+}
+
+TEST_F(WebhookAdmissionTest, DeepNestingIsRefusedAndModerateNestingIsFine) {
+  // 100000 levels would build a huge tree (and overflow recursive parsers).
+  const std::string deep = absl::StrCat(std::string(100000, '['), std::string(100000, ']'));
+  webhook::AdmissionAnswer answer = ReviewText(deep);
+  EXPECT_EQ(answer.http_status, 400);
+  EXPECT_THAT(answer.body, HasSubstr("nested deeper than 64 levels"));
+
+  // 40 levels inside a field the webhook never reads: answered normally.
+  json review = Load("pod_deepseek_v3_8gpu.json");
+  json nested = "leaf";
+  for (int i = 0; i < 40; ++i) nested = json::object({{"f:x", nested}});
+  review["request"]["object"]["metadata"]["managedFields"][0]["fieldsV1"] = nested;
+  EXPECT_EQ(Review(review)["allowed"], false);
+}
+
+TEST_F(WebhookAdmissionTest, HostileShapesNeverCrash) {
+  // Every field of a real review replaced, one at a time, by values of the
+  // wrong type: each gets an answer.
+  const json base = Load("pytorchjob_deepseek_v3_1024gpu.json");
+  const std::vector<json> odd = {nullptr,
+                                 0,
+                                 -1,
+                                 1.5,
+                                 "x",
+                                 json::array(),
+                                 json::object(),
+                                 json::array({nullptr}),
+                                 1e308,
+                                 "18446744073709551616"};
+  int answered = 0;
+  std::vector<json::json_pointer> pointers;
+  const json flat = base.flatten();
+  for (const auto& [pointer, unused] : flat.items()) {
+    json::json_pointer p(pointer);
+    while (!p.empty()) {
+      pointers.push_back(p);
+      p = p.parent_pointer();
+    }
+  }
+  std::sort(pointers.begin(), pointers.end(),
+            [](const auto& a, const auto& b) { return a.to_string() < b.to_string(); });
+  pointers.erase(std::unique(pointers.begin(), pointers.end()), pointers.end());
+  for (const json::json_pointer& p : pointers) {
+    for (const json& value : odd) {
+      json review = base;
+      review[p] = value;
+      // A canned verdict: this is about reading the review, not estimating.
+      const webhook::AdmissionAnswer answer = webhook::ReviewAdmission(
+          review.dump(), catalog_, absl::InfiniteFuture(),
+          [](const v1::CheckRequest&, absl::Time, v1::CheckResponse* response) {
+            response->set_verdict(v1::VERDICT_FITS);
+            return absl::OkStatus();
+          });
+      ASSERT_TRUE(answer.http_status == 200 || answer.http_status == 400) << p.to_string();
+      if (answer.http_status == 200) {
+        EXPECT_TRUE(json::parse(answer.body)["response"].contains("allowed")) << p.to_string();
+      }
+      ++answered;
+    }
+  }
+  EXPECT_GT(answered, 500);
+}
+
+TEST(WebhookHelpersTest, ShellWordsRoundTrip) {
+  const std::vector<std::string> words = {"--pipeline-model-parallel-layout",
+                                          "Et|(tt|)*30mL",
+                                          "it's",
+                                          "",
+                                          "a b",
+                                          "$(X)",
+                                          "back\\slash",
+                                          "--seq-length=4096"};
+  absl::StatusOr<std::vector<std::string>> split =
+      SplitArgumentLine(webhook::JoinShellWords(words));
+  ASSERT_TRUE(split.ok()) << split.status();
+  EXPECT_EQ(*split, words);
+}
+
+TEST(WebhookHelpersTest, GpuFeatureDiscoveryNamesResolve) {
+  const GpuCatalog catalog = GpuCatalog::Builtin();
+  EXPECT_EQ(*webhook::ResolveGpuName("NVIDIA-H100-80GB-HBM3", catalog), "H100-SXM-80GB");
+  EXPECT_EQ(*webhook::ResolveGpuName("NVIDIA-A100-SXM4-80GB", catalog), "A100-SXM-80GB");
+  EXPECT_EQ(*webhook::ResolveGpuName("NVIDIA-A100-SXM4-40GB", catalog), "A100-40GB");
+  EXPECT_EQ(*webhook::ResolveGpuName("NVIDIA-H200", catalog), "H200-141GB");
+  EXPECT_EQ(*webhook::ResolveGpuName("NVIDIA-B200", catalog), "B200-192GB");
+  EXPECT_EQ(*webhook::ResolveGpuName("h100_sxm_80gb", catalog), "H100-SXM-80GB");
+  EXPECT_EQ(webhook::ResolveGpuName("Tesla-V100-SXM2-16GB", catalog).status().code(),
+            absl::StatusCode::kNotFound);
+}
+
+TEST(WebhookHelpersTest, KindsAreMatchedByGroupAndKind) {
+  EXPECT_EQ(webhook::WorkloadKindOf("", "Pod"), webhook::WorkloadKind::kPod);
+  EXPECT_EQ(webhook::WorkloadKindOf("batch", "Job"), webhook::WorkloadKind::kJob);
+  EXPECT_EQ(webhook::WorkloadKindOf("kubeflow.org", "PyTorchJob"),
+            webhook::WorkloadKind::kPyTorchJob);
+  EXPECT_EQ(webhook::WorkloadKindOf("jobset.x-k8s.io", "JobSet"), webhook::WorkloadKind::kJobSet);
+  EXPECT_EQ(webhook::WorkloadKindOf("apps", "Deployment"), std::nullopt);
+  EXPECT_EQ(webhook::WorkloadKindOf("example.com", "Job"), std::nullopt);
+}
+
+}  // namespace
+}  // namespace oomguard

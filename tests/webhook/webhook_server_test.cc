@@ -1,0 +1,434 @@
+// Admission webhook over HTTPS: the real server (server::Server with the
+// webhook on 127.0.0.1:0 and a self-signed certificate made here with
+// OpenSSL), real AdmissionReview documents posted with an httplib SSLClient
+// that verifies the certificate, the answers checked field by field;
+// latency, concurrency, limits, metrics, certificate rotation, shutdown, and
+// the `oomguard serve` flags in a process.
+#include <httplib.h>
+#include <openssl/ec.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <openssl/x509.h>
+#include <openssl/x509v3.h>
+#include <signal.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <future>
+#include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/time/clock.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "prometheus/metric_family.h"
+#include "server/server.h"
+#include "tests/testing/service_test_util.h"
+
+namespace oomguard {
+namespace {
+
+using json = nlohmann::json;
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+
+std::string ReadData(const std::string& name) {
+  return testing::ReadFile(absl::StrCat(OOMGUARD_SOURCE_DIR, "/tests/data/admission/", name));
+}
+
+// A self-signed EC P-256 certificate for 127.0.0.1 and localhost, valid for
+// a day: its own CA.
+struct TestCertificate {
+  std::string cert_pem;
+  std::string key_pem;
+};
+
+std::string BioText(BIO* bio) {
+  char* data = nullptr;
+  const long size = BIO_get_mem_data(bio, &data);
+  return std::string(data, static_cast<size_t>(size));
+}
+
+TestCertificate MakeCertificate(const std::string& common_name) {
+  EVP_PKEY* key = EVP_EC_gen("P-256");
+  X509* cert = X509_new();
+  X509_set_version(cert, 2);
+  ASN1_INTEGER_set(X509_get_serialNumber(cert), static_cast<long>(absl::ToUnixMicros(absl::Now())));
+  X509_gmtime_adj(X509_getm_notBefore(cert), -3600);
+  X509_gmtime_adj(X509_getm_notAfter(cert), 24 * 3600);
+  X509_set_pubkey(cert, key);
+  X509_NAME* name = X509_get_subject_name(cert);
+  X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC,
+                             reinterpret_cast<const unsigned char*>(common_name.c_str()), -1, -1,
+                             0);
+  X509_set_issuer_name(cert, name);
+  X509V3_CTX ctx;
+  X509V3_set_ctx(&ctx, cert, cert, nullptr, nullptr, 0);
+  for (const auto& [nid, value] : std::vector<std::pair<int, const char*>>{
+           {NID_subject_alt_name, "IP:127.0.0.1,DNS:localhost"},
+           {NID_basic_constraints, "critical,CA:TRUE"},
+           {NID_key_usage, "critical,digitalSignature,keyCertSign"}}) {
+    X509_EXTENSION* ext = X509V3_EXT_conf_nid(nullptr, &ctx, nid, value);
+    X509_add_ext(cert, ext, -1);
+    X509_EXTENSION_free(ext);
+  }
+  X509_sign(cert, key, EVP_sha256());
+  BIO* cert_bio = BIO_new(BIO_s_mem());
+  PEM_write_bio_X509(cert_bio, cert);
+  BIO* key_bio = BIO_new(BIO_s_mem());
+  PEM_write_bio_PrivateKey(key_bio, key, nullptr, nullptr, 0, nullptr, nullptr);
+  TestCertificate out{BioText(cert_bio), BioText(key_bio)};
+  BIO_free(cert_bio);
+  BIO_free(key_bio);
+  X509_free(cert);
+  EVP_PKEY_free(key);
+  return out;
+}
+
+// Replaces `path` atomically, as the kubelet swaps a Secret volume.
+void ReplaceFile(const std::string& path, const std::string& contents) {
+  testing::WriteFile(path + ".new", contents);
+  std::filesystem::rename(path + ".new", path);
+}
+
+class WebhookServerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = testing::MakeTempDir();
+    certificate_ = MakeCertificate("oomguard webhook test");
+    cert_file_ = absl::StrCat(dir_, "/tls.crt");
+    key_file_ = absl::StrCat(dir_, "/tls.key");
+    ca_file_ = absl::StrCat(dir_, "/ca.crt");
+    testing::WriteFile(cert_file_, certificate_.cert_pem);
+    testing::WriteFile(key_file_, certificate_.key_pem);
+    testing::WriteFile(ca_file_, certificate_.cert_pem);
+  }
+  void TearDown() override {
+    server_.reset();
+    std::filesystem::remove_all(dir_);
+  }
+
+  server::ServerOptions Options() {
+    server::ServerOptions options;
+    options.grpc_address = "127.0.0.1:0";
+    options.metrics_address = "";
+    options.threads = 2;
+    options.service.log_requests = false;
+    options.webhook.address = "127.0.0.1:0";
+    options.webhook.tls_cert_file = cert_file_;
+    options.webhook.tls_key_file = key_file_;
+    return options;
+  }
+
+  void Start(server::ServerOptions options) {
+    absl::StatusOr<std::unique_ptr<server::Server>> server =
+        server::Server::Start(std::move(options));
+    ASSERT_TRUE(server.ok()) << server.status();
+    server_ = *std::move(server);
+    ASSERT_GT(server_->webhook_port(), 0);
+  }
+  void Start() { Start(Options()); }
+
+  // A client that trusts only `ca_file` and checks the host name.
+  std::unique_ptr<httplib::SSLClient> Client(const std::string& ca_file) {
+    auto client = std::make_unique<httplib::SSLClient>("127.0.0.1", server_->webhook_port());
+    client->set_ca_cert_path(ca_file.c_str());
+    client->enable_server_certificate_verification(true);
+    client->set_connection_timeout(5);
+    client->set_read_timeout(10);
+    client->set_keep_alive(true);
+    client->set_tcp_nodelay(true);  // As Go's client (the API server) does.
+    return client;
+  }
+  std::unique_ptr<httplib::SSLClient> Client() { return Client(ca_file_); }
+
+  std::string dir_;
+  TestCertificate certificate_;
+  std::string cert_file_, key_file_, ca_file_;
+  std::unique_ptr<server::Server> server_;
+};
+
+TEST_F(WebhookServerTest, AnswersRealReviewsOverHttps) {
+  Start();
+  auto client = Client();
+
+  // Does not fit: denied, field by field.
+  const std::string pod = ReadData("pod_deepseek_v3_8gpu.json");
+  httplib::Result result = client->Post("/validate?timeout=3s", pod, "application/json");
+  ASSERT_TRUE(result) << httplib::to_string(result.error());
+  EXPECT_EQ(result->status, 200);
+  EXPECT_EQ(result->get_header_value("Content-Type"), "application/json");
+  std::cout << "DOES_NOT_FIT answer: " << result->body << "\n";
+  EXPECT_THAT(result->body, StartsWith("{\"apiVersion\":\"admission.k8s.io/v1\","
+                                       "\"kind\":\"AdmissionReview\",\"response\":{\"uid\":"
+                                       "\"3f1e0d2c-5b4a-4e8f-9a7b-6c5d4e3f2a10\",\"allowed\":false,"
+                                       "\"status\":{\"code\":403,\"reason\":\"Forbidden\","
+                                       "\"message\":\"oomguard: Pod llm-training/dsv3-smoke"));
+  json denied = json::parse(result->body)["response"];
+  EXPECT_EQ(denied["allowed"], false);
+  EXPECT_THAT(denied["status"]["message"].get<std::string>(), HasSubstr("Does not fit: PP rank "));
+  EXPECT_EQ(denied["auditAnnotations"]["verdict"], "DOES_NOT_FIT");
+
+  // Fits with settings: allowed, with the warning.
+  result = client->Post("/validate?timeout=3s", ReadData("pytorchjob_deepseek_v3_1024gpu.json"),
+                        "application/json");
+  ASSERT_TRUE(result) << httplib::to_string(result.error());
+  EXPECT_EQ(result->status, 200);
+  std::cout << "FITS_WITH_SETTINGS answer: " << result->body << "\n";
+  json allowed = json::parse(result->body)["response"];
+  EXPECT_EQ(allowed["uid"], "b7c6d5e4-f3a2-4b1c-8d9e-0f1a2b3c4d5e");
+  EXPECT_EQ(allowed["allowed"], true);
+  EXPECT_FALSE(allowed.contains("status"));
+  ASSERT_EQ(allowed["warnings"].size(), 1u);
+  EXPECT_THAT(allowed["warnings"][0].get<std::string>(),
+              HasSubstr("only with PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True"));
+
+  // Latency on a kept-alive connection, per document.
+  for (const char* name :
+       {"pod_deepseek_v3_8gpu.json", "pytorchjob_deepseek_v3_1024gpu.json",
+        "job_llama3_8b_8gpu.json", "jobset_deepseek_v3_256gpu.json", "pod_not_training.json"}) {
+    const std::string body = ReadData(name);
+    std::vector<double> ms;
+    for (int i = 0; i < 20; ++i) {
+      const absl::Time start = absl::Now();
+      httplib::Result r = client->Post("/validate?timeout=3s", body, "application/json");
+      ms.push_back(absl::ToDoubleMilliseconds(absl::Now() - start));
+      ASSERT_TRUE(r && r->status == 200) << name;
+    }
+    std::sort(ms.begin(), ms.end());
+    std::cout << absl::StrFormat("latency %-38s p50 %7.2f ms  max %7.2f ms\n", name, ms[10],
+                                 ms.back());
+    // Well within the webhook's timeoutSeconds (3).
+    EXPECT_LT(ms[10], 1000) << name;
+  }
+}
+
+TEST_F(WebhookServerTest, ConcurrentReviewsAreAllAnswered) {
+  Start();
+  const std::string pod = ReadData("pod_deepseek_v3_8gpu.json");
+  const std::string job = ReadData("job_llama3_8b_8gpu.json");
+  std::vector<std::future<int>> clients;
+  for (int c = 0; c < 6; ++c) {
+    clients.push_back(std::async(std::launch::async, [&, c] {
+      auto client = Client();
+      int right = 0;
+      for (int i = 0; i < 5; ++i) {
+        const bool deny = (c + i) % 2 == 0;
+        httplib::Result r = client->Post("/validate", deny ? pod : job, "application/json");
+        if (r && r->status == 200 && json::parse(r->body)["response"]["allowed"] == !deny) {
+          ++right;
+        }
+      }
+      return right;
+    }));
+  }
+  for (auto& c : clients) EXPECT_EQ(c.get(), 5);
+}
+
+TEST_F(WebhookServerTest, HealthzAndOtherPaths) {
+  Start();
+  auto client = Client();
+  httplib::Result r = client->Get("/healthz");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  EXPECT_EQ(r->body, "ok\n");
+  r = client->Get("/validate");
+  ASSERT_TRUE(r);
+  EXPECT_NE(r->status, 200);
+  r = client->Post("/mutate", "{}", "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 404);
+}
+
+TEST_F(WebhookServerTest, BadAndOversizedBodiesAreRefused) {
+  Start();
+  auto client = Client();
+  httplib::Result r = client->Post("/validate", "not json", "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 400);
+  EXPECT_THAT(r->body, StartsWith("body: not JSON"));
+  r = client->Post("/validate", std::string(5 << 20, ' '), "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 413);
+  // Still serving.
+  r = client->Post("/validate", ReadData("pod_not_training.json"), "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+}
+
+TEST_F(WebhookServerTest, TheApiServerTimeoutBoundsTheCheck) {
+  Start();
+  httplib::Result r = Client()->Post("/validate?timeout=1ns", ReadData("pod_deepseek_v3_8gpu.json"),
+                                     "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  const json response = json::parse(r->body)["response"];
+  EXPECT_EQ(response["allowed"], true);  // Fail open.
+  EXPECT_THAT(response["warnings"][0].get<std::string>(), HasSubstr("did not finish in time"));
+}
+
+TEST_F(WebhookServerTest, ClientsMustUseVerifiedTls) {
+  Start();
+  httplib::Client plain("127.0.0.1", server_->webhook_port());
+  plain.set_connection_timeout(5);
+  plain.set_read_timeout(5);
+  httplib::Result r = plain.Get("/healthz");
+  EXPECT_FALSE(r && r->status == 200);
+  const TestCertificate other = MakeCertificate("someone else");
+  const std::string other_ca = absl::StrCat(dir_, "/other-ca.crt");
+  testing::WriteFile(other_ca, other.cert_pem);
+  r = Client(other_ca)->Get("/healthz");
+  EXPECT_FALSE(r);
+  EXPECT_EQ(r.error(), httplib::Error::SSLServerVerification);
+}
+
+TEST_F(WebhookServerTest, RotatedCertificateIsServedWithoutARestart) {
+  server::ServerOptions options = Options();
+  options.webhook.tls_reload_interval = absl::ZeroDuration();
+  Start(std::move(options));
+  ASSERT_TRUE(Client()->Get("/healthz"));
+
+  const TestCertificate rotated = MakeCertificate("oomguard webhook rotated");
+  const std::string rotated_ca = absl::StrCat(dir_, "/rotated-ca.crt");
+  testing::WriteFile(rotated_ca, rotated.cert_pem);
+  // A half-written pair (new cert, old key) is not taken.
+  ReplaceFile(cert_file_, rotated.cert_pem);
+  EXPECT_TRUE(Client()->Get("/healthz"));
+  ReplaceFile(key_file_, rotated.key_pem);
+  httplib::Result r = Client(rotated_ca)->Get("/healthz");
+  ASSERT_TRUE(r) << httplib::to_string(r.error());
+  EXPECT_EQ(r->status, 200);
+  EXPECT_FALSE(Client()->Get("/healthz"));  // The old certificate is gone.
+}
+
+TEST_F(WebhookServerTest, MetricsCountWebhookReviews) {
+  Start();
+  auto client = Client();
+  ASSERT_TRUE(client->Post("/validate", ReadData("pod_deepseek_v3_8gpu.json"), "application/json"));
+  ASSERT_TRUE(client->Post("/validate", ReadData("job_llama3_8b_8gpu.json"), "application/json"));
+  ASSERT_TRUE(client->Post("/validate", "[", "application/json"));
+  std::map<std::string, double> counts;
+  for (const prometheus::MetricFamily& family : server_->metrics().registry()->Collect()) {
+    for (const prometheus::ClientMetric& metric : family.metric) {
+      std::string labels;  // Sorted by name.
+      std::vector<prometheus::ClientMetric::Label> sorted = metric.label;
+      std::sort(sorted.begin(), sorted.end(),
+                [](const auto& a, const auto& b) { return a.name < b.name; });
+      for (const prometheus::ClientMetric::Label& l : sorted) {
+        absl::StrAppend(&labels, l.name, "=", l.value, ",");
+      }
+      if (family.name == "oomguard_requests_total" || family.name == "oomguard_verdicts_total") {
+        counts[absl::StrCat(family.name, "{", labels, "}")] = metric.counter.value;
+      }
+      if (family.name == "oomguard_request_duration_seconds" && labels == "method=Webhook,") {
+        counts["webhook_duration_count"] = static_cast<double>(metric.histogram.sample_count);
+      }
+    }
+  }
+  EXPECT_EQ(counts["oomguard_requests_total{code=OK,method=Webhook,}"], 2);
+  EXPECT_EQ(counts["oomguard_requests_total{code=INVALID_ARGUMENT,method=Webhook,}"], 1);
+  EXPECT_EQ(counts["oomguard_verdicts_total{verdict=DOES_NOT_FIT,}"], 1);
+  EXPECT_EQ(counts["oomguard_verdicts_total{verdict=FITS,}"], 1);
+  EXPECT_EQ(counts["webhook_duration_count"], 3);
+}
+
+TEST_F(WebhookServerTest, ShutdownStopsTheWebhook) {
+  Start();
+  const int port = server_->webhook_port();
+  ASSERT_TRUE(Client()->Get("/healthz"));
+  const absl::Time start = absl::Now();
+  server_->Shutdown(absl::Seconds(2));
+  EXPECT_LT(absl::Now() - start, absl::Seconds(10));
+  httplib::SSLClient after("127.0.0.1", port);
+  after.enable_server_certificate_verification(false);
+  after.set_connection_timeout(2);
+  EXPECT_FALSE(after.Get("/healthz"));
+}
+
+TEST_F(WebhookServerTest, BadOptionsAreRefused) {
+  server::ServerOptions options = Options();
+  options.webhook.tls_cert_file.clear();
+  options.webhook.tls_key_file.clear();
+  absl::Status status = server::Server::Start(options).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("webhook_tls_cert"));
+
+  options = Options();
+  const std::string other_key = absl::StrCat(dir_, "/other.key");
+  testing::WriteFile(other_key, MakeCertificate("x").key_pem);
+  options.webhook.tls_key_file = other_key;
+  status = server::Server::Start(options).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("does not match the certificate"));
+
+  options = Options();
+  options.webhook.tls_cert_file = absl::StrCat(dir_, "/missing.crt");
+  status = server::Server::Start(options).status();
+  EXPECT_THAT(status.message(), HasSubstr("webhook_tls_cert = "));
+
+  options = Options();
+  options.webhook.address = "127.0.0.1";
+  EXPECT_EQ(server::Server::Start(options).status().code(), absl::StatusCode::kInvalidArgument);
+
+  options = Options();
+  options.webhook.insecure_http = true;  // With TLS files too.
+  EXPECT_EQ(server::Server::Start(options).status().code(), absl::StatusCode::kInvalidArgument);
+
+  Start();  // Its port is now taken.
+  options = Options();
+  options.webhook.address = absl::StrCat("127.0.0.1:", server_->webhook_port());
+  EXPECT_EQ(server::Server::Start(options).status().code(), absl::StatusCode::kUnavailable);
+}
+
+// The `oomguard serve` flags, in a process.
+TEST_F(WebhookServerTest, ServeFlagsStartAndStopTheWebhook) {
+  std::vector<std::string> argv = {testing::ServerBinary(),
+                                   "--grpc_address=127.0.0.1:0",
+                                   "--metrics_address=",
+                                   "--threads=2",
+                                   "--webhook_address=127.0.0.1:0",
+                                   "--webhook_insecure_http_for_testing"};
+  auto child = testing::ChildProcess::Start(argv, absl::StrCat(dir_, "/serve.log"));
+  ASSERT_TRUE(child.ok()) << child.status();
+  absl::StatusOr<std::string> line =
+      testing::WaitForOutputLine(**child, "msg=listening", absl::Seconds(20));
+  ASSERT_TRUE(line.ok()) << line.status();
+  const int port = testing::LogValue(*line, "webhook_port");
+  ASSERT_GT(port, 0) << *line;
+  absl::StatusOr<std::string> health = testing::HttpGet(port, "/healthz", absl::Seconds(5));
+  ASSERT_TRUE(health.ok()) << health.status();
+  EXPECT_EQ(*health, "ok\n");
+  httplib::Client client("127.0.0.1", port);
+  httplib::Result r =
+      client.Post("/validate", ReadData("pod_deepseek_v3_8gpu.json"), "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_THAT(r->body, HasSubstr("\"allowed\":false"));
+  (*child)->Signal(SIGTERM);
+  EXPECT_EQ((*child)->WaitForExit(absl::Seconds(20)), 0);
+  // One log line per review.
+  EXPECT_THAT((*child)->Output(), HasSubstr("msg=admission http_status=200 code=OK"));
+  EXPECT_THAT((*child)->Output(), HasSubstr("kind=Pod namespace=llm-training name=dsv3-smoke"));
+
+  // TLS flags that name missing files: exit 2 naming the flag.
+  argv = {testing::ServerBinary(),
+          "--grpc_address=127.0.0.1:0",
+          "--metrics_address=",
+          "--webhook_address=127.0.0.1:0",
+          absl::StrCat("--webhook_tls_cert=", dir_, "/nope.crt"),
+          absl::StrCat("--webhook_tls_key=", dir_, "/nope.key")};
+  child = testing::ChildProcess::Start(argv, absl::StrCat(dir_, "/bad.log"));
+  ASSERT_TRUE(child.ok());
+  EXPECT_EQ((*child)->WaitForExit(absl::Seconds(20)),
+            2);  // A configuration error.
+  EXPECT_THAT((*child)->Output(), HasSubstr("webhook_tls_cert = "));
+}
+
+}  // namespace
+}  // namespace oomguard

@@ -1,0 +1,61 @@
+// The flags of `oomguard serve` (see serve_flags.h).
+#include "tools/serve_flags.h"
+
+#include "absl/flags/flag.h"
+#include "absl/strings/match.h"
+
+ABSL_FLAG(std::string, grpc_address, "127.0.0.1:50051",
+          "host:port the gRPC API listens on (port 0: any free port; the chosen port is "
+          "logged as msg=listening grpc_port=...). Use 0.0.0.0:PORT to serve other hosts.");
+ABSL_FLAG(std::string, metrics_address, "127.0.0.1:9464",
+          "host:port of the Prometheus /metrics endpoint (port 0: any free port); empty "
+          "disables it.");
+ABSL_FLAG(std::string, tls_cert, "",
+          "PEM file with the server certificate chain; with --tls_key turns on TLS.");
+ABSL_FLAG(std::string, tls_key, "", "PEM file with the server private key.");
+ABSL_FLAG(std::string, tls_client_ca, "",
+          "PEM file with the CA(s) client certificates must chain to; when set, clients must "
+          "present a verified certificate (mutual TLS). Needs --tls_cert/--tls_key.");
+ABSL_FLAG(int32_t, threads, 0,
+          "Worker threads running the RPC handlers; 0 = one per CPU core. Calls beyond them "
+          "wait in the queue (their deadlines still apply) rather than being refused.");
+ABSL_FLAG(int32_t, max_request_bytes, 1 << 20,
+          "Largest request message accepted, in bytes; larger ones get RESOURCE_EXHAUSTED.");
+ABSL_FLAG(double, default_safety_margin, 0.05,
+          "Fraction of GPU memory Check keeps free when a request sets no "
+          "policy.safety_margin, in [0, 1).");
+ABSL_FLAG(std::string, gpu_catalog, "",
+          "File with GPU catalog entries (oomguard.v1.GpuCatalog, protobuf text format) that "
+          "replace built-in entries of the same name or add new ones.");
+ABSL_FLAG(absl::Duration, shutdown_grace, absl::Seconds(10),
+          "On SIGTERM/SIGINT: how long in-flight calls may take to finish before they are "
+          "cancelled and the server exits 0.");
+ABSL_FLAG(bool, log_requests, true, "Log one line per request on stderr.");
+ABSL_FLAG(int32_t, response_cache_mb, 64,
+          "Memory for cached Check responses, in MiB; 0 disables the cache. A Check is a "
+          "pure function of its request bytes for the life of the server, so a repeated "
+          "request is answered from the cache without estimating again.");
+ABSL_FLAG(std::string, webhook_address, "",
+          "host:port of the Kubernetes validating admission webhook (HTTPS, POST /validate "
+          "with an admission.k8s.io/v1 AdmissionReview; GET /healthz), e.g. 0.0.0.0:8443; "
+          "port 0: any free port, logged as webhook_port=. Empty disables it.");
+ABSL_FLAG(std::string, webhook_tls_cert, "",
+          "PEM file with the webhook's certificate chain (required with --webhook_address). "
+          "Re-read when it changes, so a rotated Secret needs no restart.");
+ABSL_FLAG(std::string, webhook_tls_key, "",
+          "PEM file with the webhook's private key (required with --webhook_address).");
+ABSL_FLAG(bool, webhook_insecure_http_for_testing, false,
+          "Serve the webhook over plain HTTP instead of TLS. For local tests only: the API "
+          "server only calls webhooks over HTTPS.");
+ABSL_FLAG(absl::Duration, webhook_check_timeout, absl::Seconds(2),
+          "Longest time one admission check may take; less when the API server's timeout "
+          "(its ?timeout= parameter) leaves less. A check that runs out of time allows the "
+          "object with a warning.");
+
+namespace oomguard {
+
+bool IsServeFlagsFile(absl::string_view filename) {
+  return absl::EndsWith(filename, "serve_flags.cc");
+}
+
+}  // namespace oomguard
