@@ -14,8 +14,9 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
-#include "estimator/estimator.h"
 #include "admission/gpu_catalog.h"
+#include "estimator/estimator.h"
+#include "estimator/recompute_rules.h"
 
 namespace oomguard {
 namespace {
@@ -66,15 +67,6 @@ bool HasRecompute(const v1::JobSpec& j) {
   return g == v1::RECOMPUTE_GRANULARITY_SELECTIVE || g == v1::RECOMPUTE_GRANULARITY_FULL;
 }
 
-// The modules recomputed now: [core_attn] for selective with no list.
-std::vector<v1::RecomputeModule> SelectiveModules(const v1::RecomputeSpec& r) {
-  if (r.granularity() != v1::RECOMPUTE_GRANULARITY_SELECTIVE) return {};
-  if (r.modules().empty()) return {v1::RECOMPUTE_MODULE_CORE_ATTN};
-  std::vector<v1::RecomputeModule> modules;
-  for (int m : r.modules()) modules.push_back(static_cast<v1::RecomputeModule>(m));
-  return modules;
-}
-
 // "moe_act" for RECOMPUTE_MODULE_MOE_ACT: the --recompute-modules word.
 std::string ModuleFlagName(v1::RecomputeModule m) {
   return absl::AsciiStrToLower(absl::StripPrefix(v1::RecomputeModule_Name(m), "RECOMPUTE_MODULE_"));
@@ -103,11 +95,9 @@ std::optional<std::string> EnableExpandableSegments(const v1::GpuSpec& gpu, v1::
 std::optional<std::string> AddRecomputeModule(v1::RecomputeModule module, v1::JobSpec* job) {
   v1::RecomputeSpec* r = job->mutable_recompute();
   if (r->granularity() == v1::RECOMPUTE_GRANULARITY_FULL) return std::nullopt;
-  std::vector<v1::RecomputeModule> modules = SelectiveModules(*r);
-  auto has = [&](v1::RecomputeModule m) {
-    return std::find(modules.begin(), modules.end(), m) != modules.end();
-  };
-  if (has(module) || (module == v1::RECOMPUTE_MODULE_MOE_ACT && has(v1::RECOMPUTE_MODULE_MOE))) {
+  std::vector<v1::RecomputeModule> modules = SelectiveRecomputeModules(*r);
+  if (std::any_of(modules.begin(), modules.end(),
+                  [&](v1::RecomputeModule m) { return RecomputeModuleCovers(m, module); })) {
     return std::nullopt;
   }
   modules.push_back(module);
@@ -125,8 +115,9 @@ std::optional<std::string> AddRecomputeModule(v1::RecomputeModule module, v1::Jo
 std::optional<std::string> RecomputeMoeAct(const v1::GpuSpec&, v1::JobSpec* job) {
   if (job->model().num_experts() == 0) return std::nullopt;
   std::optional<std::string> setting = AddRecomputeModule(v1::RECOMPUTE_MODULE_MOE_ACT, job);
-  if (setting && !job->model().moe_grouped_gemm()) {
-    job->mutable_model()->set_moe_grouped_gemm(true);  // Megatron needs it for moe_act.
+  if (setting && RecomputeNeedsGroupedGemm(v1::RECOMPUTE_MODULE_MOE_ACT) &&
+      !job->model().moe_grouped_gemm()) {
+    job->mutable_model()->set_moe_grouped_gemm(true);
     absl::StrAppend(&*setting, " --moe-grouped-gemm");
   }
   return setting;

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "estimator/pipeline_layout.h"
+#include "estimator/recompute_rules.h"
 
 namespace oomguard {
 namespace {
@@ -389,22 +390,26 @@ absl::Status ResolveRecompute(const v1::RecomputeSpec& r, ValidatedJob& j) {
                "needs recompute.granularity = SELECTIVE");
   }
   if (j.recompute == v1::RECOMPUTE_GRANULARITY_SELECTIVE) {
-    if (r.modules_size() == 0) j.recompute_modules = 1u << v1::RECOMPUTE_MODULE_CORE_ATTN;
-    for (int i = 0; i < r.modules_size(); ++i) {
-      const v1::RecomputeModule mod = r.modules(i);
+    const std::vector<v1::RecomputeModule> modules = SelectiveRecomputeModules(r);
+    for (size_t i = 0; i < modules.size(); ++i) {
+      const v1::RecomputeModule mod = modules[i];
       if (mod == v1::RECOMPUTE_MODULE_UNSPECIFIED || !v1::RecomputeModule_IsValid(mod)) {
         return Bad(absl::StrCat("recompute.modules[", i, "]"), static_cast<int>(mod),
                    "unknown module");
       }
-      if (mod == v1::RECOMPUTE_MODULE_MOE_ACT && j.experts > 0 && !j.grouped_gemm) {
+      if (RecomputeNeedsGroupedGemm(mod) && j.experts > 0 && !j.grouped_gemm) {
         return Bad(absl::StrCat("recompute.modules[", i, "]"), "moe_act",
                    "Megatron-Core supports moe_act recompute only with model.moe_grouped_gemm");
       }
       j.recompute_modules |= 1u << mod;
     }
-    if ((j.recompute_modules & (1u << v1::RECOMPUTE_MODULE_MOE)) &&
-        (j.recompute_modules & (1u << v1::RECOMPUTE_MODULE_MOE_ACT))) {
-      return Bad("recompute.modules", "moe,moe_act", "moe already recomputes moe_act; pick one");
+    for (v1::RecomputeModule covered : modules) {
+      for (v1::RecomputeModule mod : modules) {
+        if (covered != mod && RecomputeModuleCovers(covered, mod)) {
+          return Bad("recompute.modules", "moe,moe_act",
+                     "moe already recomputes moe_act; pick one");
+        }
+      }
     }
   }
   j.cpu_offloading = r.cpu_offloading();

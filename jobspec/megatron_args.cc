@@ -23,6 +23,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
+#include "google/protobuf/util/message_differencer.h"
 
 namespace oomguard {
 namespace {
@@ -1203,6 +1204,50 @@ absl::StatusOr<std::vector<std::string>> SplitArgumentLine(std::string_view std_
   }
   if (in_word) words.push_back(std::move(word));
   return words;
+}
+
+bool MayChangeMemory(std::string_view std_unresolved) {
+  const absl::string_view unresolved(std_unresolved.data(), std_unresolved.size());
+  if (!absl::StartsWith(unresolved, "--")) {
+    // A whole word from an expansion ("$EXTRA_ARGS") may be any flags; one
+    // starting with literal text is the value of the flag before it.
+    const absl::string_view word = absl::StripLeadingAsciiWhitespace(
+        unresolved.substr(std::min(unresolved.find_first_not_of("\"'"), unresolved.size())));
+    return word.empty() || word[0] == '$' || word[0] == '`' || word[0] == '-';
+  }
+  const absl::string_view flag = unresolved.substr(0, unresolved.find_first_of(" ="));
+  if (flag.find_first_of("$`\"'") != absl::string_view::npos) return true;
+  // Whether the parser reads the flag: on a small valid job, some sample
+  // value is refused or changes the job.
+  std::vector<std::string> args = {"--num-layers",
+                                   "2",
+                                   "--hidden-size",
+                                   "64",
+                                   "--num-attention-heads",
+                                   "4",
+                                   "--seq-length",
+                                   "128",
+                                   "--max-position-embeddings",
+                                   "128",
+                                   "--micro-batch-size",
+                                   "1",
+                                   "--vocab-size",
+                                   "1024"};
+  v1::JobSpec base;
+  if (!ApplyMegatronArgs(args, ArgsMode::kFullCommandLine, &base, nullptr).ok()) {
+    return true;
+  }
+  args.push_back(std::string(flag));
+  args.push_back("");
+  for (const char* sample : {"7", "3"}) {
+    args.back() = sample;
+    v1::JobSpec probe;
+    if (!ApplyMegatronArgs(args, ArgsMode::kFullCommandLine, &probe, nullptr).ok() ||
+        !google::protobuf::util::MessageDifferencer::Equals(base, probe)) {
+      return true;
+    }
+  }
+  return false;
 }
 
 }  // namespace oomguard

@@ -56,6 +56,14 @@ void ApplyEnvironment(const std::map<std::string, std::string>& env, v1::JobSpec
 // unterminated quote.
 absl::StatusOr<std::vector<std::string>> SplitArgumentLine(std::string_view line);
 
+// Whether a launch word the script reader left out (ScriptJob::unresolved:
+// "--flag VALUE", "--flag=VALUE" or a bare word) may change the estimate: a
+// word that is an expansion ("$EXTRA_ARGS") may expand to any flags; a flag
+// may when the Megatron-LM argument parser reads it (a sample value changes
+// the job or is refused). Data paths, logging, learning rates, unknown flags
+// and words starting with literal text (values) do not.
+bool MayChangeMemory(std::string_view unresolved);
+
 }  // namespace oomguard
 
 #endif  // OOMGUARD_JOBSPEC_MEGATRON_ARGS_H_

@@ -28,17 +28,26 @@ absl::StatusOr<v1::JobSpec> BuildMegatronJob(const v1::MegatronJob& megatron,
     return absl::InvalidArgumentError(
         absl::StrCat(field, ".num_gpus = 0: the job's world size is required (> 0)"));
   }
-  if (megatron.model_case() == v1::MegatronJob::MODEL_NOT_SET && megatron.args().empty()) {
+  if (!megatron.argv().empty() && !megatron.args().empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, ".args: set argv (the words) or args (one line), not both"));
+  }
+  if (megatron.model_case() == v1::MegatronJob::MODEL_NOT_SET && megatron.argv().empty() &&
+      megatron.args().empty()) {
     return absl::InvalidArgumentError(
         absl::StrCat(field,
-                     ".args = \"\": the argument line is required without a preset or "
+                     ".argv: empty: the arguments are required without a preset or "
                      "hf_config_json"));
   }
-  absl::StatusOr<std::vector<std::string>> args = SplitArgumentLine(megatron.args());
-  if (!args.ok()) return FieldError(absl::StrCat(field, ".args"), args.status());
+  std::vector<std::string> words(megatron.argv().begin(), megatron.argv().end());
+  if (!megatron.args().empty()) {
+    absl::StatusOr<std::vector<std::string>> split = SplitArgumentLine(megatron.args());
+    if (!split.ok()) return FieldError(absl::StrCat(field, ".args"), split.status());
+    words = *std::move(split);
+  }
   const JobSource source{.preset = megatron.preset(),
                          .hf_config_json = megatron.hf_config_json(),
-                         .megatron_args = *std::move(args),
+                         .megatron_args = std::move(words),
                          .env = env,
                          .num_gpus = megatron.num_gpus()};
   absl::StatusOr<v1::JobSpec> spec = BuildJob(source, notes);

@@ -15,7 +15,6 @@
 #include "absl/strings/strip.h"
 #include "jobscript/job_script.h"
 #include "jobspec/megatron_args.h"
-#include "google/protobuf/util/message_differencer.h"
 
 namespace oomguard::webhook {
 namespace {
@@ -466,49 +465,6 @@ absl::string_view WorkloadKindName(WorkloadKind kind) {
       return "JobSet";
   }
   return "?";
-}
-
-bool MayChangeMemory(absl::string_view unresolved) {
-  if (!absl::StartsWith(unresolved, "--")) {
-    // A whole word from an expansion ("$EXTRA_ARGS") may be any flags; one
-    // starting with literal text is the value of the flag before it.
-    const absl::string_view word = absl::StripLeadingAsciiWhitespace(
-        unresolved.substr(std::min(unresolved.find_first_not_of("\"'"), unresolved.size())));
-    return word.empty() || word[0] == '$' || word[0] == '`' || word[0] == '-';
-  }
-  const absl::string_view flag = unresolved.substr(0, unresolved.find_first_of(" ="));
-  if (flag.find_first_of("$`\"'") != absl::string_view::npos) return true;
-  // Whether the parser reads the flag: on a small valid job, some sample
-  // value is refused or changes the job.
-  std::vector<std::string> args = {"--num-layers",
-                                   "2",
-                                   "--hidden-size",
-                                   "64",
-                                   "--num-attention-heads",
-                                   "4",
-                                   "--seq-length",
-                                   "128",
-                                   "--max-position-embeddings",
-                                   "128",
-                                   "--micro-batch-size",
-                                   "1",
-                                   "--vocab-size",
-                                   "1024"};
-  v1::JobSpec base;
-  if (!ApplyMegatronArgs(args, ArgsMode::kFullCommandLine, &base, nullptr).ok()) {
-    return true;
-  }
-  args.push_back(std::string(flag));
-  args.push_back("");
-  for (const char* sample : {"7", "3"}) {
-    args.back() = sample;
-    v1::JobSpec probe;
-    if (!ApplyMegatronArgs(args, ArgsMode::kFullCommandLine, &probe, nullptr).ok() ||
-        !google::protobuf::util::MessageDifferencer::Equals(base, probe)) {
-      return true;
-    }
-  }
-  return false;
 }
 
 std::string ExpandKubernetesReferences(absl::string_view text,

@@ -85,7 +85,7 @@ struct WorkloadJob {
   // PYTORCH_CUDA_ALLOC_CONF / NCCL_GRAPH_REGISTER as the launch sees them.
   std::map<std::string, std::string> env;
   // Launch words only known at run time that may change memory (see
-  // MayChangeMemory), as written, e.g. "--micro-batch-size $MBS": the
+  // MayChangeMemory in jobspec/megatron_args.h), as written, e.g. "--micro-batch-size $MBS": the
   // verdict is a guess without them.
   std::vector<std::string> unresolved;
   // For the submitter (count mismatches, several launches).
@@ -98,14 +98,6 @@ struct WorkloadJob {
 // negative replica count, a bad annotation); FailedPrecondition when a launch
 // is found but the job cannot be judged (no GPUs, no GPU type).
 absl::StatusOr<WorkloadJob> ReadWorkload(const nlohmann::json& object, WorkloadKind kind);
-
-// Whether a launch word the script reader left out (ScriptJob::unresolved:
-// "--flag VALUE", "--flag=VALUE" or a bare word) may change the estimate: a
-// word that is an expansion ("$EXTRA_ARGS") may expand to any flags; a flag
-// may when the Megatron-LM argument parser reads it (a sample value changes
-// the job or is refused). Data paths, logging, learning rates, unknown flags
-// and words starting with literal text (values) do not.
-bool MayChangeMemory(absl::string_view unresolved);
 
 // Kubernetes' expansion of `$(NAME)` in command, args and env values:
 // references to names in `env` are replaced, `$$` is a literal `$`, anything

@@ -984,4 +984,16 @@ TEST(CalibrationTest, EverySweepLineParsesAndMatchesItsColumns) {
 }
 
 }  // namespace
+TEST(MayChangeMemoryTest, OnlyUnresolvedWordsThatMayChangeMemoryCount) {
+  for (const char* word : {"--micro-batch-size $MBS", "--recompute-granularity ${R}",
+                           "--tensor-model-parallel-size=$TP", "--seq-length `cat f`",
+                           "$EXTRA_ARGS", "\"${EXTRA[@]}\"", "`cat args`", "--$FLAG 1"}) {
+    EXPECT_TRUE(MayChangeMemory(word)) << word;
+  }
+  for (const char* word : {"--data-path $(cat /data/list)", "--save $CKPT", "--lr $LR",
+                           "--wandb-exp-name $NAME", "--no-such-flag $X", "/data/$(date +%s)"}) {
+    EXPECT_FALSE(MayChangeMemory(word)) << word;
+  }
+}
+
 }  // namespace oomguard

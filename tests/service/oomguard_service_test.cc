@@ -301,6 +301,9 @@ INSTANTIATE_TEST_SUITE_P(
            r.mutable_job()->mutable_megatron()->clear_preset();
            r.mutable_job()->mutable_megatron()->clear_args();
          },
+         {"job.megatron.argv"}},
+        {"BothArgvAndArgs",
+         [](v1::CheckRequest& r) { r.mutable_job()->mutable_megatron()->add_argv("--bf16"); },
          {"job.megatron.args"}},
         {"UnterminatedQuote",
          [](v1::CheckRequest& r) {
