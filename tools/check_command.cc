@@ -18,11 +18,12 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
-#include "jobscript/job_script.h"
-#include "jobspec/megatron_args.h"
 #include "google/protobuf/util/json_util.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
+#include "jobscript/check_request.h"
+#include "jobscript/job_script.h"
+#include "jobspec/megatron_args.h"
 #include "oomguard/v1/service.grpc.pb.h"
 #include "tools/command_flags.h"
 
@@ -41,7 +42,7 @@ constexpr char kUsage[] =
     "      2 usage or invalid job, 6 service unavailable or too slow\n";
 
 // The service refuses larger requests by default (--max_request_bytes).
-constexpr size_t kMaxArgsBytes = (size_t{1} << 20) - (size_t{16} << 10);
+constexpr size_t kMaxRequestBytes = size_t{1} << 20;
 constexpr uint32_t kMaxCount = 1u << 20;
 
 struct CheckFlags {
@@ -219,33 +220,6 @@ bool IsHeaderName(absl::string_view v) {
   });
 }
 
-// An argument line SplitArgumentLine reads back as exactly `words`: plain
-// words as they are, others single-quoted ('\'' for a quote).
-std::string JoinForSplit(const std::vector<std::string>& words) {
-  std::string out;
-  for (const std::string& w : words) {
-    if (!out.empty()) out.push_back(' ');
-    const bool plain = !w.empty() && std::all_of(w.begin(), w.end(), [](char c) {
-      return absl::ascii_isalnum(static_cast<unsigned char>(c)) ||
-             absl::StrContains("-_./:=,+@%^", c);
-    });
-    if (plain) {
-      out += w;
-      continue;
-    }
-    out.push_back('\'');
-    for (const char c : w) {
-      if (c == '\'') {
-        out += "'\\''";
-      } else {
-        out.push_back(c);
-      }
-    }
-    out.push_back('\'');
-  }
-  return out;
-}
-
 // The settings of FITS_WITH_SETTINGS as lines to paste: `export A=B C=D`
 // when the setting is only assignments.
 std::string SettingLine(const std::string& setting) {
@@ -354,15 +328,16 @@ Plan MakePlan(const CheckFlags& f, const JobEnvelope* envelope, const ScriptJob&
                                    "#OOMGUARD gpus=N");
     return plan;
   }
-  v1::CheckRequest& request = plan.request;
+  std::string gpu_name;
+  uint64_t gpu_memory_bytes = 0;
   if (f.gpu_memory_gib > 0) {
     if (!e.gpu.empty() || !job.gpu.empty()) {
       plan.notes.push_back(absl::StrCat("the GPU named by ",
                                         e.gpu.empty() ? "#OOMGUARD" : "the scheduler",
                                         " ignored: --gpu-memory-gib ", f.gpu_memory_gib, " given"));
     }
-    request.set_gpu_memory_bytes(
-        static_cast<uint64_t>(std::llround(f.gpu_memory_gib * static_cast<double>(1ull << 30))));
+    gpu_memory_bytes =
+        static_cast<uint64_t>(std::llround(f.gpu_memory_gib * static_cast<double>(1ull << 30)));
   } else {
     std::string gpu = Choose<std::string>("gpu", f.gpu, e.gpu, job.gpu, plan.notes);
     plan.gpu_from_scheduler = f.gpu.empty() && !e.gpu.empty();
@@ -376,7 +351,7 @@ Plan MakePlan(const CheckFlags& f, const JobEnvelope* envelope, const ScriptJob&
                                      "#OOMGUARD gpu=NAME");
       return plan;
     }
-    request.set_gpu_name(gpu);
+    gpu_name = std::move(gpu);
   }
   // FSDP is refused by the estimator as Unimplemented; that is a job oomguard
   // cannot judge, not an invalid one.
@@ -390,24 +365,24 @@ Plan MakePlan(const CheckFlags& f, const JobEnvelope* envelope, const ScriptJob&
       return plan;
     }
   }
-  v1::JobSource* source = request.mutable_job();
-  v1::MegatronJob* megatron = source->mutable_megatron();
-  if (!preset.empty()) megatron->set_preset(preset);
-  megatron->set_args(JoinForSplit(job.megatron_args));
-  megatron->set_num_gpus(gpus);
-  source->set_gpus_per_node(per_node);
   // The submission's environment, then the script's exports, then --env.
   std::map<std::string, std::string> env = e.env;
   for (const auto& [k, v] : job.env) env[k] = v;
   for (const auto& [k, v] : f.env) env[k] = v;
-  for (const auto& [k, v] : env) (*source->mutable_env())[k] = v;
   const std::optional<double> margin =
       f.safety_margin.has_value() ? f.safety_margin : job.safety_margin;
   if (f.safety_margin && job.safety_margin && *f.safety_margin != *job.safety_margin) {
     plan.notes.push_back(absl::StrCat("#OOMGUARD safety-margin=", *job.safety_margin,
                                       " ignored: the command line says ", *f.safety_margin));
   }
-  if (margin.has_value()) request.mutable_policy()->set_safety_margin(*margin);
+  plan.request = BuildCheckRequest(LaunchCheck{.megatron_args = job.megatron_args,
+                                               .preset = preset,
+                                               .num_gpus = gpus,
+                                               .gpus_per_node = per_node,
+                                               .env = std::move(env),
+                                               .gpu_name = std::move(gpu_name),
+                                               .gpu_memory_bytes = gpu_memory_bytes,
+                                               .safety_margin = margin});
   return plan;
 }
 
@@ -536,10 +511,9 @@ int RunCheck(const std::vector<std::string>& args, std::string& out, std::string
     out = absl::StrCat("oomguard: not judged: ", plan.not_judged, "\n");
     return kCheckNotJudged;
   }
-  if (plan.request.job().megatron().args().size() > kMaxArgsBytes) {
-    err += ErrLine(absl::StrCat("invalid job: the Megatron-LM arguments are ",
-                                plan.request.job().megatron().args().size(),
-                                " bytes, more than the service takes (", kMaxArgsBytes, ")"));
+  if (const size_t bytes = plan.request.ByteSizeLong(); bytes > kMaxRequestBytes) {
+    err += ErrLine(absl::StrCat("invalid job: the check request is ", bytes,
+                                " bytes, more than the service takes (", kMaxRequestBytes, ")"));
     return kCheckUsage;
   }
   // The call.

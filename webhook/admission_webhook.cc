@@ -15,6 +15,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/strip.h"
+#include "jobscript/check_request.h"
 
 namespace oomguard::webhook {
 namespace {
@@ -192,7 +193,7 @@ Answer Judge(const json& request, const json& object, WorkloadKind kind, const G
     answer.audit = {{"skipped", job->not_judged}};
     return answer;
   }
-  absl::StatusOr<v1::CheckRequest> check_request = BuildCheckRequest(*job, catalog);
+  absl::StatusOr<v1::CheckRequest> check_request = CheckRequestFor(*job, catalog);
   if (!check_request.ok()) return cannot_judge(check_request.status());
   v1::CheckResponse response;
   absl::Status status;
@@ -237,20 +238,6 @@ Answer Judge(const json& request, const json& object, WorkloadKind kind, const G
 
 }  // namespace
 
-std::string JoinShellWords(absl::Span<const std::string> words) {
-  std::vector<std::string> quoted;
-  quoted.reserve(words.size());
-  for (const std::string& word : words) {
-    const bool plain = !word.empty() && std::all_of(word.begin(), word.end(), [](char c) {
-      return absl::ascii_isalnum(static_cast<unsigned char>(c)) ||
-             absl::StrContains("_-+=:,./@%", c);
-    });
-    quoted.push_back(plain ? word
-                           : absl::StrCat("'", absl::StrReplaceAll(word, {{"'", "'\\''"}}), "'"));
-  }
-  return absl::StrJoin(quoted, " ");
-}
-
 absl::StatusOr<std::string> ResolveGpuName(absl::string_view name, const GpuCatalog& catalog) {
   std::string key = absl::StrReplaceAll(absl::StripAsciiWhitespace(name), {{" ", "-"}});
   if (absl::StatusOr<v1::GpuSpec> gpu = catalog.Find(key); gpu.ok()) return gpu->name();
@@ -272,27 +259,21 @@ absl::StatusOr<std::string> ResolveGpuName(absl::string_view name, const GpuCata
   return catalog.Find(std::string(name)).status();
 }
 
-absl::StatusOr<v1::CheckRequest> BuildCheckRequest(const WorkloadJob& job,
-                                                   const GpuCatalog& catalog) {
-  v1::CheckRequest request;
+absl::StatusOr<v1::CheckRequest> CheckRequestFor(const WorkloadJob& job,
+                                                 const GpuCatalog& catalog) {
   absl::StatusOr<std::string> gpu = ResolveGpuName(job.gpu, catalog);
   if (!gpu.ok()) {
     return absl::InvalidArgumentError(
         absl::StrCat(job.gpu_source, " = \"", job.gpu, "\": ", gpu.status().message(),
                      " (set annotation ", kGpuAnnotation, " to one of them)"));
   }
-  request.set_gpu_name(*gpu);
-  v1::JobSource* source = request.mutable_job();
-  v1::MegatronJob* megatron = source->mutable_megatron();
-  if (!job.preset.empty()) megatron->set_preset(job.preset);
-  megatron->set_args(JoinShellWords(job.megatron_args));
-  megatron->set_num_gpus(job.num_gpus);
-  for (const auto& [name, value] : job.env) (*source->mutable_env())[name] = value;
-  source->set_gpus_per_node(job.gpus_per_node);
-  if (job.safety_margin.has_value()) {
-    request.mutable_policy()->set_safety_margin(*job.safety_margin);
-  }
-  return request;
+  return BuildCheckRequest(LaunchCheck{.megatron_args = job.megatron_args,
+                                       .preset = job.preset,
+                                       .num_gpus = job.num_gpus,
+                                       .gpus_per_node = job.gpus_per_node,
+                                       .env = job.env,
+                                       .gpu_name = *std::move(gpu),
+                                       .safety_margin = job.safety_margin});
 }
 
 AdmissionAnswer ReviewAdmission(absl::string_view body, const GpuCatalog& catalog,

@@ -88,17 +88,12 @@ AdmissionAnswer ReviewAdmission(absl::string_view body, const GpuCatalog& catalo
 
 // The CheckRequest of a judged workload. InvalidArgument for an unknown GPU
 // (naming where the name came from and the known ones).
-absl::StatusOr<v1::CheckRequest> BuildCheckRequest(const WorkloadJob& job,
-                                                   const GpuCatalog& catalog);
+absl::StatusOr<v1::CheckRequest> CheckRequestFor(const WorkloadJob& job, const GpuCatalog& catalog);
 
 // The catalog name of a GPU given as a catalog name/alias or as GPU feature
 // discovery labels it (nvidia.com/gpu.product, e.g. "NVIDIA-H100-80GB-HBM3",
 // "NVIDIA-A100-SXM4-80GB"); NotFound otherwise.
 absl::StatusOr<std::string> ResolveGpuName(absl::string_view name, const GpuCatalog& catalog);
-
-// `words` as one line that SplitArgumentLine (jobspec/megatron_args.h)
-// splits back into the same words.
-std::string JoinShellWords(absl::Span<const std::string> words);
 
 }  // namespace oomguard::webhook
 

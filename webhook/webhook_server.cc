@@ -14,16 +14,16 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
-#include "webhook/admission_webhook.h"
 #include "service/request_log.h"
+#include "webhook/admission_webhook.h"
 
 namespace oomguard::webhook {
 
 using service::FormatEventLine;
-using service::WriteLogLine;
+using service::Method;
 using service::OomguardService;
 using service::ServiceMetrics;
-using service::Method;
+using service::WriteLogLine;
 namespace {
 
 // "host:port" or "[v6]:port" -> host and port.

@@ -19,8 +19,8 @@
 
 namespace oomguard::webhook {
 
-using service::ReadFlagFile;
 using service::FormatEventLine;
+using service::ReadFlagFile;
 using service::WriteLogLine;
 
 struct CertificateReloader::KeyPair {

@@ -552,21 +552,6 @@ TEST_F(WebhookAdmissionTest, HostileShapesNeverCrash) {
   EXPECT_GT(answered, 500);
 }
 
-TEST(WebhookHelpersTest, ShellWordsRoundTrip) {
-  const std::vector<std::string> words = {"--pipeline-model-parallel-layout",
-                                          "Et|(tt|)*30mL",
-                                          "it's",
-                                          "",
-                                          "a b",
-                                          "$(X)",
-                                          "back\\slash",
-                                          "--seq-length=4096"};
-  absl::StatusOr<std::vector<std::string>> split =
-      SplitArgumentLine(webhook::JoinShellWords(words));
-  ASSERT_TRUE(split.ok()) << split.status();
-  EXPECT_EQ(*split, words);
-}
-
 TEST(WebhookHelpersTest, GpuFeatureDiscoveryNamesResolve) {
   const GpuCatalog catalog = GpuCatalog::Builtin();
   EXPECT_EQ(*webhook::ResolveGpuName("NVIDIA-H100-80GB-HBM3", catalog), "H100-SXM-80GB");

@@ -1,0 +1,25 @@
+#include "jobscript/check_request.h"
+
+namespace oomguard {
+
+v1::CheckRequest BuildCheckRequest(const LaunchCheck& launch) {
+  v1::CheckRequest request;
+  if (!launch.gpu_name.empty()) {
+    request.set_gpu_name(launch.gpu_name);
+  } else {
+    request.set_gpu_memory_bytes(launch.gpu_memory_bytes);
+  }
+  v1::JobSource* source = request.mutable_job();
+  v1::MegatronJob* megatron = source->mutable_megatron();
+  if (!launch.preset.empty()) megatron->set_preset(launch.preset);
+  megatron->mutable_argv()->Assign(launch.megatron_args.begin(), launch.megatron_args.end());
+  megatron->set_num_gpus(launch.num_gpus);
+  source->set_gpus_per_node(launch.gpus_per_node);
+  for (const auto& [name, value] : launch.env) (*source->mutable_env())[name] = value;
+  if (launch.safety_margin.has_value()) {
+    request.mutable_policy()->set_safety_margin(*launch.safety_margin);
+  }
+  return request;
+}
+
+}  // namespace oomguard

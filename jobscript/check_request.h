@@ -1,0 +1,45 @@
+// The one conversion from a launch read out of a job script (the Slurm
+// path, tools/check_command.h) or a Kubernetes workload (webhook/) to the
+// CheckRequest the service judges. The callers choose between their sources
+// (command line, scheduler, #OOMGUARD directives, annotations); this turns
+// what they chose into the request, words kept as words.
+#ifndef OOMGUARD_JOBSCRIPT_CHECK_REQUEST_H_
+#define OOMGUARD_JOBSCRIPT_CHECK_REQUEST_H_
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "oomguard/v1/admission.pb.h"
+
+namespace oomguard {
+
+// A Megatron-LM launch with everything a check needs.
+struct LaunchCheck {
+  // The flags after pretrain_gpt.py, one word per element
+  // (ScriptJob::megatron_args): sent as MegatronJob.argv.
+  std::vector<std::string> megatron_args;
+  // A preset the flags override; empty = the flags are the whole command
+  // line.
+  std::string preset;
+  // World size, > 0.
+  uint32_t num_gpus = 0;
+  // GPUs per node; 0 = the JobSpec default.
+  uint32_t gpus_per_node = 0;
+  // PYTORCH_CUDA_ALLOC_CONF / NCCL_GRAPH_REGISTER as the launch sees them.
+  std::map<std::string, std::string> env;
+  // The GPU: a catalog name, or (when the name is empty) its memory in
+  // bytes.
+  std::string gpu_name;
+  uint64_t gpu_memory_bytes = 0;
+  // Fraction of the GPU kept free; unset = the server's default.
+  std::optional<double> safety_margin;
+};
+
+v1::CheckRequest BuildCheckRequest(const LaunchCheck& launch);
+
+}  // namespace oomguard
+
+#endif  // OOMGUARD_JOBSCRIPT_CHECK_REQUEST_H_

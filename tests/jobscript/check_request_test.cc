@@ -1,0 +1,47 @@
+// The one conversion from a launch to a CheckRequest: words stay words.
+#include "jobscript/check_request.h"
+
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace oomguard {
+namespace {
+
+TEST(BuildCheckRequestTest, WordsArriveAsTheyWereWritten) {
+  const std::vector<std::string> words = {"--pipeline-model-parallel-layout",
+                                          "Et|(tt|)*30mL",
+                                          "it's",
+                                          "",
+                                          "a b",
+                                          "$(X)",
+                                          "back\\slash",
+                                          "--seq-length=4096"};
+  const v1::CheckRequest request = BuildCheckRequest(
+      LaunchCheck{.megatron_args = words, .num_gpus = 8, .gpu_name = "H100-SXM-80GB"});
+  const v1::MegatronJob& megatron = request.job().megatron();
+  EXPECT_EQ(std::vector<std::string>(megatron.argv().begin(), megatron.argv().end()), words);
+  EXPECT_TRUE(megatron.args().empty());
+  EXPECT_EQ(megatron.num_gpus(), 8u);
+  EXPECT_EQ(request.gpu_name(), "H100-SXM-80GB");
+  EXPECT_FALSE(request.has_policy());
+}
+
+TEST(BuildCheckRequestTest, CarriesPresetEnvGpuMemoryAndMargin) {
+  const v1::CheckRequest request = BuildCheckRequest(
+      LaunchCheck{.preset = "deepseek-v3",
+                  .num_gpus = 256,
+                  .gpus_per_node = 4,
+                  .env = {{"PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True"}},
+                  .gpu_memory_bytes = uint64_t{80} << 30,
+                  .safety_margin = 0.1});
+  EXPECT_EQ(request.job().megatron().preset(), "deepseek-v3");
+  EXPECT_EQ(request.job().gpus_per_node(), 4u);
+  EXPECT_EQ(request.job().env().at("PYTORCH_CUDA_ALLOC_CONF"), "expandable_segments:True");
+  EXPECT_EQ(request.gpu_memory_bytes(), uint64_t{80} << 30);
+  EXPECT_DOUBLE_EQ(request.policy().safety_margin(), 0.1);
+}
+
+}  // namespace
+}  // namespace oomguard
