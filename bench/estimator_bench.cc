@@ -2,6 +2,11 @@
 // recompute, layout Et|(tt|)*30mL, 8 ranks reported). Goal: microseconds.
 #include <benchmark/benchmark.h>
 
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
 #include "admission/admission.h"
 #include "estimator/estimator.h"
 #include "admission/gpu_catalog.h"
@@ -10,31 +15,20 @@
 
 namespace {
 
+// The words of examples/`name` (the shipped example jobs).
+std::vector<std::string> ExampleArgs(const std::string& name) {
+  std::ifstream in(std::string(OOMGUARD_SOURCE_DIR) + "/examples/" + name);
+  if (!in) std::abort();
+  auto words = oomguard::SplitArgumentLine(std::string(std::istreambuf_iterator<char>(in), {}));
+  if (!words.ok()) std::abort();
+  return *std::move(words);
+}
+
 oomguard::v1::JobSpec DeepSeekV3Job() {
   oomguard::JobSource src;
   src.preset = "deepseek-v3";
   src.num_gpus = 256;
-  src.megatron_args = {"--pipeline-model-parallel-size",
-                       "8",
-                       "--expert-model-parallel-size",
-                       "32",
-                       "--expert-tensor-parallel-size",
-                       "1",
-                       "--pipeline-model-parallel-layout",
-                       "Et|(tt|)*30mL",
-                       "--seq-length",
-                       "4096",
-                       "--micro-batch-size",
-                       "1",
-                       "--global-batch-size",
-                       "1024",
-                       "--recompute-granularity",
-                       "full",
-                       "--recompute-method",
-                       "uniform",
-                       "--recompute-num-layers",
-                       "1",
-                       "--use-distributed-optimizer"};
+  src.megatron_args = ExampleArgs("deepseek_v3_256gpu.args");
   auto job = oomguard::BuildJob(src, nullptr);
   if (!job.ok()) std::abort();
   return *job;
@@ -61,18 +55,11 @@ void BM_EstimateDeepSeekV3WithTree(benchmark::State& state) {
 BENCHMARK(BM_EstimateDeepSeekV3WithTree);
 
 // The admission path the service's Check runs without its response cache:
-// the argument line of bench/load/make_requests.py (DeepSeek-V3 on 1024
-// GPUs, TP2 PP16 VPP2 EP64, 256 micro-batches) split, built on the preset,
+// examples/deepseek_v3_1024gpu.args (DeepSeek-V3 on 1024 GPUs, TP2 PP16 VPP2
+// EP64, 256 micro-batches, the job bench/load sends) built on the preset,
 // estimated, and re-estimated for every recommendation, on H100-SXM-80GB.
-void BM_CheckDeepSeekV3FromArgumentLine(benchmark::State& state) {
-  const std::string line =
-      "--tensor-model-parallel-size 2 --pipeline-model-parallel-size 16 "
-      "--expert-model-parallel-size 64 --expert-tensor-parallel-size 1 --sequence-parallel "
-      "--pipeline-model-parallel-layout 'Et|(tt|)*30mL' --seq-length 4096 "
-      "--micro-batch-size 1 --global-batch-size 8192 --use-distributed-optimizer "
-      "--recompute-granularity selective --recompute-modules mla_up_proj layernorm moe_act "
-      "--moe-grouped-gemm --bf16 --lr 2.2e-4 --train-iters 500000 "
-      "--data-path /lustre/data/dsv3_text_document --save /lustre/ckpt/dsv3";
+void BM_CheckDeepSeekV3(benchmark::State& state) {
+  const std::vector<std::string> words = ExampleArgs("deepseek_v3_1024gpu.args");
   const auto gpu = oomguard::GpuCatalog::Builtin().Find("H100-SXM-80GB");
   if (!gpu.ok()) std::abort();
   oomguard::AdmissionOptions options;
@@ -81,9 +68,7 @@ void BM_CheckDeepSeekV3FromArgumentLine(benchmark::State& state) {
     oomguard::JobSource src;
     src.preset = "deepseek-v3";
     src.num_gpus = 1024;
-    auto words = oomguard::SplitArgumentLine(line);
-    if (!words.ok()) std::abort();
-    src.megatron_args = *std::move(words);
+    src.megatron_args = words;
     auto job = oomguard::BuildJob(src, nullptr);
     if (!job.ok()) std::abort();
     auto response = oomguard::CheckJob(*job, *gpu, options);
@@ -91,7 +76,7 @@ void BM_CheckDeepSeekV3FromArgumentLine(benchmark::State& state) {
     benchmark::DoNotOptimize(response);
   }
 }
-BENCHMARK(BM_CheckDeepSeekV3FromArgumentLine);
+BENCHMARK(BM_CheckDeepSeekV3);
 
 }  // namespace
 

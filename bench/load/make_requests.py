@@ -8,21 +8,19 @@ numbers are those of proto/oomguard/v1/{admission,service}.proto.
 
   check.bin      oomguard.v1.CheckRequest: a realistic DeepSeek-V3
                  pre-training job (1024 GPUs, TP2 PP16 VPP2 EP64, selective
-                 recompute), as its Megatron-LM argument line, on H100-SXM-80GB
+                 recompute: examples/deepseek_v3_1024gpu.args), as the words of
+                 its Megatron-LM arguments, on H100-SXM-80GB
   list_gpus.bin  oomguard.v1.ListGpusRequest (empty): the trivial handler
 """
 
+import os
+import shlex
 import struct
 import sys
 
-DEEPSEEK_V3_ARGS = (
-    "--tensor-model-parallel-size 2 --pipeline-model-parallel-size 16 "
-    "--expert-model-parallel-size 64 --expert-tensor-parallel-size 1 --sequence-parallel "
-    "--pipeline-model-parallel-layout 'Et|(tt|)*30mL' --seq-length 4096 "
-    "--micro-batch-size 1 --global-batch-size 8192 --use-distributed-optimizer "
-    "--recompute-granularity selective --recompute-modules mla_up_proj layernorm moe_act "
-    "--moe-grouped-gemm --bf16 --lr 2.2e-4 --train-iters 500000 "
-    "--data-path /lustre/data/dsv3_text_document --save /lustre/ckpt/dsv3")
+# The shipped example job (the argument words a launcher passes).
+EXAMPLE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples",
+                       "deepseek_v3_1024gpu.args")
 
 
 def varint(value):
@@ -47,7 +45,9 @@ def grpc_frame(message):
 
 
 def check_request():
-    megatron = (length_delimited(1, DEEPSEEK_V3_ARGS.encode())  # MegatronJob.args
+    with open(EXAMPLE, encoding="utf-8") as f:
+        words = shlex.split(f.read())
+    megatron = (b"".join(length_delimited(5, w.encode()) for w in words)  # MegatronJob.argv
                 + uint_field(2, 1024)                           # MegatronJob.num_gpus
                 + length_delimited(3, b"deepseek-v3"))           # MegatronJob.preset
     job = length_delimited(2, megatron)                          # JobSource.megatron

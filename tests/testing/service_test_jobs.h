@@ -5,6 +5,7 @@
 #include <string>
 
 #include "oomguard/v1/admission.pb.h"
+#include "tests/testing/examples.h"
 
 namespace oomguard::testing {
 
@@ -52,15 +53,8 @@ inline v1::JobSource DeepSeekV3With8Gpus() {
 }
 
 // A realistic DeepSeek-V3 pre-training job (1024 GPUs, TP2 PP16 VPP2 EP64,
-// selective recompute), without expandable segments.
-inline std::string DeepSeekV3With1024GpusArgs() {
-  return "--tensor-model-parallel-size 2 --pipeline-model-parallel-size 16 "
-         "--expert-model-parallel-size 64 --expert-tensor-parallel-size 1 --sequence-parallel "
-         "--pipeline-model-parallel-layout 'Et|(tt|)*30mL' --seq-length 4096 "
-         "--micro-batch-size 1 --global-batch-size 8192 --use-distributed-optimizer "
-         "--recompute-granularity selective --recompute-modules mla_up_proj layernorm moe_act "
-         "--moe-grouped-gemm";
-}
+// selective recompute), without expandable segments: the shipped example.
+inline std::string DeepSeekV3With1024GpusArgs() { return ExampleArgsLine(kDeepSeekV3With1024Gpus); }
 
 }  // namespace oomguard::testing
 

@@ -24,12 +24,12 @@ from oomguard_client import Client, OomguardError  # pylint: disable=wrong-impor
 
 GIB = 1024 ** 3
 
-DEEPSEEK_V3_256_GPUS = (
-    "--pipeline-model-parallel-size 8 --expert-model-parallel-size 32 "
-    "--expert-tensor-parallel-size 1 --pipeline-model-parallel-layout 'Et|(tt|)*30mL' "
-    "--seq-length 4096 --micro-batch-size 1 --global-batch-size 1024 "
-    "--recompute-granularity full --recompute-method uniform --recompute-num-layers 1 "
-    "--use-distributed-optimizer")
+# The checkout's shipped example job (examples/deepseek_v3_256gpu.args): the
+# argument line of its launch script.
+EXAMPLE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "examples",
+                       "deepseek_v3_256gpu.args")
+with open(EXAMPLE, encoding="utf-8") as example_file:
+    DEEPSEEK_V3_256_GPUS = example_file.read()
 
 LLAMA3_8B_8_GPUS = {
     "tensor-model-parallel-size": 1,
