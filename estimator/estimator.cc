@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 #include "estimator/layer_memory.h"
 #include "estimator/overheads.h"
 #include "estimator/pipeline_schedule.h"
@@ -42,9 +43,9 @@ ChunkCost CostOfChunk(const ValidatedJob& j, const StageContents& st, const Bloc
   double layer_act = layers.act_bytes;
   double remat = 0;  // rematerialised activations during a recomputed backward
   const int n = st.num_layers;
-  if (j.recompute == v1::RECOMPUTE_GRANULARITY_FULL && n > 0) {
-    const int64_t k = j.recompute_num_layers;
-    if (j.recompute_method == v1::RECOMPUTE_METHOD_UNIFORM) {
+  if (j.recompute.granularity == v1::RECOMPUTE_GRANULARITY_FULL && n > 0) {
+    const int64_t k = j.recompute.num_layers;
+    if (j.recompute.method == v1::RECOMPUTE_METHOD_UNIFORM) {
       const int64_t groups = (n + k - 1) / k;
       layer_act = static_cast<double>(groups) * b.layer_input;
       remat = static_cast<double>(std::min<int64_t>(k, n)) * per_layer_full;
@@ -55,8 +56,8 @@ ChunkCost CostOfChunk(const ValidatedJob& j, const StageContents& st, const Bloc
       remat = recomputed > 0 ? per_layer_full : 0;
     }
   }
-  if (j.cpu_offloading && n > 1) {
-    const int64_t off = std::min<int64_t>(j.cpu_offloading_layers, n - 1);
+  if (j.recompute.cpu_offloading && n > 1) {
+    const int64_t off = std::min<int64_t>(j.recompute.cpu_offloading_layers, n - 1);
     layer_act *= static_cast<double>(n - off) / n;
   }
   c.total.dense_params = layers.dense_params;
@@ -64,7 +65,8 @@ ChunkCost CostOfChunk(const ValidatedJob& j, const StageContents& st, const Bloc
   c.total.adam_params = layers.adam_params;
   c.total.act_bytes = layer_act;
   c.layer_act = layer_act;
-  c.routed_act = j.recompute == v1::RECOMPUTE_GRANULARITY_FULL ? 0 : layers.routed_act_bytes;
+  c.routed_act =
+      j.recompute.granularity == v1::RECOMPUTE_GRANULARITY_FULL ? 0 : layers.routed_act_bytes;
   c.transient = std::max(layers.transient_bytes + remat, 0.0);
   if (st.has_embedding) c.total.Add(b.embedding);
   const bool builds_embedding = st.has_embedding || st.num_mtp_layers > 0;
@@ -74,19 +76,20 @@ ChunkCost CostOfChunk(const ValidatedJob& j, const StageContents& st, const Bloc
       c.total.adam_params += b.embedding.adam_params;
     }
     BlockCost mtp = b.mtp;
-    if (j.recompute == v1::RECOMPUTE_GRANULARITY_FULL) {
-      const BlockCost& inner = j.mtp_layer_is_moe ? b.moe_layer : b.dense_layer;
+    if (j.recompute.granularity == v1::RECOMPUTE_GRANULARITY_FULL) {
+      const BlockCost& inner = j.moe.mtp_layer_is_moe ? b.moe_layer : b.dense_layer;
       mtp.act_bytes -= inner.act_bytes - b.layer_input;
       c.transient = std::max(c.transient, inner.act_bytes + inner.transient_bytes);
     }
     c.total.Add(mtp, st.num_mtp_layers);
     c.transient = std::max(c.transient, mtp.transient_bytes);
-    if (j.recompute != v1::RECOMPUTE_GRANULARITY_FULL) {
-      c.routed_act += (j.mtp_layer_is_moe ? b.moe_layer.routed_act_bytes : 0) * st.num_mtp_layers;
+    if (j.recompute.granularity != v1::RECOMPUTE_GRANULARITY_FULL) {
+      c.routed_act +=
+          (j.moe.mtp_layer_is_moe ? b.moe_layer.routed_act_bytes : 0) * st.num_mtp_layers;
     }
   }
   if (st.has_loss) {
-    const bool owns_output = !j.tied_embeddings || !builds_embedding;
+    const bool owns_output = !j.model.tied_embeddings || !builds_embedding;
     BlockCost loss = LossCost(j, owns_output, nullptr);
     c.total.Add(loss);
     c.transient = std::max(c.transient, loss.transient_bytes);
@@ -98,24 +101,27 @@ ChunkCost CostOfChunk(const ValidatedJob& j, const StageContents& st, const Bloc
 // element: each distributed-optimizer instance shards over its part of the
 // data-parallel group.
 std::pair<double, double> OptimizerShards(const ValidatedJob& j) {
-  if (!j.distributed_optimizer) return {1, 1};
-  const double instances = static_cast<double>(j.optimizer_instances);
-  return {static_cast<double>(j.dp * j.cp) / instances, static_cast<double>(j.edp) / instances};
+  if (!j.precision.distributed_optimizer) return {1, 1};
+  const Parallelism& par = j.parallelism;
+  const double instances = static_cast<double>(j.precision.optimizer_instances);
+  return {static_cast<double>(par.dp * par.cp) / instances,
+          static_cast<double>(par.edp) / instances};
 }
 
 // `adam` of the `dense` elements take Adam's moments under Muon.
 void FillStatic(const ValidatedJob& j, double dense, double adam, double expert,
                 v1::StaticBytes* s) {
   const auto [r_dense, r_expert] = OptimizerShards(j);
-  const double f = j.offload_fraction;
-  const double gpu_opt = j.master_bytes + j.moment_bytes * (1 - f);
-  const double host_opt = (j.master_bytes + j.moment_bytes) * f;
-  const double extra_moments = adam * (j.adam_moment_bytes - j.moment_bytes);
-  s->set_dense_param_bytes(Bytes(dense * j.param_bytes));
-  s->set_dense_grad_bytes(Bytes(dense * j.grad_bytes));
+  const PrecisionSettings& precision = j.precision;
+  const double f = precision.offload_fraction;
+  const double gpu_opt = precision.master_bytes + precision.moment_bytes * (1 - f);
+  const double host_opt = (precision.master_bytes + precision.moment_bytes) * f;
+  const double extra_moments = adam * (precision.adam_moment_bytes - precision.moment_bytes);
+  s->set_dense_param_bytes(Bytes(dense * precision.param_bytes));
+  s->set_dense_grad_bytes(Bytes(dense * precision.grad_bytes));
   s->set_dense_optimizer_bytes(Bytes((dense * gpu_opt + extra_moments * (1 - f)) / r_dense));
-  s->set_expert_param_bytes(Bytes(expert * j.param_bytes));
-  s->set_expert_grad_bytes(Bytes(expert * j.grad_bytes));
+  s->set_expert_param_bytes(Bytes(expert * precision.param_bytes));
+  s->set_expert_grad_bytes(Bytes(expert * precision.grad_bytes));
   s->set_expert_optimizer_bytes(Bytes(expert * gpu_opt / r_expert));
   s->set_host_optimizer_bytes(
       Bytes((dense * host_opt + extra_moments * f) / r_dense + expert * host_opt / r_expert));
@@ -127,7 +133,7 @@ void FillStatic(const ValidatedJob& j, double dense, double adam, double expert,
 // The fp32 gradient copies the optimizer step makes for the master
 // parameters when the gradient buffer holds 16-bit gradients.
 double OptimizerStepBytes(const ValidatedJob& j, double dense, double expert) {
-  if (j.grad_bytes >= 4 || j.master_bytes == 0) return 0;
+  if (j.precision.grad_bytes >= 4 || j.precision.master_bytes == 0) return 0;
   const auto [r_dense, r_expert] = OptimizerShards(j);
   return 4 * (dense / r_dense + expert / r_expert);
 }
@@ -148,10 +154,11 @@ void FinalizeTree(v1::ModuleNode* node) {
 void BuildRankTree(const ValidatedJob& j, int64_t r, v1::ModuleNode* root) {
   root->set_name(absl::StrCat("pp_rank_", r));
   root->set_type("GPTModel");
-  for (int64_t c = 0; c < j.vpp; ++c) {
-    const StageContents& st = j.stages[r + c * j.pp];
+  const int64_t pp = j.parallelism.pp, vpp = j.parallelism.vpp;
+  for (int64_t c = 0; c < vpp; ++c) {
+    const StageContents& st = j.stages[r + c * pp];
     v1::ModuleNode* chunk = root;
-    if (j.vpp > 1) {
+    if (vpp > 1) {
       chunk = root->add_children();
       chunk->set_name(absl::StrCat("chunk_", c));
       chunk->set_type("GPTModel");
@@ -170,16 +177,18 @@ void BuildRankTree(const ValidatedJob& j, int64_t r, v1::ModuleNode* root) {
     const int end = st.first_layer + st.num_layers;
     while (l < end) {
       int run_end = l;
-      while (run_end < end && j.is_moe_layer[run_end] == j.is_moe_layer[l]) ++run_end;
+      while (run_end < end && j.moe.is_moe_layer[run_end] == j.moe.is_moe_layer[l]) ++run_end;
       v1::ModuleNode* layer = decoder->add_children();
       layer->set_name(absl::StrCat("(", l, "-", run_end - 1, ")"));
-      layer->set_type(j.is_moe_layer[l] ? "TransformerLayer(MoE)" : "TransformerLayer");
+      layer->set_type(j.moe.is_moe_layer[l] ? "TransformerLayer(MoE)" : "TransformerLayer");
       layer->set_repeat(run_end - l);
-      DecoderLayerCost(j, j.is_moe_layer[l], layer);
+      DecoderLayerCost(j, j.moe.is_moe_layer[l], layer);
       l = run_end;
     }
-    if (st.has_loss)
-      LossCost(j, !j.tied_embeddings || !(st.has_embedding || st.num_mtp_layers > 0), decoder);
+    if (st.has_loss) {
+      LossCost(j, !j.model.tied_embeddings || !(st.has_embedding || st.num_mtp_layers > 0),
+               decoder);
+    }
     if (st.num_mtp_layers > 0) {
       v1::ModuleNode* mtp = chunk->add_children();
       mtp->set_name("mtp");
@@ -197,39 +206,38 @@ absl::StatusOr<v1::EstimateReport> Estimate(const v1::JobSpec& job,
                                             const EstimateOptions& options) {
   v1::EstimateReport report;
   std::vector<std::string> notes;
-  absl::StatusOr<ValidatedJob> validated = ValidateJob(job, &notes);
-  if (!validated.ok()) return validated.status();
-  const ValidatedJob& j = *validated;
+  OOMGUARD_ASSIGN_OR_RETURN(const ValidatedJob j, ValidateJob(job, &notes));
+  const Parallelism& par = j.parallelism;
 
   BlockCosts b;
   b.dense_layer = DecoderLayerCost(j, false, nullptr);
   if (j.is_moe_model()) b.moe_layer = DecoderLayerCost(j, true, nullptr);
   b.embedding = EmbeddingCost(j, nullptr);
-  if (j.mtp_layers > 0) b.mtp = MtpLayerCost(j, nullptr);
+  if (j.model.mtp_layers > 0) b.mtp = MtpLayerCost(j, nullptr);
   b.layer_input = LayerInputBytes(j);
 
-  report.set_num_gpus(j.world);
-  report.set_tensor_parallel(j.tp);
-  report.set_pipeline_parallel(j.pp);
-  report.set_virtual_pipeline_chunks(j.vpp);
-  report.set_context_parallel(j.cp);
-  report.set_expert_parallel(j.ep);
-  report.set_expert_tensor_parallel(j.etp);
-  report.set_data_parallel(j.dp);
-  report.set_expert_data_parallel(j.edp);
-  report.set_num_microbatches(j.num_microbatches);
-  report.set_padded_vocab_size(j.padded_vocab);
+  report.set_num_gpus(par.world);
+  report.set_tensor_parallel(par.tp);
+  report.set_pipeline_parallel(par.pp);
+  report.set_virtual_pipeline_chunks(par.vpp);
+  report.set_context_parallel(par.cp);
+  report.set_expert_parallel(par.ep);
+  report.set_expert_tensor_parallel(par.etp);
+  report.set_data_parallel(par.dp);
+  report.set_expert_data_parallel(par.edp);
+  report.set_num_microbatches(j.training.num_microbatches);
+  report.set_padded_vocab_size(j.model.padded_vocab);
 
   double total_params = 0;
   uint64_t worst_peak = 0;
-  std::vector<ChunkCost> chunks(j.vpp);
-  std::vector<double> chunk_act(j.vpp);
-  for (int64_t r = 0; r < j.pp; ++r) {
+  std::vector<ChunkCost> chunks(par.vpp);
+  std::vector<double> chunk_act(par.vpp);
+  for (int64_t r = 0; r < par.pp; ++r) {
     v1::RankReport* rank = report.add_ranks();
     rank->set_pp_rank(r);
     double dense = 0, adam = 0, expert = 0, transient = 0;
-    for (int64_t c = 0; c < j.vpp; ++c) {
-      chunks[c] = CostOfChunk(j, j.stages[r + c * j.pp], b);
+    for (int64_t c = 0; c < par.vpp; ++c) {
+      chunks[c] = CostOfChunk(j, j.stages[r + c * par.pp], b);
       chunk_act[c] = chunks[c].total.act_bytes;
       dense += chunks[c].total.dense_params;
       adam += chunks[c].total.adam_params;
@@ -240,15 +248,15 @@ absl::StatusOr<v1::EstimateReport> Estimate(const v1::JobSpec& job,
     RankMemory mem;
     mem.held_activation_bytes = in_flight.held_bytes;
     mem.transient_bytes = transient;
-    for (int64_t c = 0; c < j.vpp; ++c) {
-      const StageContents& st = j.stages[r + c * j.pp];
+    for (int64_t c = 0; c < par.vpp; ++c) {
+      const StageContents& st = j.stages[r + c * par.pp];
       const double count = static_cast<double>(in_flight.per_chunk[c]);
       mem.has_output_layer = mem.has_output_layer || st.has_loss;
       mem.routed_activation_bytes += count * chunks[c].routed_act;
       mem.layer_activation_bytes += count * chunks[c].layer_act;
       v1::ChunkReport* cr = rank->add_chunks();
       cr->set_chunk(c);
-      cr->set_virtual_stage(r + c * j.pp);
+      cr->set_virtual_stage(r + c * par.pp);
       cr->set_num_decoder_layers(st.num_layers);
       cr->set_num_mtp_layers(st.num_mtp_layers);
       cr->set_has_embedding(st.has_embedding);
@@ -281,7 +289,7 @@ absl::StatusOr<v1::EstimateReport> Estimate(const v1::JobSpec& job,
       report.set_worst_rank(static_cast<uint32_t>(r));
     }
     // Whole-model parameters: every rank's share times its TP/EP replication.
-    total_params += dense * j.tp + expert * j.ep * j.etp;
+    total_params += dense * par.tp + expert * par.ep * par.etp;
     if (options.module_tree) BuildRankTree(j, r, report.add_rank_trees());
   }
   report.set_total_parameters(Bytes(total_params));

@@ -12,8 +12,8 @@ namespace {
 using v1::RecomputeModule;
 
 bool Offloads(const ValidatedJob& j, const char* module) {
-  return std::find(j.offload_modules.begin(), j.offload_modules.end(), module) !=
-         j.offload_modules.end();
+  return std::find(j.recompute.offload_modules.begin(), j.recompute.offload_modules.end(),
+                   module) != j.recompute.offload_modules.end();
 }
 
 // Muon updates 2-D hidden weights only; embeddings, the output layer and
@@ -67,18 +67,18 @@ class BlockBuilder {
 double NormActivation(const ValidatedJob& j, const MicroBatchShape& s, bool separate,
                       bool offloaded) {
   if (offloaded) return 0;
-  const double input = s.elt * s.sp_tokens * j.hidden;
-  double output = s.elt * s.sp_tokens * j.hidden + s.norm_stats * s.sp_tokens;
-  if (separate && j.HasRecomputeModule(v1::RECOMPUTE_MODULE_LAYERNORM)) output = 0;
+  const double input = s.elt * s.sp_tokens * j.model.hidden;
+  double output = s.elt * s.sp_tokens * j.model.hidden + s.norm_stats * s.sp_tokens;
+  if (separate && j.recompute.HasModule(v1::RECOMPUTE_MODULE_LAYERNORM)) output = 0;
   return input + output;
 }
 
 double NormParams(const ValidatedJob& j, int64_t width) {
-  return static_cast<double>(width) * (j.layer_norm ? 2 : 1);
+  return static_cast<double>(width) * (j.model.layer_norm ? 2 : 1);
 }
 
 double DropoutMask(const ValidatedJob& j, const MicroBatchShape& s) {
-  return j.hidden_dropout > 0 ? s.sp_tokens * j.hidden : 0;  // bool mask
+  return j.model.hidden_dropout > 0 ? s.sp_tokens * j.model.hidden : 0;  // bool mask
 }
 
 // Bytes per element of the s x s attention probabilities unfused attention
@@ -86,8 +86,8 @@ double DropoutMask(const ValidatedJob& j, const MicroBatchShape& s) {
 // attention keeps the fp32 softmax and a bf16 copy), plus dropout mask and
 // dropout output when attention dropout is on.
 double ScoreBytesPerElement(const ValidatedJob& j) {
-  double bytes = j.local_attention && !j.fused_softmax ? 6 : 2;
-  if (j.attention_dropout > 0) bytes += 3;
+  double bytes = j.training.local_attention && !j.training.fused_softmax ? 6 : 2;
+  if (j.model.attention_dropout > 0) bytes += 3;
   return bytes;
 }
 
@@ -96,8 +96,8 @@ double ScoreBytesPerElement(const ValidatedJob& j) {
 // attention. Selective `core_attn` recompute discards them.
 double CoreAttentionInternals(const ValidatedJob& j, const MicroBatchShape& s,
                               double heads_per_rank) {
-  if (j.HasRecomputeModule(v1::RECOMPUTE_MODULE_CORE_ATTN)) return 0;
-  if (j.flash_attention) return 4 * s.full_tokens * heads_per_rank;
+  if (j.recompute.HasModule(v1::RECOMPUTE_MODULE_CORE_ATTN)) return 0;
+  if (j.training.flash_attention) return 4 * s.full_tokens * heads_per_rank;
   return ScoreElements(j, heads_per_rank) * ScoreBytesPerElement(j);
 }
 
@@ -106,9 +106,9 @@ double CoreAttentionInternals(const ValidatedJob& j, const MicroBatchShape& s,
 // flash attention's q/k/v gradients.
 double AttentionTransient(const ValidatedJob& j, const MicroBatchShape& s, double heads_per_rank,
                           double qkv_width_per_rank) {
-  if (!j.flash_attention) {
+  if (!j.training.flash_attention) {
     const double recomputed =
-        j.HasRecomputeModule(v1::RECOMPUTE_MODULE_CORE_ATTN) ? ScoreBytesPerElement(j) : 0;
+        j.recompute.HasModule(v1::RECOMPUTE_MODULE_CORE_ATTN) ? ScoreBytesPerElement(j) : 0;
     return (4 + recomputed) * ScoreElements(j, heads_per_rank);
   }
   return 2 * s.elt * s.full_tokens * qkv_width_per_rank;
@@ -116,56 +116,59 @@ double AttentionTransient(const ValidatedJob& j, const MicroBatchShape& s, doubl
 
 // RoPE without the fused kernel keeps cos/sin tables per layer.
 double RopeTables(const ValidatedJob& j, const MicroBatchShape& s, int64_t rot_dim) {
-  if (!j.rope || j.rope_fused) return 0;
-  return 4.0 * s.elt * (static_cast<double>(j.seq) / j.cp) * rot_dim;
+  if (!j.model.rope || j.training.rope_fused) return 0;
+  return 4.0 * s.elt * (static_cast<double>(j.training.seq) / j.parallelism.cp) * rot_dim;
 }
 
 void StandardAttention(const ValidatedJob& j, const MicroBatchShape& s, BlockBuilder& b,
                        BlockCost& c) {
-  const double heads = static_cast<double>(j.heads) / j.tp;
-  const double groups = static_cast<double>(j.query_groups) / j.tp;
-  const double d = static_cast<double>(j.head_dim);
-  const double h = static_cast<double>(j.hidden);
+  const double heads = static_cast<double>(j.model.heads) / j.parallelism.tp;
+  const double groups = static_cast<double>(j.model.query_groups) / j.parallelism.tp;
+  const double d = static_cast<double>(j.model.head_dim);
+  const double h = static_cast<double>(j.model.hidden);
   const double qkv_width = (heads + 2 * groups) * d;
-  b.Module(nullptr, "input_layernorm", j.transformer_engine ? "TENorm(fused)" : "RMSNorm",
-           NormParams(j, j.hidden), 0,
-           NormActivation(j, s, !j.transformer_engine, Offloads(j, "attn_norm")));
+  b.Module(nullptr, "input_layernorm", j.training.transformer_engine ? "TENorm(fused)" : "RMSNorm",
+           NormParams(j, j.model.hidden), 0,
+           NormActivation(j, s, !j.training.transformer_engine, Offloads(j, "attn_norm")));
   v1::ModuleNode* attn = b.Group("self_attention", "SelfAttention");
   double qkv_act = s.elt * s.full_tokens * qkv_width;  // fused QKV output (v is a view)
-  if (j.rope) {
+  if (j.model.rope) {
     qkv_act += s.elt * s.full_tokens * (heads + groups) * d;  // q, k after RoPE
-  } else if (j.heads != j.query_groups) {
+  } else if (j.model.heads != j.model.query_groups) {
     qkv_act += s.elt * s.full_tokens * heads * d;  // q reshaped out of the GQA layout
   }
-  qkv_act += RopeTables(j, s, j.head_dim);
+  qkv_act += RopeTables(j, s, j.model.head_dim);
   if (Offloads(j, "qkv_linear")) qkv_act = 0;
-  b.Module(attn, "linear_qkv", "ColumnParallelLinear", h * qkv_width + (j.qkv_bias ? qkv_width : 0),
-           0, qkv_act);
-  if (j.qk_layernorm) {
-    b.Module(attn, "q_layernorm", "RMSNorm", NormParams(j, j.head_dim), 0, 0);
-    b.Module(attn, "k_layernorm", "RMSNorm", NormParams(j, j.head_dim), 0, 0);
+  b.Module(attn, "linear_qkv", "ColumnParallelLinear",
+           h * qkv_width + (j.model.qkv_bias ? qkv_width : 0), 0, qkv_act);
+  if (j.model.qk_layernorm) {
+    b.Module(attn, "q_layernorm", "RMSNorm", NormParams(j, j.model.head_dim), 0, 0);
+    b.Module(attn, "k_layernorm", "RMSNorm", NormParams(j, j.model.head_dim), 0, 0);
   }
   const double out = s.elt * s.full_tokens * heads * d;  // attention output = proj input
-  b.Module(attn, "core_attention", j.flash_attention ? "TEDotProductAttention" : "UnfusedAttention",
-           0, 0,
+  b.Module(attn, "core_attention",
+           j.training.flash_attention ? "TEDotProductAttention" : "UnfusedAttention", 0, 0,
            Offloads(j, "core_attn")
                ? 0
                : CoreAttentionInternals(j, s, heads) + (Offloads(j, "attn_proj") ? 0 : out));
-  b.Module(attn, "linear_proj", "RowParallelLinear", heads * d * h + (j.linear_bias ? h : 0), 0, 0);
+  b.Module(attn, "linear_proj", "RowParallelLinear", heads * d * h + (j.model.linear_bias ? h : 0),
+           0, 0);
   b.Module(nullptr, "self_attn_bda", "BiasDropoutAdd", 0, 0, DropoutMask(j, s));
   c.transient_bytes = std::max(c.transient_bytes, AttentionTransient(j, s, heads, qkv_width));
 }
 
 void LatentAttention(const ValidatedJob& j, const MicroBatchShape& s, BlockBuilder& b,
                      BlockCost& c) {
-  const double heads = static_cast<double>(j.heads) / j.tp;
-  const double h = static_cast<double>(j.hidden);
-  const double ql = static_cast<double>(j.q_lora_rank), kl = static_cast<double>(j.kv_lora_rank);
-  const double dn = static_cast<double>(j.qk_head_dim), dr = static_cast<double>(j.qk_pos_head_dim);
-  const double dv = static_cast<double>(j.v_head_dim);
-  const double bias = j.linear_bias ? 1 : 0;
-  const bool ln_recompute = j.HasRecomputeModule(v1::RECOMPUTE_MODULE_LAYERNORM);
-  b.Module(nullptr, "input_layernorm", "TENorm", NormParams(j, j.hidden), 0,
+  const double heads = static_cast<double>(j.model.heads) / j.parallelism.tp;
+  const double h = static_cast<double>(j.model.hidden);
+  const double ql = static_cast<double>(j.mla.q_lora_rank);
+  const double kl = static_cast<double>(j.mla.kv_lora_rank);
+  const double dn = static_cast<double>(j.mla.qk_head_dim);
+  const double dr = static_cast<double>(j.mla.qk_pos_head_dim);
+  const double dv = static_cast<double>(j.mla.v_head_dim);
+  const double bias = j.model.linear_bias ? 1 : 0;
+  const bool ln_recompute = j.recompute.HasModule(v1::RECOMPUTE_MODULE_LAYERNORM);
+  b.Module(nullptr, "input_layernorm", "TENorm", NormParams(j, j.model.hidden), 0,
            NormActivation(j, s, true, Offloads(j, "attn_norm")));
   v1::ModuleNode* attn = b.Group("self_attention", "MLASelfAttention");
   const bool qkv_offloaded = Offloads(j, "qkv_linear");
@@ -176,10 +179,10 @@ void LatentAttention(const ValidatedJob& j, const MicroBatchShape& s, BlockBuild
     if (has_norm && !ln_recompute) bytes += s.elt * s.sp_tokens * width + 4 * s.sp_tokens;
     return bytes;
   };
-  if (j.q_lora_rank > 0) {
+  if (j.mla.q_lora_rank > 0) {
     b.Module(attn, "linear_q_down_proj", "Linear", h * ql + bias * ql, 0,
-             latent(ql, j.qk_layernorm));
-    if (j.qk_layernorm) b.Module(attn, "q_layernorm", "RMSNorm", ql, 0, 0);
+             latent(ql, j.model.qk_layernorm));
+    if (j.model.qk_layernorm) b.Module(attn, "q_layernorm", "RMSNorm", ql, 0, 0);
     b.Module(attn, "linear_q_up_proj", "ColumnParallelLinear",
              ql * heads * (dn + dr) + bias * heads * (dn + dr), 0, 0);
   } else {
@@ -188,21 +191,21 @@ void LatentAttention(const ValidatedJob& j, const MicroBatchShape& s, BlockBuild
   }
   // kv_down output keeps the RoPE part too; only the latent part is normed.
   double kv_latent = latent(kl + dr, false);
-  if (j.qk_layernorm && !ln_recompute && !qkv_offloaded) {
+  if (j.model.qk_layernorm && !ln_recompute && !qkv_offloaded) {
     kv_latent += s.elt * s.sp_tokens * kl + 4 * s.sp_tokens;
   }
   b.Module(attn, "linear_kv_down_proj", "Linear", h * (kl + dr) + bias * (kl + dr), 0, kv_latent);
-  if (j.qk_layernorm) b.Module(attn, "kv_layernorm", "RMSNorm", kl, 0, 0);
+  if (j.model.qk_layernorm) b.Module(attn, "kv_layernorm", "RMSNorm", kl, 0, 0);
   // Up-projection outputs after RoPE and concatenation: the q, k, v that
   // core attention keeps. `mla_up_proj` recompute discards them.
-  double up =
-      s.elt * s.full_tokens * heads * (2 * (dn + dr) + dv) + RopeTables(j, s, j.qk_pos_head_dim);
-  if (j.HasRecomputeModule(v1::RECOMPUTE_MODULE_MLA_UP_PROJ) || Offloads(j, "core_attn")) up = 0;
+  double up = s.elt * s.full_tokens * heads * (2 * (dn + dr) + dv) +
+              RopeTables(j, s, j.mla.qk_pos_head_dim);
+  if (j.recompute.HasModule(v1::RECOMPUTE_MODULE_MLA_UP_PROJ) || Offloads(j, "core_attn")) up = 0;
   b.Module(attn, "linear_kv_up_proj", "ColumnParallelLinear",
            kl * heads * (dn + dv) + bias * heads * (dn + dv), 0, up);
   const double out = s.elt * s.full_tokens * heads * dv;
-  b.Module(attn, "core_attention", j.flash_attention ? "TEDotProductAttention" : "UnfusedAttention",
-           0, 0,
+  b.Module(attn, "core_attention",
+           j.training.flash_attention ? "TEDotProductAttention" : "UnfusedAttention", 0, 0,
            Offloads(j, "core_attn")
                ? 0
                : CoreAttentionInternals(j, s, heads) + (Offloads(j, "attn_proj") ? 0 : out));
@@ -213,14 +216,18 @@ void LatentAttention(const ValidatedJob& j, const MicroBatchShape& s, BlockBuild
 }
 
 void DenseMlp(const ValidatedJob& j, const MicroBatchShape& s, BlockBuilder& b, BlockCost& c) {
-  const double h = static_cast<double>(j.hidden), f = static_cast<double>(j.ffn) / j.tp;
-  const double g = j.gated ? 2 : 1, bias = j.linear_bias ? 1 : 0;
-  const bool mlp_recompute = j.HasRecomputeModule(v1::RECOMPUTE_MODULE_MLP);
+  const double h = static_cast<double>(j.model.hidden);
+  const double f = static_cast<double>(j.model.ffn) / j.parallelism.tp;
+  const double g = j.model.gated ? 2 : 1, bias = j.model.linear_bias ? 1 : 0;
+  const bool mlp_recompute = j.recompute.HasModule(v1::RECOMPUTE_MODULE_MLP);
   // With TE the pre-MLP norm is fused into fc1, so `mlp` recompute covers it.
-  double norm = NormActivation(j, s, !j.transformer_engine, Offloads(j, "mlp_norm"));
-  if (mlp_recompute && j.transformer_engine) norm = s.elt * s.sp_tokens * h;  // checkpoint input
-  b.Module(nullptr, "pre_mlp_layernorm", j.transformer_engine ? "TENorm(fused)" : "RMSNorm",
-           NormParams(j, j.hidden), 0, norm);
+  double norm = NormActivation(j, s, !j.training.transformer_engine, Offloads(j, "mlp_norm"));
+  if (mlp_recompute && j.training.transformer_engine) {
+    norm = s.elt * s.sp_tokens * h;  // checkpoint input
+  }
+  b.Module(nullptr, "pre_mlp_layernorm",
+           j.training.transformer_engine ? "TENorm(fused)" : "RMSNorm",
+           NormParams(j, j.model.hidden), 0, norm);
   v1::ModuleNode* mlp = b.Group("mlp", "MLP");
   const double fc1 = mlp_recompute ? 0 : s.elt * s.full_tokens * g * f;
   const double act = mlp_recompute ? 0 : s.elt * s.full_tokens * f;
@@ -231,43 +238,44 @@ void DenseMlp(const ValidatedJob& j, const MicroBatchShape& s, BlockBuilder& b, 
 }
 
 void MoeMlp(const ValidatedJob& j, const MicroBatchShape& s, BlockBuilder& b, BlockCost& c) {
-  const double h = static_cast<double>(j.hidden), g = j.gated ? 2 : 1;
-  const double bias = j.linear_bias ? 1 : 0;
-  const double k = static_cast<double>(j.topk), fe = static_cast<double>(j.expert_ffn);
-  const double local_experts = static_cast<double>(j.experts) / j.ep;
-  const bool moe_recompute = j.HasRecomputeModule(v1::RECOMPUTE_MODULE_MOE);
-  b.Module(nullptr, "pre_mlp_layernorm", "TENorm", NormParams(j, j.hidden), 0,
+  const double h = static_cast<double>(j.model.hidden), g = j.model.gated ? 2 : 1;
+  const double bias = j.model.linear_bias ? 1 : 0;
+  const double k = static_cast<double>(j.moe.topk), fe = static_cast<double>(j.moe.expert_ffn);
+  const double local_experts = static_cast<double>(j.moe.experts) / j.parallelism.ep;
+  const bool moe_recompute = j.recompute.HasModule(v1::RECOMPUTE_MODULE_MOE);
+  b.Module(nullptr, "pre_mlp_layernorm", "TENorm", NormParams(j, j.model.hidden), 0,
            NormActivation(j, s, !moe_recompute, Offloads(j, "mlp_norm")));
   v1::ModuleNode* moe = b.Group("mlp", "MoELayer");
-  const double router_bytes_per_logit = (j.router_fp32 ? 4 : s.elt) + 4 + 4 + 1;
-  b.Module(
-      moe, "router", "TopKRouter", h * static_cast<double>(j.experts), 0,
-      moe_recompute ? 0 : s.sp_tokens * static_cast<double>(j.experts) * router_bytes_per_logit);
+  const double router_bytes_per_logit = (j.moe.router_fp32 ? 4 : s.elt) + 4 + 4 + 1;
+  b.Module(moe, "router", "TopKRouter", h * static_cast<double>(j.moe.experts), 0,
+           moe_recompute
+               ? 0
+               : s.sp_tokens * static_cast<double>(j.moe.experts) * router_bytes_per_logit);
   // Routed tokens per GPU: top-k copies of the local tokens, gathered over
   // ETP (EP cancels: each GPU receives as many as it sends, when balanced).
   double capacity = 1;
-  if (j.capacity_factor > 0) {
-    capacity = j.capacity_factor;
-    if (!j.pad_to_capacity) capacity = std::min(1.0, capacity);
+  if (j.moe.capacity_factor > 0) {
+    capacity = j.moe.capacity_factor;
+    if (!j.moe.pad_to_capacity) capacity = std::min(1.0, capacity);
   }
-  const double routed_tokens = k * s.sp_tokens * static_cast<double>(j.etp) * capacity;
-  const double ffn_per_rank = fe / j.etp;
+  const double routed_tokens = k * s.sp_tokens * static_cast<double>(j.parallelism.etp) * capacity;
+  const double ffn_per_rank = fe / j.parallelism.etp;
   double dispatched = s.elt * routed_tokens * h + 4 * routed_tokens;  // tokens + fp32 probs
   double fc1 = s.elt * routed_tokens * g * ffn_per_rank;
   double act = s.elt * routed_tokens * ffn_per_rank;
   if (moe_recompute) dispatched = fc1 = act = 0;
-  if (j.HasRecomputeModule(v1::RECOMPUTE_MODULE_MOE_ACT) || Offloads(j, "moe_act")) act = 0;
+  if (j.recompute.HasModule(v1::RECOMPUTE_MODULE_MOE_ACT) || Offloads(j, "moe_act")) act = 0;
   if (Offloads(j, "expert_fc1")) dispatched = 0;
   v1::ModuleNode* experts =
-      b.Module(moe, "experts", j.grouped_gemm ? "TEGroupedMLP" : "SequentialMLP", 0, 0, 0);
+      b.Module(moe, "experts", j.moe.grouped_gemm ? "TEGroupedMLP" : "SequentialMLP", 0, 0, 0);
   b.Module(experts, "linear_fc1", "GroupedColumnParallelLinear", 0,
            local_experts * (h * g * ffn_per_rank + bias * g * ffn_per_rank), dispatched + fc1);
   b.Module(experts, "linear_fc2", "GroupedRowParallelLinear", 0,
            local_experts * (ffn_per_rank * h + bias * h), act);
   c.routed_act_bytes += dispatched + fc1 + act;
-  if (j.shared_ffn > 0) {
-    const double fs = static_cast<double>(j.shared_ffn) / j.tp;
-    const bool drop = moe_recompute || j.HasRecomputeModule(v1::RECOMPUTE_MODULE_SHARED_EXPERTS);
+  if (j.moe.shared_ffn > 0) {
+    const double fs = static_cast<double>(j.moe.shared_ffn) / j.parallelism.tp;
+    const bool drop = moe_recompute || j.recompute.HasModule(v1::RECOMPUTE_MODULE_SHARED_EXPERTS);
     b.Module(moe, "shared_experts", "SharedExpertMLP", h * g * fs + fs * h + bias * (g * fs + h), 0,
              drop ? 0 : s.elt * s.full_tokens * (g + 1) * fs);
   }
@@ -279,15 +287,16 @@ void MoeMlp(const ValidatedJob& j, const MicroBatchShape& s, BlockBuilder& b, Bl
 }  // namespace
 
 MicroBatchShape::MicroBatchShape(const ValidatedJob& j)
-    : full_tokens(static_cast<double>(j.micro_batch) * j.seq / j.cp),
-      sp_tokens(j.sp ? full_tokens / j.tp : full_tokens),
-      tp(static_cast<double>(j.tp)),
-      elt(j.param_bytes >= 4 ? 4.0 : 2.0),
-      norm_stats(j.layer_norm ? 8.0 : 4.0) {}
+    : full_tokens(static_cast<double>(j.training.micro_batch) * j.training.seq / j.parallelism.cp),
+      sp_tokens(j.parallelism.sp ? full_tokens / j.parallelism.tp : full_tokens),
+      tp(static_cast<double>(j.parallelism.tp)),
+      elt(j.precision.param_bytes >= 4 ? 4.0 : 2.0),
+      norm_stats(j.model.layer_norm ? 8.0 : 4.0) {}
 
 double ScoreElements(const ValidatedJob& j, double heads_per_rank) {
-  return static_cast<double>(j.micro_batch) * heads_per_rank * (static_cast<double>(j.seq) / j.cp) *
-         static_cast<double>(j.seq);
+  return static_cast<double>(j.training.micro_batch) * heads_per_rank *
+         (static_cast<double>(j.training.seq) / j.parallelism.cp) *
+         static_cast<double>(j.training.seq);
 }
 
 void BlockCost::Add(const BlockCost& o, double times) {
@@ -296,20 +305,19 @@ void BlockCost::Add(const BlockCost& o, double times) {
   adam_params += o.adam_params * times;
   act_bytes += o.act_bytes * times;
   routed_act_bytes += o.routed_act_bytes * times;
-  full_act_bytes = std::max(full_act_bytes, o.full_act_bytes);
   transient_bytes = std::max(transient_bytes, o.transient_bytes);
 }
 
 double LayerInputBytes(const ValidatedJob& j) {
   MicroBatchShape s(j);
-  return s.elt * s.sp_tokens * j.hidden;
+  return s.elt * s.sp_tokens * j.model.hidden;
 }
 
 BlockCost DecoderLayerCost(const ValidatedJob& j, bool moe, v1::ModuleNode* tree) {
   BlockCost c;
   MicroBatchShape s(j);
   BlockBuilder b(&c, tree);
-  if (j.mla) {
+  if (j.mla.enabled) {
     LatentAttention(j, s, b, c);
   } else {
     StandardAttention(j, s, b, c);
@@ -319,7 +327,6 @@ BlockCost DecoderLayerCost(const ValidatedJob& j, bool moe, v1::ModuleNode* tree
   } else {
     DenseMlp(j, s, b, c);
   }
-  c.full_act_bytes = c.act_bytes;
   return c;
 }
 
@@ -328,10 +335,11 @@ BlockCost EmbeddingCost(const ValidatedJob& j, v1::ModuleNode* tree) {
   MicroBatchShape s(j);
   BlockBuilder b(&c, tree);
   b.Module(nullptr, "word_embeddings", "VocabParallelEmbedding",
-           static_cast<double>(j.padded_vocab) * j.hidden / j.tp, 0, DropoutMask(j, s));
-  if (j.learned_positions) {
+           static_cast<double>(j.model.padded_vocab) * j.model.hidden / j.parallelism.tp, 0,
+           DropoutMask(j, s));
+  if (j.model.learned_positions) {
     b.Module(nullptr, "position_embeddings", "Embedding",
-             static_cast<double>(j.max_positions) * j.hidden, 0, 0);
+             static_cast<double>(j.model.max_positions) * j.model.hidden, 0, 0);
   }
   return c;
 }
@@ -340,20 +348,23 @@ BlockCost LossCost(const ValidatedJob& j, bool owns_output_weight, v1::ModuleNod
   BlockCost c;
   MicroBatchShape s(j);
   BlockBuilder b(&c, tree);
-  b.Module(nullptr, "final_layernorm", "TENorm", NormParams(j, j.hidden), 0,
+  b.Module(nullptr, "final_layernorm", "TENorm", NormParams(j, j.model.hidden), 0,
            NormActivation(j, s, false, false));
-  const double logits = s.full_tokens * static_cast<double>(j.padded_vocab) / j.tp;
+  const double logits =
+      s.full_tokens * static_cast<double>(j.model.padded_vocab) / j.parallelism.tp;
   double kept = 4 * logits;           // fp32 softmax kept by the cross entropy
   double transient = s.elt * logits;  // bf16 logits gradient in backward
-  if (j.ce_fusion == v1::CROSS_ENTROPY_FUSION_NATIVE) transient += 4 * logits;
-  if (j.ce_fusion == v1::CROSS_ENTROPY_FUSION_TE) {
+  if (j.training.ce_fusion == v1::CROSS_ENTROPY_FUSION_NATIVE) transient += 4 * logits;
+  if (j.training.ce_fusion == v1::CROSS_ENTROPY_FUSION_TE) {
     kept = s.elt * logits;  // gradient written in place into the logits
     transient = 0;
   }
   b.Module(nullptr, "output_layer", "ColumnParallelLinear",
-           owns_output_weight ? static_cast<double>(j.padded_vocab) * j.hidden / j.tp : 0, 0, kept);
+           owns_output_weight
+               ? static_cast<double>(j.model.padded_vocab) * j.model.hidden / j.parallelism.tp
+               : 0,
+           0, kept);
   c.transient_bytes = transient;
-  c.full_act_bytes = c.act_bytes;
   return c;
 }
 
@@ -361,18 +372,18 @@ BlockCost MtpLayerCost(const ValidatedJob& j, v1::ModuleNode* tree) {
   BlockCost c;
   MicroBatchShape s(j);
   BlockBuilder b(&c, tree);
-  const double h = static_cast<double>(j.hidden);
-  b.Module(nullptr, "enorm", "TENorm", NormParams(j, j.hidden), 0,
+  const double h = static_cast<double>(j.model.hidden);
+  b.Module(nullptr, "enorm", "TENorm", NormParams(j, j.model.hidden), 0,
            DropoutMask(j, s) + NormActivation(j, s, true, false));
-  b.Module(nullptr, "hnorm", "TENorm", NormParams(j, j.hidden), 0,
+  b.Module(nullptr, "hnorm", "TENorm", NormParams(j, j.model.hidden), 0,
            NormActivation(j, s, true, false));
   b.Module(nullptr, "eh_proj", "ColumnParallelLinear",
-           2 * h * h / j.tp + (j.linear_bias ? h / j.tp : 0), 0, s.elt * s.sp_tokens * 2 * h);
+           2 * h * h / j.parallelism.tp + (j.model.linear_bias ? h / j.parallelism.tp : 0), 0,
+           s.elt * s.sp_tokens * 2 * h);
   v1::ModuleNode* layer = b.Group("transformer_layer", "TransformerLayer");
-  c.Add(DecoderLayerCost(j, j.mtp_layer_is_moe, layer));
+  c.Add(DecoderLayerCost(j, j.moe.mtp_layer_is_moe, layer));
   BlockCost loss = LossCost(j, false, tree);
   c.Add(loss);
-  c.full_act_bytes = c.act_bytes;
   return c;
 }
 

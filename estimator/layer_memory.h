@@ -38,9 +38,6 @@ struct BlockCost {
   // Of act_bytes, the routed-expert tokens and their FFN intermediates
   // (what grows with routing imbalance).
   double routed_act_bytes = 0;
-  // Bytes the block holds while its backward runs when it was fully
-  // recomputed (its activations without full recompute).
-  double full_act_bytes = 0;
   // Working memory of the block's backward on top of what it keeps
   // (activation gradients, weight-gradient temporaries).
   double transient_bytes = 0;

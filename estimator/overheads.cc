@@ -33,15 +33,16 @@ class OverheadList {
 
 // Process groups with more than one member that NCCL sets up buffers for.
 int CommunicatorCount(const ValidatedJob& j) {
+  const Parallelism& par = j.parallelism;
   int n = 0;
-  if (j.tp > 1) ++n;
-  if (j.pp > 1) n += 2;  // pipeline p2p + embedding/loss tie group
-  if (j.cp > 1) ++n;
-  if (j.dp * j.cp > 1) ++n;
+  if (par.tp > 1) ++n;
+  if (par.pp > 1) n += 2;  // pipeline p2p + embedding/loss tie group
+  if (par.cp > 1) ++n;
+  if (par.dp * par.cp > 1) ++n;
   if (j.is_moe_model()) {
-    if (j.ep > 1) ++n;
-    if (j.etp > 1 && j.etp != j.tp) ++n;
-    if (j.edp > 1 && j.edp != j.dp * j.cp) ++n;
+    if (par.ep > 1) ++n;
+    if (par.etp > 1 && par.etp != par.tp) ++n;
+    if (par.edp > 1 && par.edp != par.dp * par.cp) ++n;
   }
   return n;
 }
@@ -51,13 +52,14 @@ int CommunicatorCount(const ValidatedJob& j) {
 void AddOverheads(const ValidatedJob& j, const RankMemory& m, bool with_basis,
                   google::protobuf::RepeatedPtrField<v1::Overhead>* out) {
   OverheadList list(out, with_basis);
+  const Parallelism& par = j.parallelism;
   const MicroBatchShape shape(j);
   const double elt = shape.elt, tokens = shape.full_tokens, sp_tokens = shape.sp_tokens;
-  list.Add("library_workspaces", 64 * kMiB + (j.transformer_engine ? 32 * kMiB : 0), true,
+  list.Add("library_workspaces", 64 * kMiB + (j.training.transformer_engine ? 32 * kMiB : 0), true,
            "cuBLAS/cuBLASLt workspaces allocated through PyTorch (64 MiB "
            "measured on H100) plus "
            "Transformer Engine's 32 MiB GEMM workspace");
-  if (j.transformer_engine && j.grouped_gemm && j.is_moe_model()) {
+  if (j.training.transformer_engine && j.moe.grouped_gemm && j.is_moe_model()) {
     list.Add("grouped_gemm_workspaces", 4 * 32 * kMiB, true,
              "Transformer Engine's grouped GEMM runs on 4 cuBLAS streams, each "
              "with its own 32 MiB "
@@ -70,14 +72,15 @@ void AddOverheads(const ValidatedJob& j, const RankMemory& m, bool with_basis,
     // buffer, the allgather MoE dispatcher's hidden states (gathered over
     // EP x ETP) and, without TE, the sequence-parallel linears' inputs.
     double buffer = 0;
-    if (j.local_attention) {
-      buffer = elt * ScoreElements(j, static_cast<double>(j.heads) / j.tp);
+    if (j.training.local_attention) {
+      buffer = elt * ScoreElements(j, static_cast<double>(j.model.heads) / par.tp);
     }
-    if (j.is_moe_model() && j.allgather_dispatcher && j.ep * j.etp > 1) {
-      buffer = std::max(buffer, elt * sp_tokens * static_cast<double>(j.ep * j.etp) * j.hidden);
+    if (j.is_moe_model() && j.moe.allgather_dispatcher && par.ep * par.etp > 1) {
+      buffer = std::max(buffer,
+                        elt * sp_tokens * static_cast<double>(par.ep * par.etp) * j.model.hidden);
     }
-    if (!j.transformer_engine && j.sp && j.tp > 1) {
-      buffer = std::max(buffer, elt * tokens * j.hidden);
+    if (!j.training.transformer_engine && par.sp && par.tp > 1) {
+      buffer = std::max(buffer, elt * tokens * j.model.hidden);
     }
     list.Add("global_memory_buffer", buffer, true,
              "Megatron's GlobalMemoryBuffer keeps the largest tensor it "
@@ -86,26 +89,26 @@ void AddOverheads(const ValidatedJob& j, const RankMemory& m, bool with_basis,
              "hidden states over EP x ETP, "
              "sequence-parallel inputs of non-TE linears");
   }
-  if (j.defer_embedding_wgrad && m.has_output_layer) {
+  if (j.training.defer_embedding_wgrad && m.has_output_layer) {
     // Backward of micro-batch i keeps i-1 earlier ones (at most the limit).
-    double deferred = static_cast<double>(j.num_microbatches - 1);
-    if (j.wgrad_deferral_limit > 0) {
-      deferred = std::min(deferred, static_cast<double>(j.wgrad_deferral_limit));
+    double deferred = static_cast<double>(j.training.num_microbatches - 1);
+    if (j.training.wgrad_deferral_limit > 0) {
+      deferred = std::min(deferred, static_cast<double>(j.training.wgrad_deferral_limit));
     }
-    const double logits_grad = elt * tokens * static_cast<double>(j.padded_vocab) / j.tp;
-    const double input = elt * sp_tokens * static_cast<double>(j.hidden);
+    const double logits_grad = elt * tokens * static_cast<double>(j.model.padded_vocab) / par.tp;
+    const double input = elt * sp_tokens * static_cast<double>(j.model.hidden);
     list.Add("deferred_embedding_wgrad", deferred * (logits_grad + input), true,
              "--defer-embedding-wgrad-compute: the last stage keeps the logits "
              "gradient and the "
              "output layer's input of each deferred micro-batch until the "
              "pipeline flush");
   }
-  if (j.pp > 1) {
-    list.Add("pipeline_p2p_buffers", 2 * elt * sp_tokens * j.hidden, true,
+  if (par.pp > 1) {
+    list.Add("pipeline_p2p_buffers", 2 * elt * sp_tokens * j.model.hidden, true,
              "one received activation and one outgoing gradient of shape "
              "[s/CP/(SP?TP:1), b, h]");
   }
-  if (j.is_moe_model() && !j.force_balance && j.capacity_factor == 0) {
+  if (j.is_moe_model() && !j.moe.force_balance && j.moe.capacity_factor == 0) {
     list.Add("moe_imbalance", kMoeImbalanceMargin * m.routed_activation_bytes, true,
              "routing is not forced to balance: hot ranks receive more tokens "
              "than the balanced "
@@ -113,8 +116,8 @@ void AddOverheads(const ValidatedJob& j, const RankMemory& m, bool with_basis,
              "peaks grow ~10% over the "
              "first 50 steps of Megatron's MoE test)");
   }
-  if (j.cuda_graphs) {
-    const double fraction = j.cuda_graph_modules.empty() ? 1.0 : 0.5;
+  if (j.runtime.cuda_graphs) {
+    const double fraction = j.runtime.cuda_graph_modules.empty() ? 1.0 : 0.5;
     list.Add("cuda_graphs", fraction * m.layer_activation_bytes, true,
              "graph-private pools keep static input/output buffers per "
              "captured layer and "
@@ -131,7 +134,7 @@ void AddOverheads(const ValidatedJob& j, const RankMemory& m, bool with_basis,
            "member (6.4 GB "
            "non-PyTorch memory measured on 64 H100s with DP, PP and EP groups)");
   const double dynamic = m.held_activation_bytes + m.transient_bytes;
-  if (j.expandable_segments) {
+  if (j.runtime.expandable_segments) {
     list.Add("allocator_slack", 64 * kMiB + 0.01 * dynamic, false,
              "reserved minus allocated with expandable_segments: 74-307 MiB "
              "measured");

@@ -6,6 +6,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "common/status_macros.h"
 
 namespace oomguard {
 namespace {
@@ -23,8 +24,7 @@ class LayoutExpander {
   explicit LayoutExpander(absl::string_view text) : text_(text) {}
 
   absl::StatusOr<std::string> Expand() {
-    absl::StatusOr<std::string> out = Sequence();
-    if (!out.ok()) return out.status();
+    OOMGUARD_ASSIGN_OR_RETURN(std::string out, Sequence());
     if (pos_ != text_.size()) return LayoutError(text_, "unbalanced ')'");
     return out;
   }
@@ -37,13 +37,11 @@ class LayoutExpander {
       std::string unit;
       if (c == '(') {
         ++pos_;
-        absl::StatusOr<std::string> inner = Sequence();
-        if (!inner.ok()) return inner.status();
+        OOMGUARD_ASSIGN_OR_RETURN(unit, Sequence());
         if (pos_ >= text_.size() || text_[pos_] != ')') {
           return LayoutError(text_, "missing ')'");
         }
         ++pos_;
-        unit = *std::move(inner);
       } else if (c == 'E' || c == 't' || c == 'm' || c == 'L' || c == '|') {
         unit = std::string(1, c);
         ++pos_;
@@ -75,9 +73,8 @@ class LayoutExpander {
 };
 
 absl::StatusOr<std::vector<StageContents>> PlaceFromLayout(const PlacementInput& in) {
-  absl::StatusOr<std::vector<std::string>> stages = ExpandLayout(in.layout);
-  if (!stages.ok()) return stages.status();
-  const int64_t n = static_cast<int64_t>(stages->size());
+  OOMGUARD_ASSIGN_OR_RETURN(const std::vector<std::string> stages, ExpandLayout(in.layout));
+  const int64_t n = static_cast<int64_t>(stages.size());
   if (n % in.pp != 0) {
     return LayoutError(in.layout, absl::StrCat("has ", n,
                                                " virtual stages, not a multiple of "
@@ -90,7 +87,7 @@ absl::StatusOr<std::vector<StageContents>> PlaceFromLayout(const PlacementInput&
   for (int64_t i = 0; i < n; ++i) {
     StageContents& st = out[i];
     st.first_layer = layer;
-    for (char c : (*stages)[i]) {
+    for (char c : stages[i]) {
       switch (c) {
         case 'E':
           if (i != 0) return LayoutError(in.layout, "'E' must be in the first stage");
@@ -181,9 +178,8 @@ absl::StatusOr<std::vector<int64_t>> LayersPerRank(const PlacementInput& in) {
 
 absl::StatusOr<std::vector<std::string>> ExpandLayout(absl::string_view layout) {
   if (layout.size() > 4096) return LayoutError(layout.substr(0, 32), "longer than 4096 characters");
-  absl::StatusOr<std::string> flat = LayoutExpander(layout).Expand();
-  if (!flat.ok()) return flat.status();
-  return std::vector<std::string>(absl::StrSplit(*flat, '|'));
+  OOMGUARD_ASSIGN_OR_RETURN(const std::string flat, LayoutExpander(layout).Expand());
+  return std::vector<std::string>(absl::StrSplit(flat, '|'));
 }
 
 absl::StatusOr<std::vector<StageContents>> PlaceLayers(const PlacementInput& in) {
@@ -210,15 +206,14 @@ absl::StatusOr<std::vector<StageContents>> PlaceLayers(const PlacementInput& in)
     if (in.account_for_embedding) --per_stage.front();
     if (in.account_for_loss) --per_stage.back();
   } else {
-    absl::StatusOr<std::vector<int64_t>> per_rank = LayersPerRank(in);
-    if (!per_rank.ok()) return per_rank.status();
+    OOMGUARD_ASSIGN_OR_RETURN(const std::vector<int64_t> per_rank, LayersPerRank(in));
     for (int64_t r = 0; r < p; ++r) {
-      if ((*per_rank)[r] % v != 0) {
+      if (per_rank[r] % v != 0) {
         return SplitError("num_virtual_stages_per_pipeline_rank", v,
-                          absl::StrCat("pipeline rank ", r, " has ", (*per_rank)[r],
+                          absl::StrCat("pipeline rank ", r, " has ", per_rank[r],
                                        " layers, not divisible into ", v, " chunks"));
       }
-      for (int64_t j = 0; j < v; ++j) per_stage[r + j * p] = (*per_rank)[r] / v;
+      for (int64_t c = 0; c < v; ++c) per_stage[r + c * p] = per_rank[r] / v;
     }
   }
   int layer = 0;

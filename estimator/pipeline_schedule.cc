@@ -5,7 +5,8 @@
 namespace oomguard {
 
 InFlight PeakInFlight(const ValidatedJob& j, int64_t r, const std::vector<double>& chunk_bytes) {
-  const int64_t p = j.pp, v = static_cast<int64_t>(chunk_bytes.size()), n = j.num_microbatches;
+  const int64_t p = j.parallelism.pp, v = static_cast<int64_t>(chunk_bytes.size()),
+                n = j.training.num_microbatches;
   InFlight out;
   out.per_chunk.assign(v, 0);
   if (v == 1) {
@@ -17,8 +18,8 @@ InFlight PeakInFlight(const ValidatedJob& j, int64_t r, const std::vector<double
   }
   // Interleaved: forwards go through chunks in groups of g micro-batches;
   // backwards visit chunks in reverse order.
-  const int64_t g = j.group_size, total = n * v;
-  int64_t warmup = 2 * (p - r - 1) + (v - 1) * g + (j.overlap_moe_ep ? 1 : 0);
+  const int64_t g = j.parallelism.group_size, total = n * v;
+  int64_t warmup = 2 * (p - r - 1) + (v - 1) * g + (j.parallelism.overlap_moe_ep ? 1 : 0);
   warmup = std::min(warmup, total);
   auto forward_chunk = [&](int64_t k) { return (k % (g * v)) / g; };
   auto backward_chunk = [&](int64_t k) { return v - 1 - (k % (g * v)) / g; };

@@ -4,7 +4,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
+#include "common/status_macros.h"
 #include "estimator/pipeline_layout.h"
 #include "estimator/recompute_rules.h"
 
@@ -51,345 +51,361 @@ double DtypeBytes(v1::Dtype d, double fallback) {
   }
 }
 
-absl::Status ResolveModel(const v1::ModelSpec& m, ValidatedJob& j,
-                          std::vector<std::string>* notes) {
-  j.num_layers = m.num_layers();
-  j.hidden = m.hidden_size();
-  j.heads = m.num_attention_heads();
-  j.vocab = m.vocab_size();
-  if (auto s = CheckSize("model.num_layers", j.num_layers, kMaxLayers); !s.ok()) return s;
-  if (auto s = CheckSize("model.hidden_size", j.hidden, kMaxWidth); !s.ok()) return s;
-  if (auto s = CheckSize("model.num_attention_heads", j.heads, kMaxWidth); !s.ok()) return s;
-  if (auto s = CheckSize("model.vocab_size", j.vocab, kMaxVocab); !s.ok()) return s;
+// The transformer's sizes and layer options, before latent attention and MoE.
+absl::Status ResolveModelShape(const v1::ModelSpec& m, ModelShape& model) {
+  model.num_layers = m.num_layers();
+  model.hidden = m.hidden_size();
+  model.heads = m.num_attention_heads();
+  model.vocab = m.vocab_size();
+  OOMGUARD_RETURN_IF_ERROR(CheckSize("model.num_layers", model.num_layers, kMaxLayers));
+  OOMGUARD_RETURN_IF_ERROR(CheckSize("model.hidden_size", model.hidden, kMaxWidth));
+  OOMGUARD_RETURN_IF_ERROR(CheckSize("model.num_attention_heads", model.heads, kMaxWidth));
+  OOMGUARD_RETURN_IF_ERROR(CheckSize("model.vocab_size", model.vocab, kMaxVocab));
 
   const v1::Activation act = m.activation();
-  j.gated = act == v1::ACTIVATION_SWIGLU || act == v1::ACTIVATION_GEGLU;
+  model.gated = act == v1::ACTIVATION_SWIGLU || act == v1::ACTIVATION_GEGLU;
   if (m.has_ffn_hidden_size()) {
-    j.ffn = m.ffn_hidden_size();
+    model.ffn = m.ffn_hidden_size();
   } else {
-    j.ffn = j.gated ? (4 * j.hidden * 2 / 3) / 64 * 64 : 4 * j.hidden;
+    model.ffn = model.gated ? (4 * model.hidden * 2 / 3) / 64 * 64 : 4 * model.hidden;
   }
-  if (auto s = CheckSize("model.ffn_hidden_size", j.ffn, kMaxWidth); !s.ok()) return s;
+  OOMGUARD_RETURN_IF_ERROR(CheckSize("model.ffn_hidden_size", model.ffn, kMaxWidth));
 
-  j.query_groups = m.has_num_query_groups() ? m.num_query_groups() : j.heads;
-  if (auto s = CheckSize("model.num_query_groups", j.query_groups, kMaxWidth); !s.ok()) return s;
-  if (j.heads % j.query_groups != 0) {
-    return Bad("model.num_query_groups", j.query_groups,
-               absl::StrCat("must divide model.num_attention_heads ", j.heads));
+  model.query_groups = m.has_num_query_groups() ? m.num_query_groups() : model.heads;
+  OOMGUARD_RETURN_IF_ERROR(CheckSize("model.num_query_groups", model.query_groups, kMaxWidth));
+  if (model.heads % model.query_groups != 0) {
+    return Bad("model.num_query_groups", model.query_groups,
+               absl::StrCat("must divide model.num_attention_heads ", model.heads));
   }
   if (m.has_kv_channels()) {
-    j.head_dim = m.kv_channels();
+    model.head_dim = m.kv_channels();
   } else {
-    if (j.hidden % j.heads != 0) {
-      return Bad("model.num_attention_heads", j.heads,
-                 absl::StrCat("must divide model.hidden_size ", j.hidden,
+    if (model.hidden % model.heads != 0) {
+      return Bad("model.num_attention_heads", model.heads,
+                 absl::StrCat("must divide model.hidden_size ", model.hidden,
                               " when model.kv_channels is not set"));
     }
-    j.head_dim = j.hidden / j.heads;
+    model.head_dim = model.hidden / model.heads;
   }
-  if (auto s = CheckSize("model.kv_channels", j.head_dim, kMaxWidth); !s.ok()) return s;
+  OOMGUARD_RETURN_IF_ERROR(CheckSize("model.kv_channels", model.head_dim, kMaxWidth));
 
-  j.layer_norm = m.normalization() != v1::NORMALIZATION_RMS_NORM;
+  model.layer_norm = m.normalization() != v1::NORMALIZATION_RMS_NORM;
   const v1::PositionEmbedding pe = m.position_embedding();
-  j.rope = pe == v1::POSITION_EMBEDDING_ROPE;
-  j.learned_positions =
+  model.rope = pe == v1::POSITION_EMBEDDING_ROPE;
+  model.learned_positions =
       pe == v1::POSITION_EMBEDDING_UNSPECIFIED || pe == v1::POSITION_EMBEDDING_LEARNED_ABSOLUTE;
-  j.linear_bias = m.has_add_bias_linear() ? m.add_bias_linear() : true;
-  j.qkv_bias = j.linear_bias || m.add_qkv_bias();
-  j.qk_layernorm = m.qk_layernorm();
-  j.tied_embeddings = !m.untie_embeddings_and_output_weights();
-  j.hidden_dropout = m.has_hidden_dropout() ? m.hidden_dropout() : 0.1;
-  j.attention_dropout = m.has_attention_dropout() ? m.attention_dropout() : 0.1;
-  if (auto s = CheckFraction("model.hidden_dropout", j.hidden_dropout, false); !s.ok()) return s;
-  if (auto s = CheckFraction("model.attention_dropout", j.attention_dropout, false); !s.ok()) {
-    return s;
-  }
+  model.linear_bias = m.has_add_bias_linear() ? m.add_bias_linear() : true;
+  model.qkv_bias = model.linear_bias || m.add_qkv_bias();
+  model.qk_layernorm = m.qk_layernorm();
+  model.tied_embeddings = !m.untie_embeddings_and_output_weights();
+  model.hidden_dropout = m.has_hidden_dropout() ? m.hidden_dropout() : 0.1;
+  model.attention_dropout = m.has_attention_dropout() ? m.attention_dropout() : 0.1;
+  OOMGUARD_RETURN_IF_ERROR(CheckFraction("model.hidden_dropout", model.hidden_dropout, false));
+  OOMGUARD_RETURN_IF_ERROR(
+      CheckFraction("model.attention_dropout", model.attention_dropout, false));
+  return absl::OkStatus();
+}
 
-  j.mla = m.attention_type() == v1::ATTENTION_TYPE_MLA;
-  j.q_lora_rank = m.has_q_lora_rank() ? m.q_lora_rank() : 0;
-  j.kv_lora_rank = m.has_kv_lora_rank() ? m.kv_lora_rank() : 32;
-  j.qk_head_dim = m.has_qk_head_dim() ? m.qk_head_dim() : 128;
-  j.qk_pos_head_dim = m.has_qk_pos_emb_head_dim() ? m.qk_pos_emb_head_dim() : 64;
-  j.v_head_dim = m.has_v_head_dim() ? m.v_head_dim() : 128;
-  if (j.mla) {
-    if (j.q_lora_rank > kMaxWidth)
-      return Bad("model.q_lora_rank", j.q_lora_rank, "is absurdly large");
-    if (auto s = CheckSize("model.kv_lora_rank", j.kv_lora_rank, kMaxWidth); !s.ok()) return s;
-    if (auto s = CheckSize("model.qk_head_dim", j.qk_head_dim, kMaxWidth); !s.ok()) return s;
-    if (auto s = CheckSize("model.qk_pos_emb_head_dim", j.qk_pos_head_dim, kMaxWidth); !s.ok()) {
-      return s;
-    }
-    if (auto s = CheckSize("model.v_head_dim", j.v_head_dim, kMaxWidth); !s.ok()) return s;
+absl::Status ResolveLatentAttention(const v1::ModelSpec& m, LatentAttentionShape& mla) {
+  mla.enabled = m.attention_type() == v1::ATTENTION_TYPE_MLA;
+  mla.q_lora_rank = m.has_q_lora_rank() ? m.q_lora_rank() : 0;
+  mla.kv_lora_rank = m.has_kv_lora_rank() ? m.kv_lora_rank() : 32;
+  mla.qk_head_dim = m.has_qk_head_dim() ? m.qk_head_dim() : 128;
+  mla.qk_pos_head_dim = m.has_qk_pos_emb_head_dim() ? m.qk_pos_emb_head_dim() : 64;
+  mla.v_head_dim = m.has_v_head_dim() ? m.v_head_dim() : 128;
+  if (!mla.enabled) return absl::OkStatus();
+  if (mla.q_lora_rank > kMaxWidth) {
+    return Bad("model.q_lora_rank", mla.q_lora_rank, "is absurdly large");
   }
+  OOMGUARD_RETURN_IF_ERROR(CheckSize("model.kv_lora_rank", mla.kv_lora_rank, kMaxWidth));
+  OOMGUARD_RETURN_IF_ERROR(CheckSize("model.qk_head_dim", mla.qk_head_dim, kMaxWidth));
+  OOMGUARD_RETURN_IF_ERROR(CheckSize("model.qk_pos_emb_head_dim", mla.qk_pos_head_dim, kMaxWidth));
+  OOMGUARD_RETURN_IF_ERROR(CheckSize("model.v_head_dim", mla.v_head_dim, kMaxWidth));
+  return absl::OkStatus();
+}
 
-  j.experts = m.num_experts();
-  if (j.experts > kMaxWidth) return Bad("model.num_experts", j.experts, "is absurdly large");
-  j.expert_ffn = m.has_moe_ffn_hidden_size() ? m.moe_ffn_hidden_size() : j.ffn;
-  j.topk = m.has_moe_router_topk() ? m.moe_router_topk() : 2;
-  j.shared_ffn = m.moe_shared_expert_intermediate_size();
-  j.grouped_gemm = m.moe_grouped_gemm();
-  j.router_fp32 = m.moe_router_dtype_fp32();
-  j.allgather_dispatcher = m.moe_token_dispatcher() == v1::TOKEN_DISPATCHER_UNSPECIFIED ||
-                           m.moe_token_dispatcher() == v1::TOKEN_DISPATCHER_ALLGATHER;
-  j.force_balance = m.moe_router_force_load_balancing();
-  j.capacity_factor = m.has_moe_expert_capacity_factor() ? m.moe_expert_capacity_factor() : 0;
-  j.pad_to_capacity = m.moe_pad_expert_input_to_capacity();
-  j.is_moe_layer.assign(j.num_layers, false);
-  if (j.experts > 0) {
-    if (auto s = CheckSize("model.moe_ffn_hidden_size", j.expert_ffn, kMaxWidth); !s.ok()) return s;
-    if (auto s = CheckSize("model.moe_router_topk", j.topk, j.experts); !s.ok()) {
-      return Bad("model.moe_router_topk", j.topk,
-                 absl::StrCat("must be in [1, model.num_experts = ", j.experts, "]"));
+absl::Status ResolveMoe(const v1::ModelSpec& m, const ModelShape& model, MoeSettings& moe) {
+  moe.experts = m.num_experts();
+  if (moe.experts > kMaxWidth) return Bad("model.num_experts", moe.experts, "is absurdly large");
+  moe.expert_ffn = m.has_moe_ffn_hidden_size() ? m.moe_ffn_hidden_size() : model.ffn;
+  moe.topk = m.has_moe_router_topk() ? m.moe_router_topk() : 2;
+  moe.shared_ffn = m.moe_shared_expert_intermediate_size();
+  moe.grouped_gemm = m.moe_grouped_gemm();
+  moe.router_fp32 = m.moe_router_dtype_fp32();
+  moe.allgather_dispatcher = m.moe_token_dispatcher() == v1::TOKEN_DISPATCHER_UNSPECIFIED ||
+                             m.moe_token_dispatcher() == v1::TOKEN_DISPATCHER_ALLGATHER;
+  moe.force_balance = m.moe_router_force_load_balancing();
+  moe.capacity_factor = m.has_moe_expert_capacity_factor() ? m.moe_expert_capacity_factor() : 0;
+  moe.pad_to_capacity = m.moe_pad_expert_input_to_capacity();
+  moe.is_moe_layer.assign(model.num_layers, false);
+  if (moe.experts > 0) {
+    OOMGUARD_RETURN_IF_ERROR(CheckSize("model.moe_ffn_hidden_size", moe.expert_ffn, kMaxWidth));
+    if (moe.topk < 1 || moe.topk > moe.experts) {
+      return Bad("model.moe_router_topk", moe.topk,
+                 absl::StrCat("must be in [1, model.num_experts = ", moe.experts, "]"));
     }
-    if (!std::isfinite(j.capacity_factor) || j.capacity_factor < 0) {
-      return Bad("model.moe_expert_capacity_factor", j.capacity_factor, "must be > 0");
+    if (!std::isfinite(moe.capacity_factor) || moe.capacity_factor < 0) {
+      return Bad("model.moe_expert_capacity_factor", moe.capacity_factor, "must be > 0");
     }
     if (m.moe_layer_pattern_size() > 0) {
-      if (m.moe_layer_pattern_size() != j.num_layers) {
+      if (m.moe_layer_pattern_size() != model.num_layers) {
         return Bad(
             "model.moe_layer_pattern", absl::StrCat(m.moe_layer_pattern_size(), " entries"),
-            absl::StrCat("needs one entry per layer (model.num_layers = ", j.num_layers, ")"));
+            absl::StrCat("needs one entry per layer (model.num_layers = ", model.num_layers, ")"));
       }
       for (int i = 0; i < m.moe_layer_pattern_size(); ++i) {
         uint32_t v = m.moe_layer_pattern(i);
         if (v > 1) {
           return Bad(absl::StrCat("model.moe_layer_pattern[", i, "]"), v, "must be 0 or 1");
         }
-        j.is_moe_layer[i] = v == 1;
+        moe.is_moe_layer[i] = v == 1;
       }
     } else {
       const int64_t freq = m.has_moe_layer_freq() ? m.moe_layer_freq() : 1;
-      if (auto s = CheckSize("model.moe_layer_freq", freq, j.num_layers); !s.ok()) return s;
-      for (int64_t i = 0; i < j.num_layers; ++i) j.is_moe_layer[i] = i % freq == 0;
+      OOMGUARD_RETURN_IF_ERROR(CheckSize("model.moe_layer_freq", freq, model.num_layers));
+      for (int64_t i = 0; i < model.num_layers; ++i) moe.is_moe_layer[i] = i % freq == 0;
     }
   } else if (m.moe_layer_pattern_size() > 0 || m.moe_shared_expert_intermediate_size() > 0) {
     return Bad("model.num_experts", 0, "MoE fields are set but the model has no experts");
   }
-  j.mtp_layers = m.mtp_num_layers();
-  if (j.mtp_layers > 64) return Bad("model.mtp_num_layers", j.mtp_layers, "is absurdly large");
-  j.mtp_layer_is_moe = j.experts > 0 && j.is_moe_layer.back();
-  (void)notes;
   return absl::OkStatus();
 }
 
-absl::Status ResolveParallelism(const v1::JobSpec& job, ValidatedJob& j,
+// JobSpec.model: the model shape, latent attention, MoE and MTP layers.
+absl::Status ResolveModel(const v1::ModelSpec& m, ValidatedJob& j) {
+  OOMGUARD_RETURN_IF_ERROR(ResolveModelShape(m, j.model));
+  OOMGUARD_RETURN_IF_ERROR(ResolveLatentAttention(m, j.mla));
+  OOMGUARD_RETURN_IF_ERROR(ResolveMoe(m, j.model, j.moe));
+  j.model.mtp_layers = m.mtp_num_layers();
+  if (j.model.mtp_layers > 64) {
+    return Bad("model.mtp_num_layers", j.model.mtp_layers, "is absurdly large");
+  }
+  j.moe.mtp_layer_is_moe = j.moe.experts > 0 && j.moe.is_moe_layer.back();
+  return absl::OkStatus();
+}
+
+// Virtual pipeline stages per PP rank, from either of the two flags that
+// set them (1 when neither is set).
+absl::StatusOr<int64_t> ResolveVirtualStages(const v1::ParallelismSpec& spec,
+                                             const ModelShape& model, int64_t pp) {
+  if (spec.has_num_layers_per_virtual_pipeline_stage() &&
+      spec.has_num_virtual_stages_per_pipeline_rank()) {
+    return Bad("parallelism.num_virtual_stages_per_pipeline_rank",
+               spec.num_virtual_stages_per_pipeline_rank(),
+               "set either it or num_layers_per_virtual_pipeline_stage, not both");
+  }
+  if (spec.has_num_layers_per_virtual_pipeline_stage()) {
+    const int64_t per = spec.num_layers_per_virtual_pipeline_stage();
+    OOMGUARD_RETURN_IF_ERROR(
+        CheckSize("parallelism.num_layers_per_virtual_pipeline_stage", per, kMaxLayers));
+    if (model.num_layers % (per * pp) != 0) {
+      return Bad(
+          "parallelism.num_layers_per_virtual_pipeline_stage", per,
+          absl::StrCat("model.num_layers ", model.num_layers, " is not divisible by it x PP ", pp));
+    }
+    return model.num_layers / (per * pp);
+  }
+  if (spec.has_num_virtual_stages_per_pipeline_rank()) {
+    const int64_t vpp = spec.num_virtual_stages_per_pipeline_rank();
+    OOMGUARD_RETURN_IF_ERROR(
+        CheckSize("parallelism.num_virtual_stages_per_pipeline_rank", vpp, kMaxLayers));
+    return vpp;
+  }
+  return int64_t{1};
+}
+
+absl::Status ResolveParallelism(const v1::ParallelismSpec& spec, ValidatedJob& j,
                                 std::vector<std::string>* notes) {
-  const v1::ParallelismSpec& p = job.parallelism();
-  j.world = p.num_gpus();
-  if (auto s = CheckSize("parallelism.num_gpus", j.world, kMaxGpus); !s.ok()) return s;
-  j.tp = p.has_tensor_model_parallel_size() ? p.tensor_model_parallel_size() : 1;
-  j.pp = p.has_pipeline_model_parallel_size() ? p.pipeline_model_parallel_size() : 1;
-  j.cp = p.has_context_parallel_size() ? p.context_parallel_size() : 1;
-  j.ep = p.has_expert_model_parallel_size() ? p.expert_model_parallel_size() : 1;
-  j.etp = p.has_expert_tensor_parallel_size() ? p.expert_tensor_parallel_size() : j.tp;
-  if (auto s = CheckSize("parallelism.tensor_model_parallel_size", j.tp, kMaxGpus); !s.ok())
-    return s;
-  if (auto s = CheckSize("parallelism.pipeline_model_parallel_size", j.pp, kMaxGpus); !s.ok()) {
-    return s;
+  const ModelShape& model = j.model;
+  const MoeSettings& moe = j.moe;
+  Parallelism& par = j.parallelism;
+  par.world = spec.num_gpus();
+  OOMGUARD_RETURN_IF_ERROR(CheckSize("parallelism.num_gpus", par.world, kMaxGpus));
+  par.tp = spec.has_tensor_model_parallel_size() ? spec.tensor_model_parallel_size() : 1;
+  par.pp = spec.has_pipeline_model_parallel_size() ? spec.pipeline_model_parallel_size() : 1;
+  par.cp = spec.has_context_parallel_size() ? spec.context_parallel_size() : 1;
+  par.ep = spec.has_expert_model_parallel_size() ? spec.expert_model_parallel_size() : 1;
+  par.etp = spec.has_expert_tensor_parallel_size() ? spec.expert_tensor_parallel_size() : par.tp;
+  OOMGUARD_RETURN_IF_ERROR(CheckSize("parallelism.tensor_model_parallel_size", par.tp, kMaxGpus));
+  OOMGUARD_RETURN_IF_ERROR(CheckSize("parallelism.pipeline_model_parallel_size", par.pp, kMaxGpus));
+  OOMGUARD_RETURN_IF_ERROR(CheckSize("parallelism.context_parallel_size", par.cp, kMaxGpus));
+  OOMGUARD_RETURN_IF_ERROR(CheckSize("parallelism.expert_model_parallel_size", par.ep, kMaxGpus));
+  OOMGUARD_RETURN_IF_ERROR(CheckSize("parallelism.expert_tensor_parallel_size", par.etp, kMaxGpus));
+  const int64_t model_parallel = par.tp * par.pp * par.cp;
+  if (par.world % model_parallel != 0) {
+    return Bad("parallelism.num_gpus", par.world,
+               absl::StrCat("not divisible by TP x PP x CP = ", par.tp, " x ", par.pp, " x ",
+                            par.cp, " = ", model_parallel, " (W/PP = TP*CP*DP)"));
   }
-  if (auto s = CheckSize("parallelism.context_parallel_size", j.cp, kMaxGpus); !s.ok()) return s;
-  if (auto s = CheckSize("parallelism.expert_model_parallel_size", j.ep, kMaxGpus); !s.ok())
-    return s;
-  if (auto s = CheckSize("parallelism.expert_tensor_parallel_size", j.etp, kMaxGpus); !s.ok()) {
-    return s;
+  par.dp = par.world / model_parallel;
+  const int64_t expert_parallel = par.pp * par.ep * par.etp;
+  if (par.world % expert_parallel != 0) {
+    return Bad("parallelism.num_gpus", par.world,
+               absl::StrCat("not divisible by PP x EP x ETP = ", par.pp, " x ", par.ep, " x ",
+                            par.etp, " = ", expert_parallel, " (W/PP = EP*ETP*EDP)"));
   }
-  const int64_t model_parallel = j.tp * j.pp * j.cp;
-  if (j.world % model_parallel != 0) {
-    return Bad("parallelism.num_gpus", j.world,
-               absl::StrCat("not divisible by TP x PP x CP = ", j.tp, " x ", j.pp, " x ", j.cp,
-                            " = ", model_parallel, " (W/PP = TP*CP*DP)"));
-  }
-  j.dp = j.world / model_parallel;
-  const int64_t expert_parallel = j.pp * j.ep * j.etp;
-  if (j.world % expert_parallel != 0) {
-    return Bad("parallelism.num_gpus", j.world,
-               absl::StrCat("not divisible by PP x EP x ETP = ", j.pp, " x ", j.ep, " x ", j.etp,
-                            " = ", expert_parallel, " (W/PP = EP*ETP*EDP)"));
-  }
-  j.edp = j.world / expert_parallel;
-  if (j.experts == 0 && j.ep > 1) {
-    return Bad("parallelism.expert_model_parallel_size", j.ep,
+  par.edp = par.world / expert_parallel;
+  if (moe.experts == 0 && par.ep > 1) {
+    return Bad("parallelism.expert_model_parallel_size", par.ep,
                "needs an MoE model (model.num_experts > 0)");
   }
-  if (j.experts > 0 && j.experts % j.ep != 0) {
-    return Bad("parallelism.expert_model_parallel_size", j.ep,
-               absl::StrCat("must divide model.num_experts ", j.experts));
+  if (moe.experts > 0 && moe.experts % par.ep != 0) {
+    return Bad("parallelism.expert_model_parallel_size", par.ep,
+               absl::StrCat("must divide model.num_experts ", moe.experts));
   }
-  const int64_t heads_for_tp = j.heads;
-  if (heads_for_tp % j.tp != 0) {
-    return Bad("parallelism.tensor_model_parallel_size", j.tp,
-               absl::StrCat("must divide model.num_attention_heads ", j.heads));
+  if (model.heads % par.tp != 0) {
+    return Bad("parallelism.tensor_model_parallel_size", par.tp,
+               absl::StrCat("must divide model.num_attention_heads ", model.heads));
   }
-  if (!j.mla && j.query_groups % j.tp != 0) {
-    return Bad("parallelism.tensor_model_parallel_size", j.tp,
-               absl::StrCat("must divide model.num_query_groups ", j.query_groups));
+  if (!j.mla.enabled && model.query_groups % par.tp != 0) {
+    return Bad("parallelism.tensor_model_parallel_size", par.tp,
+               absl::StrCat("must divide model.num_query_groups ", model.query_groups));
   }
-  if (j.ffn % j.tp != 0) {
-    return Bad("parallelism.tensor_model_parallel_size", j.tp,
-               absl::StrCat("must divide model.ffn_hidden_size ", j.ffn));
+  if (model.ffn % par.tp != 0) {
+    return Bad("parallelism.tensor_model_parallel_size", par.tp,
+               absl::StrCat("must divide model.ffn_hidden_size ", model.ffn));
   }
-  if (j.experts > 0 && j.expert_ffn % j.etp != 0) {
-    return Bad("parallelism.expert_tensor_parallel_size", j.etp,
-               absl::StrCat("must divide model.moe_ffn_hidden_size ", j.expert_ffn));
+  if (moe.experts > 0 && moe.expert_ffn % par.etp != 0) {
+    return Bad("parallelism.expert_tensor_parallel_size", par.etp,
+               absl::StrCat("must divide model.moe_ffn_hidden_size ", moe.expert_ffn));
   }
-  j.sp = p.sequence_parallel();
-  if (j.sp && j.tp == 1) {
-    j.sp = false;
+  par.sp = spec.sequence_parallel();
+  if (par.sp && par.tp == 1) {
+    par.sp = false;
     if (notes) notes->push_back("sequence_parallel has no effect at TP=1 (Megatron turns it off)");
   }
-  if (j.experts > 0 && j.tp > 1 && !j.sp) {
+  if (moe.experts > 0 && par.tp > 1 && !par.sp) {
     return Bad("parallelism.sequence_parallel", "false",
                "Megatron-Core requires sequence parallelism for MoE models with TP > 1");
   }
-  j.overlap_moe_ep = p.overlap_moe_expert_parallel_comm();
+  par.overlap_moe_ep = spec.overlap_moe_expert_parallel_comm();
 
-  // Virtual pipeline.
-  j.vpp = 1;
-  if (p.has_num_layers_per_virtual_pipeline_stage() &&
-      p.has_num_virtual_stages_per_pipeline_rank()) {
-    return Bad("parallelism.num_virtual_stages_per_pipeline_rank",
-               p.num_virtual_stages_per_pipeline_rank(),
-               "set either it or num_layers_per_virtual_pipeline_stage, not both");
-  }
-  if (p.has_num_layers_per_virtual_pipeline_stage()) {
-    const int64_t per = p.num_layers_per_virtual_pipeline_stage();
-    if (auto s = CheckSize("parallelism.num_layers_per_virtual_pipeline_stage", per, kMaxLayers);
-        !s.ok()) {
-      return s;
-    }
-    if (j.num_layers % (per * j.pp) != 0) {
-      return Bad(
-          "parallelism.num_layers_per_virtual_pipeline_stage", per,
-          absl::StrCat("model.num_layers ", j.num_layers, " is not divisible by it x PP ", j.pp));
-    }
-    j.vpp = j.num_layers / (per * j.pp);
-  } else if (p.has_num_virtual_stages_per_pipeline_rank()) {
-    j.vpp = p.num_virtual_stages_per_pipeline_rank();
-    if (auto s = CheckSize("parallelism.num_virtual_stages_per_pipeline_rank", j.vpp, kMaxLayers);
-        !s.ok()) {
-      return s;
-    }
-  }
+  OOMGUARD_ASSIGN_OR_RETURN(par.vpp, ResolveVirtualStages(spec, model, par.pp));
   PlacementInput place;
-  place.num_layers = j.num_layers;
-  place.mtp_layers = j.mtp_layers;
-  place.pp = j.pp;
-  place.vpp = j.vpp;
-  place.first_stage_layers = p.has_decoder_first_pipeline_num_layers()
-                                 ? int64_t{p.decoder_first_pipeline_num_layers()}
+  place.num_layers = model.num_layers;
+  place.mtp_layers = model.mtp_layers;
+  place.pp = par.pp;
+  place.vpp = par.vpp;
+  place.first_stage_layers = spec.has_decoder_first_pipeline_num_layers()
+                                 ? int64_t{spec.decoder_first_pipeline_num_layers()}
                                  : -1;
-  place.last_stage_layers =
-      p.has_decoder_last_pipeline_num_layers() ? int64_t{p.decoder_last_pipeline_num_layers()} : -1;
-  place.account_for_embedding = p.account_for_embedding_in_pipeline_split();
-  place.account_for_loss = p.account_for_loss_in_pipeline_split();
-  place.layout = p.pipeline_model_parallel_layout();
-  absl::StatusOr<std::vector<StageContents>> stages = PlaceLayers(place);
-  if (!stages.ok()) return stages.status();
-  j.stages = *std::move(stages);
-  j.vpp = static_cast<int64_t>(j.stages.size()) / j.pp;
-  if (j.vpp > 1 && j.pp == 1) {
+  place.last_stage_layers = spec.has_decoder_last_pipeline_num_layers()
+                                ? int64_t{spec.decoder_last_pipeline_num_layers()}
+                                : -1;
+  place.account_for_embedding = spec.account_for_embedding_in_pipeline_split();
+  place.account_for_loss = spec.account_for_loss_in_pipeline_split();
+  place.layout = spec.pipeline_model_parallel_layout();
+  OOMGUARD_ASSIGN_OR_RETURN(j.stages, PlaceLayers(place));
+  par.vpp = static_cast<int64_t>(j.stages.size()) / par.pp;
+  if (par.vpp > 1 && par.pp == 1) {
     return Bad("parallelism.pipeline_model_parallel_size", 1,
                "virtual pipeline stages need pipeline_model_parallel_size > 1");
   }
   for (StageContents& st : j.stages) {
     for (int l = st.first_layer; l < st.first_layer + st.num_layers; ++l) {
-      if (!j.is_moe_layer[l]) ++st.num_dense_layers;
+      if (!moe.is_moe_layer[l]) ++st.num_dense_layers;
     }
   }
-  j.group_size =
-      p.has_microbatch_group_size_per_vp_stage() ? p.microbatch_group_size_per_vp_stage() : j.pp;
-  if (auto s = CheckSize("parallelism.microbatch_group_size_per_vp_stage", j.group_size, kMaxBatch);
-      !s.ok()) {
-    return s;
-  }
+  par.group_size = spec.has_microbatch_group_size_per_vp_stage()
+                       ? spec.microbatch_group_size_per_vp_stage()
+                       : par.pp;
+  OOMGUARD_RETURN_IF_ERROR(
+      CheckSize("parallelism.microbatch_group_size_per_vp_stage", par.group_size, kMaxBatch));
   return absl::OkStatus();
 }
 
+// JobSpec.training, and model.max_positions (its default is the sequence
+// length).
 absl::Status ResolveTraining(const v1::JobSpec& job, ValidatedJob& j) {
   const v1::TrainingSpec& t = job.training();
-  j.micro_batch = t.micro_batch_size();
-  j.seq = t.seq_length();
-  if (auto s = CheckSize("training.micro_batch_size", j.micro_batch, kMaxBatch); !s.ok()) return s;
-  if (auto s = CheckSize("training.seq_length", j.seq, kMaxSeq); !s.ok()) return s;
-  j.global_batch = t.has_global_batch_size() ? t.global_batch_size() : j.micro_batch * j.dp;
-  if (auto s = CheckSize("training.global_batch_size", j.global_batch, kMaxBatch); !s.ok())
-    return s;
-  if (j.global_batch % (j.micro_batch * j.dp) != 0) {
-    return Bad(
-        "training.global_batch_size", j.global_batch,
-        absl::StrCat("not divisible by micro_batch_size x DP = ", j.micro_batch, " x ", j.dp));
+  const Parallelism& par = j.parallelism;
+  TrainingSettings& training = j.training;
+  training.micro_batch = t.micro_batch_size();
+  training.seq = t.seq_length();
+  OOMGUARD_RETURN_IF_ERROR(CheckSize("training.micro_batch_size", training.micro_batch, kMaxBatch));
+  OOMGUARD_RETURN_IF_ERROR(CheckSize("training.seq_length", training.seq, kMaxSeq));
+  training.global_batch =
+      t.has_global_batch_size() ? t.global_batch_size() : training.micro_batch * par.dp;
+  OOMGUARD_RETURN_IF_ERROR(
+      CheckSize("training.global_batch_size", training.global_batch, kMaxBatch));
+  if (training.global_batch % (training.micro_batch * par.dp) != 0) {
+    return Bad("training.global_batch_size", training.global_batch,
+               absl::StrCat("not divisible by micro_batch_size x DP = ", training.micro_batch,
+                            " x ", par.dp));
   }
-  j.num_microbatches = j.global_batch / (j.micro_batch * j.dp);
-  if (j.sp && j.seq % j.tp != 0) {
-    return Bad("training.seq_length", j.seq,
-               absl::StrCat("must be divisible by TP ", j.tp, " with sequence parallelism"));
+  training.num_microbatches = training.global_batch / (training.micro_batch * par.dp);
+  if (par.sp && training.seq % par.tp != 0) {
+    return Bad("training.seq_length", training.seq,
+               absl::StrCat("must be divisible by TP ", par.tp, " with sequence parallelism"));
   }
-  if (j.cp > 1 && j.seq % (2 * j.cp) != 0) {
-    return Bad("training.seq_length", j.seq,
-               absl::StrCat("must be divisible by 2 x CP = ", 2 * j.cp));
+  if (par.cp > 1 && training.seq % (2 * par.cp) != 0) {
+    return Bad("training.seq_length", training.seq,
+               absl::StrCat("must be divisible by 2 x CP = ", 2 * par.cp));
   }
-  if (j.learned_positions) {
-    j.max_positions =
-        job.model().has_max_position_embeddings() ? job.model().max_position_embeddings() : j.seq;
-    if (j.max_positions < j.seq) {
-      return Bad("model.max_position_embeddings", j.max_positions,
-                 absl::StrCat("is shorter than training.seq_length ", j.seq));
+  if (j.model.learned_positions) {
+    j.model.max_positions = job.model().has_max_position_embeddings()
+                                ? job.model().max_position_embeddings()
+                                : training.seq;
+    if (j.model.max_positions < training.seq) {
+      return Bad("model.max_position_embeddings", j.model.max_positions,
+                 absl::StrCat("is shorter than training.seq_length ", training.seq));
     }
   } else {
-    j.max_positions = 0;
+    j.model.max_positions = 0;
   }
   const v1::AttentionBackend ab = t.attention_backend();
-  j.local_attention = ab == v1::ATTENTION_BACKEND_LOCAL;
-  j.flash_attention = !(ab == v1::ATTENTION_BACKEND_UNFUSED || j.local_attention);
-  j.transformer_engine = t.transformer_impl() != v1::TRANSFORMER_IMPL_LOCAL;
-  if (!j.transformer_engine && ab != v1::ATTENTION_BACKEND_FLASH) {
+  training.local_attention = ab == v1::ATTENTION_BACKEND_LOCAL;
+  training.flash_attention = !(ab == v1::ATTENTION_BACKEND_UNFUSED || training.local_attention);
+  training.transformer_engine = t.transformer_impl() != v1::TRANSFORMER_IMPL_LOCAL;
+  if (!training.transformer_engine && ab != v1::ATTENTION_BACKEND_FLASH) {
     // The local spec has no fused attention: Megatron's DotProductAttention.
-    j.flash_attention = false;
-    j.local_attention = true;
+    training.flash_attention = false;
+    training.local_attention = true;
   }
-  j.ce_fusion = t.cross_entropy_fusion();
-  j.rope_fused = j.rope && (t.has_rope_fusion() ? t.rope_fusion() : true) && j.transformer_engine;
-  j.fused_softmax = (t.has_masked_softmax_fusion() ? t.masked_softmax_fusion() : true) &&
-                    job.precision().params_dtype() != v1::DTYPE_FP32 && j.seq > 16 &&
-                    j.seq <= 16384 && j.seq % 4 == 0 && (j.micro_batch * j.heads / j.tp) % 4 == 0;
-  j.defer_embedding_wgrad = t.defer_embedding_wgrad_compute();
-  j.wgrad_deferral_limit = t.wgrad_deferral_limit();
-  if (j.wgrad_deferral_limit > 0 && !j.defer_embedding_wgrad) {
-    return Bad("training.wgrad_deferral_limit", j.wgrad_deferral_limit,
+  training.ce_fusion = t.cross_entropy_fusion();
+  training.rope_fused =
+      j.model.rope && (t.has_rope_fusion() ? t.rope_fusion() : true) && training.transformer_engine;
+  training.fused_softmax = (t.has_masked_softmax_fusion() ? t.masked_softmax_fusion() : true) &&
+                           job.precision().params_dtype() != v1::DTYPE_FP32 && training.seq > 16 &&
+                           training.seq <= 16384 && training.seq % 4 == 0 &&
+                           (training.micro_batch * j.model.heads / par.tp) % 4 == 0;
+  training.defer_embedding_wgrad = t.defer_embedding_wgrad_compute();
+  training.wgrad_deferral_limit = t.wgrad_deferral_limit();
+  if (training.wgrad_deferral_limit > 0 && !training.defer_embedding_wgrad) {
+    return Bad("training.wgrad_deferral_limit", training.wgrad_deferral_limit,
                "needs training.defer_embedding_wgrad_compute");
   }
   return absl::OkStatus();
 }
 
-absl::Status ResolveRecompute(const v1::RecomputeSpec& r, ValidatedJob& j) {
-  j.recompute = r.granularity() == v1::RECOMPUTE_GRANULARITY_UNSPECIFIED
-                    ? v1::RECOMPUTE_GRANULARITY_NONE
-                    : r.granularity();
-  j.recompute_method = r.method();
-  j.recompute_num_layers = r.has_num_layers() ? r.num_layers() : 0;
-  j.recompute_modules = 0;
-  if (j.recompute == v1::RECOMPUTE_GRANULARITY_FULL) {
-    if (j.recompute_method == v1::RECOMPUTE_METHOD_UNSPECIFIED) {
+absl::Status ResolveRecompute(const v1::RecomputeSpec& r, const ModelShape& model,
+                              const MoeSettings& moe, RecomputeSettings& recompute) {
+  recompute.granularity = r.granularity() == v1::RECOMPUTE_GRANULARITY_UNSPECIFIED
+                              ? v1::RECOMPUTE_GRANULARITY_NONE
+                              : r.granularity();
+  recompute.method = r.method();
+  recompute.num_layers = r.has_num_layers() ? r.num_layers() : 0;
+  recompute.modules = 0;
+  if (recompute.granularity == v1::RECOMPUTE_GRANULARITY_FULL) {
+    if (recompute.method == v1::RECOMPUTE_METHOD_UNSPECIFIED) {
       return Bad("recompute.method", "unset", "full recompute needs uniform or block");
     }
     if (!r.has_num_layers()) {
       return Bad("recompute.num_layers", "unset", "full recompute needs --recompute-num-layers");
     }
-    if (j.recompute_method == v1::RECOMPUTE_METHOD_UNIFORM) {
-      if (auto s = CheckSize("recompute.num_layers", j.recompute_num_layers, j.num_layers);
-          !s.ok()) {
-        return s;
-      }
-    } else if (j.recompute_num_layers > j.num_layers) {
-      return Bad("recompute.num_layers", j.recompute_num_layers,
-                 absl::StrCat("exceeds model.num_layers ", j.num_layers));
+    if (recompute.method == v1::RECOMPUTE_METHOD_UNIFORM) {
+      OOMGUARD_RETURN_IF_ERROR(
+          CheckSize("recompute.num_layers", recompute.num_layers, model.num_layers));
+    } else if (recompute.num_layers > model.num_layers) {
+      return Bad("recompute.num_layers", recompute.num_layers,
+                 absl::StrCat("exceeds model.num_layers ", model.num_layers));
     }
   }
-  if (r.modules_size() > 0 && j.recompute != v1::RECOMPUTE_GRANULARITY_SELECTIVE) {
+  if (r.modules_size() > 0 && recompute.granularity != v1::RECOMPUTE_GRANULARITY_SELECTIVE) {
     return Bad("recompute.modules", v1::RecomputeModule_Name(r.modules(0)),
                "needs recompute.granularity = SELECTIVE");
   }
-  if (j.recompute == v1::RECOMPUTE_GRANULARITY_SELECTIVE) {
+  if (recompute.granularity == v1::RECOMPUTE_GRANULARITY_SELECTIVE) {
     const std::vector<v1::RecomputeModule> modules = SelectiveRecomputeModules(r);
     for (size_t i = 0; i < modules.size(); ++i) {
       const v1::RecomputeModule mod = modules[i];
@@ -397,11 +413,11 @@ absl::Status ResolveRecompute(const v1::RecomputeSpec& r, ValidatedJob& j) {
         return Bad(absl::StrCat("recompute.modules[", i, "]"), static_cast<int>(mod),
                    "unknown module");
       }
-      if (RecomputeNeedsGroupedGemm(mod) && j.experts > 0 && !j.grouped_gemm) {
+      if (RecomputeNeedsGroupedGemm(mod) && moe.experts > 0 && !moe.grouped_gemm) {
         return Bad(absl::StrCat("recompute.modules[", i, "]"), "moe_act",
                    "Megatron-Core supports moe_act recompute only with model.moe_grouped_gemm");
       }
-      j.recompute_modules |= 1u << mod;
+      recompute.modules |= 1u << mod;
     }
     for (v1::RecomputeModule covered : modules) {
       for (v1::RecomputeModule mod : modules) {
@@ -412,21 +428,23 @@ absl::Status ResolveRecompute(const v1::RecomputeSpec& r, ValidatedJob& j) {
       }
     }
   }
-  j.cpu_offloading = r.cpu_offloading();
-  j.cpu_offloading_layers =
-      r.has_cpu_offloading_num_layers() ? r.cpu_offloading_num_layers() : j.num_layers - 1;
-  if (j.cpu_offloading && j.cpu_offloading_layers >= j.num_layers) {
-    return Bad("recompute.cpu_offloading_num_layers", j.cpu_offloading_layers,
-               absl::StrCat("must be below model.num_layers ", j.num_layers));
+  recompute.cpu_offloading = r.cpu_offloading();
+  recompute.cpu_offloading_layers =
+      r.has_cpu_offloading_num_layers() ? r.cpu_offloading_num_layers() : model.num_layers - 1;
+  if (recompute.cpu_offloading && recompute.cpu_offloading_layers >= model.num_layers) {
+    return Bad("recompute.cpu_offloading_num_layers", recompute.cpu_offloading_layers,
+               absl::StrCat("must be below model.num_layers ", model.num_layers));
   }
-  j.offload_modules.clear();
+  recompute.offload_modules.clear();
   if (r.fine_grained_activation_offloading()) {
-    j.offload_modules.assign(r.offload_modules().begin(), r.offload_modules().end());
+    recompute.offload_modules.assign(r.offload_modules().begin(), r.offload_modules().end());
   }
   return absl::OkStatus();
 }
 
 absl::Status ResolvePrecision(const v1::PrecisionSpec& p, ValidatedJob& j) {
+  const Parallelism& par = j.parallelism;
+  PrecisionSettings& precision = j.precision;
   const v1::Dtype params =
       p.params_dtype() == v1::DTYPE_UNSPECIFIED ? v1::DTYPE_BF16 : p.params_dtype();
   if (params == v1::DTYPE_FP8) {
@@ -434,9 +452,9 @@ absl::Status ResolvePrecision(const v1::PrecisionSpec& p, ValidatedJob& j) {
                "use precision.fp8_param_gather for FP8 weights");
   }
   const bool low_precision = params != v1::DTYPE_FP32;
-  j.param_bytes = DtypeBytes(params, 2);
-  j.grad_bytes = DtypeBytes(p.main_grads_dtype(), params == v1::DTYPE_FP16 ? 2 : 4);
-  if (!low_precision) j.grad_bytes = 4;
+  precision.param_bytes = DtypeBytes(params, 2);
+  precision.grad_bytes = DtypeBytes(p.main_grads_dtype(), params == v1::DTYPE_FP16 ? 2 : 4);
+  if (!low_precision) precision.grad_bytes = 4;
   const bool aware = p.use_precision_aware_optimizer();
   if (!aware && (p.exp_avg_dtype() != v1::DTYPE_UNSPECIFIED ||
                  p.exp_avg_sq_dtype() != v1::DTYPE_UNSPECIFIED ||
@@ -444,93 +462,91 @@ absl::Status ResolvePrecision(const v1::PrecisionSpec& p, ValidatedJob& j) {
     return Bad("precision.use_precision_aware_optimizer", "false",
                "optimizer state dtypes need the precision-aware optimizer");
   }
-  j.master_bytes = low_precision ? DtypeBytes(p.main_params_dtype(), 4) : 0;
+  precision.master_bytes = low_precision ? DtypeBytes(p.main_params_dtype(), 4) : 0;
   const double m1 = DtypeBytes(p.exp_avg_dtype(), 4);
   const double m2 = DtypeBytes(p.exp_avg_sq_dtype(), 4);
-  j.moment_bytes =
+  precision.moment_bytes =
       p.optimizer() == v1::OPTIMIZER_SGD || p.optimizer() == v1::OPTIMIZER_MUON ? m1 : m1 + m2;
-  j.adam_moment_bytes = p.optimizer() == v1::OPTIMIZER_MUON ? m1 + m2 : j.moment_bytes;
-  j.distributed_optimizer = p.use_distributed_optimizer();
-  j.optimizer_instances =
+  precision.adam_moment_bytes =
+      p.optimizer() == v1::OPTIMIZER_MUON ? m1 + m2 : precision.moment_bytes;
+  precision.distributed_optimizer = p.use_distributed_optimizer();
+  precision.optimizer_instances =
       p.has_num_distributed_optimizer_instances() ? p.num_distributed_optimizer_instances() : 1;
-  if (auto s = CheckSize("precision.num_distributed_optimizer_instances", j.optimizer_instances,
-                         1 << 20);
-      !s.ok()) {
-    return s;
-  }
-  if (j.optimizer_instances > 1) {
-    if (!j.distributed_optimizer) {
-      return Bad("precision.num_distributed_optimizer_instances", j.optimizer_instances,
+  OOMGUARD_RETURN_IF_ERROR(CheckSize("precision.num_distributed_optimizer_instances",
+                                     precision.optimizer_instances, 1 << 20));
+  if (precision.optimizer_instances > 1) {
+    if (!precision.distributed_optimizer) {
+      return Bad("precision.num_distributed_optimizer_instances", precision.optimizer_instances,
                  "needs precision.use_distributed_optimizer");
     }
-    if ((j.dp * j.cp) % j.optimizer_instances != 0 ||
-        (j.is_moe_model() && j.edp % j.optimizer_instances != 0)) {
-      return Bad("precision.num_distributed_optimizer_instances", j.optimizer_instances,
-                 absl::StrCat("must divide DP x CP = ", j.dp * j.cp,
-                              j.is_moe_model() ? absl::StrCat(" and expert DP = ", j.edp) : ""));
+    if ((par.dp * par.cp) % precision.optimizer_instances != 0 ||
+        (j.is_moe_model() && par.edp % precision.optimizer_instances != 0)) {
+      return Bad("precision.num_distributed_optimizer_instances", precision.optimizer_instances,
+                 absl::StrCat("must divide DP x CP = ", par.dp * par.cp,
+                              j.is_moe_model() ? absl::StrCat(" and expert DP = ", par.edp) : ""));
     }
   }
-  j.offload_fraction = 0;
+  precision.offload_fraction = 0;
   if (p.optimizer_cpu_offload()) {
-    j.offload_fraction = p.has_optimizer_offload_fraction() ? p.optimizer_offload_fraction() : 1.0;
-    if (auto s = CheckFraction("precision.optimizer_offload_fraction", j.offload_fraction, true);
-        !s.ok()) {
-      return s;
-    }
+    precision.offload_fraction =
+        p.has_optimizer_offload_fraction() ? p.optimizer_offload_fraction() : 1.0;
+    OOMGUARD_RETURN_IF_ERROR(
+        CheckFraction("precision.optimizer_offload_fraction", precision.offload_fraction, true));
   } else if (p.has_optimizer_offload_fraction()) {
     return Bad("precision.optimizer_offload_fraction", p.optimizer_offload_fraction(),
                "needs precision.optimizer_cpu_offload");
   }
-  j.fp8 = p.fp8() || p.fp8_param_gather();
-  j.fp8_param_gather = p.fp8_param_gather();
+  precision.fp8 = p.fp8() || p.fp8_param_gather();
+  precision.fp8_param_gather = p.fp8_param_gather();
   return absl::OkStatus();
 }
 
-void ResolveRuntime(const v1::RuntimeSpec& r, ValidatedJob& j) {
-  j.expandable_segments = r.expandable_segments();
+void ResolveRuntime(const v1::RuntimeSpec& r, RuntimeSettings& runtime) {
+  runtime.expandable_segments = r.expandable_segments();
   const v1::CudaGraphImpl impl = r.cuda_graph_impl();
-  j.cuda_graphs =
+  runtime.cuda_graphs =
       impl == v1::CUDA_GRAPH_IMPL_LOCAL || impl == v1::CUDA_GRAPH_IMPL_TRANSFORMER_ENGINE;
-  j.cuda_graph_te_scoped = impl == v1::CUDA_GRAPH_IMPL_TRANSFORMER_ENGINE;
-  j.cuda_graph_modules.assign(r.cuda_graph_modules().begin(), r.cuda_graph_modules().end());
-  j.nccl_ub = r.use_nccl_ub();
-  j.nccl_graph_register_disabled = r.nccl_graph_register_disabled();
-  j.gpus_per_node = r.has_gpus_per_node() ? r.gpus_per_node() : 8;
+  runtime.cuda_graph_te_scoped = impl == v1::CUDA_GRAPH_IMPL_TRANSFORMER_ENGINE;
+  runtime.cuda_graph_modules.assign(r.cuda_graph_modules().begin(), r.cuda_graph_modules().end());
+  runtime.nccl_ub = r.use_nccl_ub();
+  runtime.nccl_graph_register_disabled = r.nccl_graph_register_disabled();
+  runtime.gpus_per_node = r.has_gpus_per_node() ? r.gpus_per_node() : 8;
 }
 
 }  // namespace
 
 absl::StatusOr<ValidatedJob> ValidateJob(const v1::JobSpec& job, std::vector<std::string>* notes) {
   ValidatedJob j;
-  if (auto s = ResolveModel(job.model(), j, notes); !s.ok()) return s;
-  if (auto s = ResolveParallelism(job, j, notes); !s.ok()) return s;
-  if (auto s = ResolveTraining(job, j); !s.ok()) return s;
-  if (auto s = ResolveRecompute(job.recompute(), j); !s.ok()) return s;
-  if (auto s = ResolvePrecision(job.precision(), j); !s.ok()) return s;
-  ResolveRuntime(job.runtime(), j);
-  if (auto s = CheckSize("runtime.gpus_per_node", j.gpus_per_node, 1024); !s.ok()) return s;
+  OOMGUARD_RETURN_IF_ERROR(ResolveModel(job.model(), j));
+  OOMGUARD_RETURN_IF_ERROR(ResolveParallelism(job.parallelism(), j, notes));
+  OOMGUARD_RETURN_IF_ERROR(ResolveTraining(job, j));
+  OOMGUARD_RETURN_IF_ERROR(ResolveRecompute(job.recompute(), j.model, j.moe, j.recompute));
+  OOMGUARD_RETURN_IF_ERROR(ResolvePrecision(job.precision(), j));
+  ResolveRuntime(job.runtime(), j.runtime);
+  OOMGUARD_RETURN_IF_ERROR(CheckSize("runtime.gpus_per_node", j.runtime.gpus_per_node, 1024));
 
   const int64_t divisor = job.model().has_make_vocab_size_divisible_by()
                               ? job.model().make_vocab_size_divisible_by()
                               : 128;
-  if (auto s = CheckSize("model.make_vocab_size_divisible_by", divisor, kMaxVocab); !s.ok())
-    return s;
-  const int64_t multiple = divisor * j.tp;
-  j.padded_vocab = (j.vocab + multiple - 1) / multiple * multiple;
+  OOMGUARD_RETURN_IF_ERROR(CheckSize("model.make_vocab_size_divisible_by", divisor, kMaxVocab));
+  const int64_t multiple = divisor * j.parallelism.tp;
+  j.model.padded_vocab = (j.model.vocab + multiple - 1) / multiple * multiple;
 
-  if (j.recompute == v1::RECOMPUTE_GRANULARITY_FULL &&
-      j.recompute_method == v1::RECOMPUTE_METHOD_UNIFORM) {
+  const RecomputeSettings& recompute = j.recompute;
+  if (recompute.granularity == v1::RECOMPUTE_GRANULARITY_FULL &&
+      recompute.method == v1::RECOMPUTE_METHOD_UNIFORM) {
     for (const StageContents& st : j.stages) {
-      if (st.num_layers > 0 && j.recompute_num_layers > st.num_layers) {
-        return Bad("recompute.num_layers", j.recompute_num_layers,
+      if (st.num_layers > 0 && recompute.num_layers > st.num_layers) {
+        return Bad("recompute.num_layers", recompute.num_layers,
                    absl::StrCat("exceeds the ", st.num_layers, " layers of a pipeline chunk"));
       }
     }
   }
-  if (notes && j.cpu_offloading && j.pp > 1) {
+  if (notes && recompute.cpu_offloading && j.parallelism.pp > 1) {
     notes->push_back("Megatron-Core refuses --cpu-offloading with pipeline parallelism > 1");
   }
-  if (notes && j.cpu_offloading && j.recompute != v1::RECOMPUTE_GRANULARITY_NONE) {
+  if (notes && recompute.cpu_offloading &&
+      recompute.granularity != v1::RECOMPUTE_GRANULARITY_NONE) {
     notes->push_back("Megatron-Core refuses --cpu-offloading together with recompute");
   }
   return j;

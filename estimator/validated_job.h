@@ -2,10 +2,16 @@
 // defaults), every derived size computed (DP, expert DP, padded vocabulary,
 // micro-batches, the layer placement of every virtual pipeline stage).
 // Everything downstream of validation reads only this struct.
+//
+// The sub-structs follow the JobSpec sections (model, parallelism, training,
+// recompute, precision, runtime); latent attention and MoE, both part of
+// JobSpec.model, have their own. The initial values are placeholders:
+// ValidateJob sets every member.
 #ifndef OOMGUARD_ESTIMATOR_VALIDATED_JOB_H_
 #define OOMGUARD_ESTIMATOR_VALIDATED_JOB_H_
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -23,72 +29,143 @@ struct StageContents {
   int num_mtp_layers = 0;
 };
 
-struct ValidatedJob {
-  // Model.
-  int64_t num_layers, hidden, ffn, heads, query_groups, head_dim;
-  int64_t vocab, padded_vocab, max_positions;
-  bool gated, layer_norm, rope, learned_positions, linear_bias, qkv_bias;
-  bool qk_layernorm, tied_embeddings;
-  double hidden_dropout, attention_dropout;
-  bool mla;
-  int64_t q_lora_rank;  // 0 = no query compression.
-  int64_t kv_lora_rank, qk_head_dim, qk_pos_head_dim, v_head_dim;
-  int64_t experts, expert_ffn, topk, shared_ffn;
-  std::vector<bool> is_moe_layer;  // Per decoder layer.
-  bool mtp_layer_is_moe;
-  bool grouped_gemm, router_fp32, force_balance;
-  bool allgather_dispatcher;
-  double capacity_factor;  // 0 = dropless.
-  bool pad_to_capacity;
-  int64_t mtp_layers;
+// The transformer's sizes and layer options (JobSpec.model).
+struct ModelShape {
+  int64_t num_layers = 0;    // Decoder layers, MTP layers not included.
+  int64_t hidden = 0;        // Hidden size h.
+  int64_t ffn = 0;           // Dense MLP intermediate size.
+  int64_t heads = 0;         // Attention (query) heads.
+  int64_t query_groups = 0;  // Key/value heads (GQA); = heads without GQA.
+  int64_t head_dim = 0;      // kv_channels: width of one attention head.
+  int64_t vocab = 0;
+  int64_t padded_vocab = 0;        // vocab rounded up to make_vocab_size_divisible_by x TP.
+  int64_t max_positions = 0;       // Rows of the learned position embedding; 0 without one.
+  int64_t mtp_layers = 0;          // Multi-token-prediction layers after the decoder.
+  bool gated = false;              // SwiGLU / GeGLU: fc1 is two matrices wide.
+  bool layer_norm = false;         // LayerNorm (weight + bias); false = RMSNorm.
+  bool rope = false;               // Rotary position embedding.
+  bool learned_positions = false;  // Learned absolute position embedding.
+  bool linear_bias = false;        // Biases on the linear layers.
+  bool qkv_bias = false;           // Bias on the QKV projection.
+  bool qk_layernorm = false;       // Norms on the queries and keys.
+  bool tied_embeddings = false;    // The output layer shares the word embedding.
+  double hidden_dropout = 0;       // Probability; > 0 keeps a dropout mask.
+  double attention_dropout = 0;    // Probability; > 0 keeps a dropout mask.
+};
 
-  // Parallelism.
-  int64_t world, tp, pp, cp, ep, etp, dp, edp, vpp, group_size;
-  bool sp, overlap_moe_ep;
-  std::vector<StageContents> stages;  // pp * vpp virtual stages.
+// Multi-head latent attention (DeepSeek's MLA; JobSpec.model).
+struct LatentAttentionShape {
+  bool enabled = false;         // MLA replaces the standard self-attention.
+  int64_t q_lora_rank = 0;      // Query compression width; 0 = no query compression.
+  int64_t kv_lora_rank = 0;     // Key/value compression width.
+  int64_t qk_head_dim = 0;      // Per-head width of the query/key part without RoPE.
+  int64_t qk_pos_head_dim = 0;  // Per-head width of the query/key RoPE part.
+  int64_t v_head_dim = 0;       // Per-head value width.
+};
 
-  // Training.
-  int64_t micro_batch, global_batch, seq, num_microbatches;
-  bool flash_attention;     // Flash/fused: no s^2 tensors kept.
-  bool local_attention;     // Megatron's own unfused attention.
-  bool transformer_engine;  // TE layers (fused norm+linear).
-  v1::CrossEntropyFusion ce_fusion;
-  bool rope_fused;
-  bool defer_embedding_wgrad;
-  bool fused_softmax;            // Local attention keeps 2-byte probabilities only.
-  int64_t wgrad_deferral_limit;  // 0 = every micro-batch.
+// Mixture of experts (JobSpec.model's moe_* fields).
+struct MoeSettings {
+  int64_t experts = 0;                // Routed experts; 0 = a dense model.
+  int64_t expert_ffn = 0;             // Intermediate size of one routed expert.
+  int64_t topk = 0;                   // Experts each token is routed to.
+  int64_t shared_ffn = 0;             // Shared-expert intermediate size; 0 = none.
+  std::vector<bool> is_moe_layer;     // Per decoder layer: an MoE MLP (else dense).
+  bool mtp_layer_is_moe = false;      // MTP layers copy the last decoder layer's MLP kind.
+  bool grouped_gemm = false;          // TEGroupedMLP instead of SequentialMLP.
+  bool router_fp32 = false;           // Router logits in fp32.
+  bool force_balance = false;         // Routing forced to balance: no imbalance margin.
+  bool allgather_dispatcher = false;  // The allgather token dispatcher.
+  double capacity_factor = 0;         // 0 = dropless.
+  bool pad_to_capacity = false;       // Expert inputs padded to the capacity.
+};
 
-  // Recompute.
-  v1::RecomputeGranularity recompute;
-  v1::RecomputeMethod recompute_method;
-  int64_t recompute_num_layers;
-  uint32_t recompute_modules;  // Bit (1 << RecomputeModule).
-  bool cpu_offloading;
-  int64_t cpu_offloading_layers;
-  std::vector<std::string> offload_modules;
+// Parallel group sizes (JobSpec.parallelism) and the ones they imply.
+struct Parallelism {
+  int64_t world = 1;            // GPUs in the job.
+  int64_t tp = 1;               // Tensor parallel.
+  int64_t pp = 1;               // Pipeline parallel.
+  int64_t cp = 1;               // Context parallel.
+  int64_t ep = 1;               // Expert parallel.
+  int64_t etp = 1;              // Expert tensor parallel.
+  int64_t dp = 1;               // Data parallel: world / (TP x PP x CP).
+  int64_t edp = 1;              // Expert data parallel: world / (PP x EP x ETP).
+  int64_t vpp = 1;              // Virtual pipeline stages (model chunks) per PP rank.
+  int64_t group_size = 1;       // Micro-batches per virtual stage in a row (interleaved 1F1B).
+  bool sp = false;              // Sequence parallel (off at TP = 1).
+  bool overlap_moe_ep = false;  // EP communication overlapped: one more warm-up forward.
+};
 
-  // Precision and optimizer: bytes per parameter element.
-  double param_bytes, grad_bytes, master_bytes, moment_bytes;
+// Batch, sequence and the kernels that run them (JobSpec.training).
+struct TrainingSettings {
+  int64_t micro_batch = 0;          // Sequences per micro-batch (b).
+  int64_t global_batch = 0;         // Sequences per iteration over all DP ranks.
+  int64_t seq = 0;                  // Sequence length in tokens (s).
+  int64_t num_microbatches = 0;     // Per iteration and DP rank.
+  bool flash_attention = false;     // Flash/fused: no s^2 tensors kept.
+  bool local_attention = false;     // Megatron's own unfused attention.
+  bool transformer_engine = false;  // TE layers (fused norm+linear).
+  v1::CrossEntropyFusion ce_fusion = v1::CROSS_ENTROPY_FUSION_UNSPECIFIED;
+  bool rope_fused = false;             // RoPE by the fused kernel (no cos/sin tables kept).
+  bool fused_softmax = false;          // Local attention keeps 2-byte probabilities only.
+  bool defer_embedding_wgrad = false;  // Output-layer weight gradients wait for the flush.
+  int64_t wgrad_deferral_limit = 0;    // 0 = every micro-batch.
+};
+
+// Activation recompute and offload (JobSpec.recompute).
+struct RecomputeSettings {
+  v1::RecomputeGranularity granularity = v1::RECOMPUTE_GRANULARITY_NONE;
+  v1::RecomputeMethod method = v1::RECOMPUTE_METHOD_UNSPECIFIED;  // Of full recompute.
+  int64_t num_layers = 0;       // Of full recompute: layers per group (uniform) or in all (block).
+  uint32_t modules = 0;         // Of selective recompute: bit (1 << RecomputeModule).
+  bool cpu_offloading = false;  // --cpu-offloading of layer activations.
+  int64_t cpu_offloading_layers = 0;         // Layers whose activations go to the host.
+  std::vector<std::string> offload_modules;  // Fine-grained activation offload.
+
+  bool HasModule(v1::RecomputeModule m) const {
+    return granularity == v1::RECOMPUTE_GRANULARITY_SELECTIVE && (modules & (1u << m)) != 0;
+  }
+};
+
+// Precision and optimizer (JobSpec.precision): bytes per parameter element.
+struct PrecisionSettings {
+  double param_bytes = 0;   // Model weights.
+  double grad_bytes = 0;    // Main gradients (the gradient buffer).
+  double master_bytes = 0;  // Master weights; 0 with fp32 parameters.
+  double moment_bytes = 0;  // Optimizer moments, all of them.
   // Moment bytes of the parameters Muon leaves to Adam (embeddings, output
   // layer, 1-D); equal to moment_bytes for the other optimizers.
-  double adam_moment_bytes;
-  bool distributed_optimizer;
-  int64_t optimizer_instances;  // Distributed-optimizer copies over DP.
-  double offload_fraction;      // Of the optimizer moments, on the host.
-  bool fp8, fp8_param_gather;
+  double adam_moment_bytes = 0;
+  bool distributed_optimizer = false;
+  int64_t optimizer_instances = 1;  // Distributed-optimizer copies over DP.
+  double offload_fraction = 0;      // Of the optimizer moments, on the host.
+  bool fp8 = false;                 // An FP8 recipe (or FP8 weights).
+  bool fp8_param_gather = false;    // FP8 weights.
+};
 
-  // Runtime.
-  bool expandable_segments;
-  bool cuda_graphs;
-  bool cuda_graph_te_scoped;
+// Allocator, CUDA graphs and NCCL (JobSpec.runtime).
+struct RuntimeSettings {
+  bool expandable_segments = false;   // PyTorch's expandable_segments allocator.
+  bool cuda_graphs = false;           // Layers captured in CUDA graphs.
+  bool cuda_graph_te_scoped = false;  // `--cuda-graph-impl transformer_engine`.
+  // `--cuda-graph-modules` (TE scope); empty = whole layers.
   std::vector<std::string> cuda_graph_modules;
-  bool nccl_ub, nccl_graph_register_disabled;
-  int64_t gpus_per_node;
+  bool nccl_ub = false;                       // `--use-nccl-ub`: NCCL user buffers.
+  bool nccl_graph_register_disabled = false;  // NCCL_GRAPH_REGISTER=0.
+  int64_t gpus_per_node = 8;
+};
 
-  bool HasRecomputeModule(v1::RecomputeModule m) const {
-    return recompute == v1::RECOMPUTE_GRANULARITY_SELECTIVE && (recompute_modules & (1u << m)) != 0;
-  }
-  bool is_moe_model() const { return experts > 0; }
+struct ValidatedJob {
+  ModelShape model;
+  LatentAttentionShape mla;
+  MoeSettings moe;
+  Parallelism parallelism;
+  std::vector<StageContents> stages;  // pp * vpp virtual stages; index = pp_rank + chunk * pp.
+  TrainingSettings training;
+  RecomputeSettings recompute;
+  PrecisionSettings precision;
+  RuntimeSettings runtime;
+
+  bool is_moe_model() const { return moe.experts > 0; }
 };
 
 // Validates `job` and resolves it. InvalidArgument names the field

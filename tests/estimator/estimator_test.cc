@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "jobspec/job_builder.h"
 #include "estimator/pipeline_layout.h"
+#include "jobspec/job_builder.h"
 
 namespace oomguard {
 namespace {

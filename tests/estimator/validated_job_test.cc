@@ -1,0 +1,119 @@
+// ValidateJob: Megatron-LM's defaults resolved into the sections of a
+// ValidatedJob, and errors naming the JobSpec field and value.
+#include "estimator/validated_job.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+
+namespace oomguard {
+namespace {
+
+// A 4-layer SwiGLU model with only the required fields set, on 16 GPUs.
+v1::JobSpec MinimalJob() {
+  v1::JobSpec job;
+  v1::ModelSpec* m = job.mutable_model();
+  m->set_num_layers(4);
+  m->set_hidden_size(1024);
+  m->set_num_attention_heads(16);
+  m->set_vocab_size(50257);
+  m->set_activation(v1::ACTIVATION_SWIGLU);
+  job.mutable_parallelism()->set_num_gpus(16);
+  job.mutable_parallelism()->set_tensor_model_parallel_size(2);
+  job.mutable_parallelism()->set_pipeline_model_parallel_size(2);
+  job.mutable_training()->set_micro_batch_size(2);
+  job.mutable_training()->set_seq_length(2048);
+  return job;
+}
+
+TEST(ValidateJob, ResolvesMegatronDefaults) {
+  std::vector<std::string> notes;
+  absl::StatusOr<ValidatedJob> j = ValidateJob(MinimalJob(), &notes);
+  ASSERT_TRUE(j.ok()) << j.status();
+  // SwiGLU: int(8h/3 / 64) * 64; MHA; d = h / heads; dropout 0.1.
+  EXPECT_EQ(j->model.ffn, 2688);
+  EXPECT_EQ(j->model.query_groups, 16);
+  EXPECT_EQ(j->model.head_dim, 64);
+  EXPECT_DOUBLE_EQ(j->model.hidden_dropout, 0.1);
+  // Learned positions by default, as long as the sequence.
+  EXPECT_TRUE(j->model.learned_positions);
+  EXPECT_EQ(j->model.max_positions, 2048);
+  // Padded to a multiple of 128 x TP 2.
+  EXPECT_EQ(j->model.padded_vocab, 50432);
+  EXPECT_FALSE(j->mla.enabled);
+  EXPECT_FALSE(j->is_moe_model());
+  EXPECT_EQ(j->moe.is_moe_layer, std::vector<bool>(4, false));
+
+  EXPECT_EQ(j->parallelism.dp, 4);
+  EXPECT_EQ(j->parallelism.edp, 4);  // 16 / (PP 2 x EP 1 x ETP = TP 2).
+  EXPECT_EQ(j->parallelism.etp, 2);
+  EXPECT_EQ(j->parallelism.vpp, 1);
+  EXPECT_EQ(j->parallelism.group_size, 2);  // = PP.
+  ASSERT_EQ(j->stages.size(), 2u);
+  EXPECT_EQ(j->stages[1].first_layer, 2);
+  EXPECT_EQ(j->stages[1].num_dense_layers, 2);
+
+  // Global batch defaults to micro-batch x DP: one micro-batch per step.
+  EXPECT_EQ(j->training.global_batch, 8);
+  EXPECT_EQ(j->training.num_microbatches, 1);
+  EXPECT_TRUE(j->training.transformer_engine);
+  EXPECT_TRUE(j->training.flash_attention);
+
+  EXPECT_EQ(j->recompute.granularity, v1::RECOMPUTE_GRANULARITY_NONE);
+  EXPECT_FALSE(j->recompute.HasModule(v1::RECOMPUTE_MODULE_CORE_ATTN));
+
+  // bf16 weights, fp32 main gradients, master weights and two Adam moments.
+  EXPECT_EQ(j->precision.param_bytes, 2);
+  EXPECT_EQ(j->precision.grad_bytes, 4);
+  EXPECT_EQ(j->precision.master_bytes, 4);
+  EXPECT_EQ(j->precision.moment_bytes, 8);
+  EXPECT_EQ(j->precision.adam_moment_bytes, 8);
+  EXPECT_EQ(j->precision.optimizer_instances, 1);
+
+  EXPECT_EQ(j->runtime.gpus_per_node, 8);
+}
+
+TEST(ValidateJob, SelectiveRecomputeDefaultsToCoreAttention) {
+  v1::JobSpec job = MinimalJob();
+  job.mutable_recompute()->set_granularity(v1::RECOMPUTE_GRANULARITY_SELECTIVE);
+  absl::StatusOr<ValidatedJob> j = ValidateJob(job, nullptr);
+  ASSERT_TRUE(j.ok()) << j.status();
+  EXPECT_TRUE(j->recompute.HasModule(v1::RECOMPUTE_MODULE_CORE_ATTN));
+  EXPECT_FALSE(j->recompute.HasModule(v1::RECOMPUTE_MODULE_MLP));
+}
+
+TEST(ValidateJob, MoeRouterTopkMustBeWithinTheExperts) {
+  v1::JobSpec job = MinimalJob();
+  job.mutable_model()->set_num_experts(8);
+  job.mutable_parallelism()->set_sequence_parallel(true);
+  absl::StatusOr<ValidatedJob> j = ValidateJob(job, nullptr);
+  ASSERT_TRUE(j.ok()) << j.status();
+  EXPECT_EQ(j->moe.topk, 2);  // Megatron-LM's default.
+  EXPECT_EQ(j->moe.is_moe_layer, std::vector<bool>(4, true));
+
+  for (uint32_t topk : {0u, 9u}) {
+    job.mutable_model()->set_moe_router_topk(topk);
+    j = ValidateJob(job, nullptr);
+    EXPECT_EQ(j.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_EQ(j.status().message(), absl::StrCat("model.moe_router_topk = ", topk,
+                                                 ": must be in [1, model.num_experts = 8]"));
+  }
+}
+
+TEST(ValidateJob, SequenceParallelAtTpOneIsDroppedWithANote) {
+  v1::JobSpec job = MinimalJob();
+  job.mutable_parallelism()->set_tensor_model_parallel_size(1);
+  job.mutable_parallelism()->set_sequence_parallel(true);
+  std::vector<std::string> notes;
+  absl::StatusOr<ValidatedJob> j = ValidateJob(job, &notes);
+  ASSERT_TRUE(j.ok()) << j.status();
+  EXPECT_FALSE(j->parallelism.sp);
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_NE(notes[0].find("sequence_parallel has no effect at TP=1"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace oomguard
