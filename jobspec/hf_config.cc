@@ -22,28 +22,13 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "common/status_macros.h"
 
 namespace oomguard {
 namespace {
 
 using ::google::protobuf::Struct;
 using ::google::protobuf::Value;
-
-// Local status helpers (this file only).
-#define HF_CONCAT_INNER_(a, b) a##b
-#define HF_CONCAT_(a, b) HF_CONCAT_INNER_(a, b)
-#define HF_RETURN_IF_ERROR(expr)                              \
-  do {                                                        \
-    if (absl::Status hf_status_ = (expr); !hf_status_.ok()) { \
-      return hf_status_;                                      \
-    }                                                         \
-  } while (0)
-#define HF_ASSIGN_OR_RETURN_IMPL_(tmp, lhs, expr) \
-  auto tmp = (expr);                              \
-  if (!tmp.ok()) return std::move(tmp).status();  \
-  lhs = *std::move(tmp)
-#define HF_ASSIGN_OR_RETURN(lhs, expr) \
-  HF_ASSIGN_OR_RETURN_IMPL_(HF_CONCAT_(hf_statusor_, __LINE__), lhs, expr)
 
 constexpr size_t kMaxConfigBytes = size_t{4} << 20;  // 4 MiB.
 constexpr size_t kMaxValueTextChars = 64;
@@ -171,7 +156,7 @@ class ConfigReader {
   absl::StatusOr<std::optional<uint32_t>> OptionalUint(std::string_view key) const {
     const Value* value = Find(key);
     if (value == nullptr) return std::optional<uint32_t>();
-    HF_ASSIGN_OR_RETURN(uint32_t number, ToUint(key, *value));
+    OOMGUARD_ASSIGN_OR_RETURN(uint32_t number, ToUint(key, *value));
     return std::optional<uint32_t>(number);
   }
 
@@ -205,7 +190,7 @@ class ConfigReader {
       return BadValue(key, "a list of layer indices", *value);
     }
     for (const Value& item : value->list_value().values()) {
-      HF_ASSIGN_OR_RETURN(uint32_t layer, ToUint(key, item));
+      OOMGUARD_ASSIGN_OR_RETURN(uint32_t layer, ToUint(key, item));
       if (layer >= num_layers) {
         return BadValue(key, absl::StrCat("layer indices < ", num_layers), item);
       }
@@ -287,16 +272,18 @@ absl::StatusOr<const Struct*> LanguageConfig(const Struct& top) {
 // Keys every supported family shares, plus the settings Megatron-Bridge
 // fixes for all of them.
 absl::Status ApplyCommon(const ConfigReader& cfg, v1::ModelSpec* model) {
-  HF_ASSIGN_OR_RETURN(uint32_t layers, cfg.RequiredUint("num_hidden_layers"));
-  HF_ASSIGN_OR_RETURN(uint32_t hidden, cfg.RequiredUint("hidden_size"));
-  HF_ASSIGN_OR_RETURN(uint32_t heads, cfg.RequiredUint("num_attention_heads"));
-  HF_ASSIGN_OR_RETURN(uint32_t ffn, cfg.RequiredUint("intermediate_size"));
-  HF_ASSIGN_OR_RETURN(uint32_t vocab, cfg.RequiredUint("vocab_size"));
-  HF_ASSIGN_OR_RETURN(std::optional<uint32_t> max_pos, cfg.OptionalUint("max_position_embeddings"));
-  HF_ASSIGN_OR_RETURN(std::optional<bool> tie, cfg.OptionalBool("tie_word_embeddings"));
-  HF_ASSIGN_OR_RETURN(std::optional<double> attention_dropout,
-                      cfg.OptionalFraction("attention_dropout"));
-  HF_ASSIGN_OR_RETURN(std::optional<double> hidden_dropout, cfg.OptionalFraction("hidden_dropout"));
+  OOMGUARD_ASSIGN_OR_RETURN(uint32_t layers, cfg.RequiredUint("num_hidden_layers"));
+  OOMGUARD_ASSIGN_OR_RETURN(uint32_t hidden, cfg.RequiredUint("hidden_size"));
+  OOMGUARD_ASSIGN_OR_RETURN(uint32_t heads, cfg.RequiredUint("num_attention_heads"));
+  OOMGUARD_ASSIGN_OR_RETURN(uint32_t ffn, cfg.RequiredUint("intermediate_size"));
+  OOMGUARD_ASSIGN_OR_RETURN(uint32_t vocab, cfg.RequiredUint("vocab_size"));
+  OOMGUARD_ASSIGN_OR_RETURN(std::optional<uint32_t> max_pos,
+                            cfg.OptionalUint("max_position_embeddings"));
+  OOMGUARD_ASSIGN_OR_RETURN(std::optional<bool> tie, cfg.OptionalBool("tie_word_embeddings"));
+  OOMGUARD_ASSIGN_OR_RETURN(std::optional<double> attention_dropout,
+                            cfg.OptionalFraction("attention_dropout"));
+  OOMGUARD_ASSIGN_OR_RETURN(std::optional<double> hidden_dropout,
+                            cfg.OptionalFraction("hidden_dropout"));
 
   model->set_num_layers(layers);
   model->set_hidden_size(hidden);
@@ -323,8 +310,9 @@ absl::Status ApplyCommon(const ConfigReader& cfg, v1::ModelSpec* model) {
 
 // GQA shape: KV groups and head dimension.
 absl::Status ApplyStandardAttention(const ConfigReader& cfg, v1::ModelSpec* model) {
-  HF_ASSIGN_OR_RETURN(std::optional<uint32_t> kv_heads, cfg.OptionalUint("num_key_value_heads"));
-  HF_ASSIGN_OR_RETURN(std::optional<uint32_t> head_dim, cfg.OptionalUint("head_dim"));
+  OOMGUARD_ASSIGN_OR_RETURN(std::optional<uint32_t> kv_heads,
+                            cfg.OptionalUint("num_key_value_heads"));
+  OOMGUARD_ASSIGN_OR_RETURN(std::optional<uint32_t> head_dim, cfg.OptionalUint("head_dim"));
   model->set_num_query_groups(kv_heads.value_or(model->num_attention_heads()));
   // Without head_dim, Megatron's default h / heads is what HF uses too.
   if (head_dim.has_value()) model->set_kv_channels(*head_dim);
@@ -350,13 +338,13 @@ void SetMoePattern(const std::vector<bool>& pattern, v1::ModelSpec* model) {
 // mlp_only_layers or (i + 1) is not a multiple of decoder_sparse_step.
 absl::Status ApplyQwenMoePattern(const ConfigReader& cfg, v1::ModelSpec* model) {
   const uint32_t layers = model->num_layers();
-  HF_ASSIGN_OR_RETURN(std::optional<uint32_t> step, cfg.OptionalUint("decoder_sparse_step"));
+  OOMGUARD_ASSIGN_OR_RETURN(std::optional<uint32_t> step, cfg.OptionalUint("decoder_sparse_step"));
   if (step.has_value() && *step == 0) {
     return cfg.BadValue("decoder_sparse_step", "a positive integer",
                         *cfg.Find("decoder_sparse_step"));
   }
-  HF_ASSIGN_OR_RETURN(std::vector<uint32_t> mlp_only,
-                      cfg.OptionalLayerList("mlp_only_layers", layers));
+  OOMGUARD_ASSIGN_OR_RETURN(std::vector<uint32_t> mlp_only,
+                            cfg.OptionalLayerList("mlp_only_layers", layers));
   std::vector<bool> pattern(layers, true);
   for (uint32_t i = 0; i < layers; ++i) {
     pattern[i] = (i + 1) % step.value_or(1) == 0;
@@ -368,16 +356,16 @@ absl::Status ApplyQwenMoePattern(const ConfigReader& cfg, v1::ModelSpec* model) 
 
 // Qwen2-MoE and Qwen3-MoE experts.
 absl::Status ApplyQwenMoe(const ConfigReader& cfg, bool shared_expert, v1::ModelSpec* model) {
-  HF_ASSIGN_OR_RETURN(uint32_t experts, cfg.RequiredUint("num_experts"));
+  OOMGUARD_ASSIGN_OR_RETURN(uint32_t experts, cfg.RequiredUint("num_experts"));
   if (experts == 0) return absl::OkStatus();  // A dense model.
-  HF_ASSIGN_OR_RETURN(uint32_t topk, cfg.RequiredUint("num_experts_per_tok"));
-  HF_ASSIGN_OR_RETURN(uint32_t width, cfg.RequiredUint("moe_intermediate_size"));
+  OOMGUARD_ASSIGN_OR_RETURN(uint32_t topk, cfg.RequiredUint("num_experts_per_tok"));
+  OOMGUARD_ASSIGN_OR_RETURN(uint32_t width, cfg.RequiredUint("moe_intermediate_size"));
   model->set_num_experts(experts);
   model->set_moe_router_topk(topk);
   model->set_moe_ffn_hidden_size(width);
   if (shared_expert) {
-    HF_ASSIGN_OR_RETURN(std::optional<uint32_t> shared,
-                        cfg.OptionalUint("shared_expert_intermediate_size"));
+    OOMGUARD_ASSIGN_OR_RETURN(std::optional<uint32_t> shared,
+                              cfg.OptionalUint("shared_expert_intermediate_size"));
     model->set_moe_shared_expert_intermediate_size(shared.value_or(0));
   }
   ApplyMoeDefaults(model);
@@ -386,8 +374,8 @@ absl::Status ApplyQwenMoe(const ConfigReader& cfg, bool shared_expert, v1::Model
 
 // Mixtral: every layer is MoE; experts have the dense width.
 absl::Status ApplyMixtral(const ConfigReader& cfg, v1::ModelSpec* model) {
-  HF_ASSIGN_OR_RETURN(uint32_t experts, cfg.RequiredUint("num_local_experts"));
-  HF_ASSIGN_OR_RETURN(uint32_t topk, cfg.RequiredUint("num_experts_per_tok"));
+  OOMGUARD_ASSIGN_OR_RETURN(uint32_t experts, cfg.RequiredUint("num_local_experts"));
+  OOMGUARD_ASSIGN_OR_RETURN(uint32_t topk, cfg.RequiredUint("num_experts_per_tok"));
   model->set_num_experts(experts);
   model->set_moe_router_topk(topk);
   model->set_moe_ffn_hidden_size(model->ffn_hidden_size());
@@ -397,11 +385,11 @@ absl::Status ApplyMixtral(const ConfigReader& cfg, v1::ModelSpec* model) {
 
 // Multi-head latent attention shapes.
 absl::Status ApplyMla(const ConfigReader& cfg, v1::ModelSpec* model) {
-  HF_ASSIGN_OR_RETURN(std::optional<uint32_t> q_lora, cfg.OptionalUint("q_lora_rank"));
-  HF_ASSIGN_OR_RETURN(uint32_t kv_lora, cfg.RequiredUint("kv_lora_rank"));
-  HF_ASSIGN_OR_RETURN(uint32_t qk_nope, cfg.RequiredUint("qk_nope_head_dim"));
-  HF_ASSIGN_OR_RETURN(uint32_t qk_rope, cfg.RequiredUint("qk_rope_head_dim"));
-  HF_ASSIGN_OR_RETURN(uint32_t v_dim, cfg.RequiredUint("v_head_dim"));
+  OOMGUARD_ASSIGN_OR_RETURN(std::optional<uint32_t> q_lora, cfg.OptionalUint("q_lora_rank"));
+  OOMGUARD_ASSIGN_OR_RETURN(uint32_t kv_lora, cfg.RequiredUint("kv_lora_rank"));
+  OOMGUARD_ASSIGN_OR_RETURN(uint32_t qk_nope, cfg.RequiredUint("qk_nope_head_dim"));
+  OOMGUARD_ASSIGN_OR_RETURN(uint32_t qk_rope, cfg.RequiredUint("qk_rope_head_dim"));
+  OOMGUARD_ASSIGN_OR_RETURN(uint32_t v_dim, cfg.RequiredUint("v_head_dim"));
   model->set_attention_type(v1::ATTENTION_TYPE_MLA);
   // null (DeepSeek-V2-Lite, Moonlight) = no query compression.
   if (q_lora.has_value() && *q_lora > 0) model->set_q_lora_rank(*q_lora);
@@ -416,9 +404,9 @@ absl::Status ApplyMla(const ConfigReader& cfg, v1::ModelSpec* model) {
 // DeepSeek: layer i is MoE when i >= first_k_dense_replace and i is a
 // multiple of moe_layer_freq.
 absl::Status ApplyDeepSeekPattern(const ConfigReader& cfg, v1::ModelSpec* model) {
-  HF_ASSIGN_OR_RETURN(std::optional<uint32_t> first_dense,
-                      cfg.OptionalUint("first_k_dense_replace"));
-  HF_ASSIGN_OR_RETURN(std::optional<uint32_t> freq, cfg.OptionalUint("moe_layer_freq"));
+  OOMGUARD_ASSIGN_OR_RETURN(std::optional<uint32_t> first_dense,
+                            cfg.OptionalUint("first_k_dense_replace"));
+  OOMGUARD_ASSIGN_OR_RETURN(std::optional<uint32_t> freq, cfg.OptionalUint("moe_layer_freq"));
   if (freq.has_value() && *freq == 0) {
     return cfg.BadValue("moe_layer_freq", "a positive integer", *cfg.Find("moe_layer_freq"));
   }
@@ -432,11 +420,11 @@ absl::Status ApplyDeepSeekPattern(const ConfigReader& cfg, v1::ModelSpec* model)
 
 // DeepSeek routed + shared experts.
 absl::Status ApplyDeepSeekMoe(const ConfigReader& cfg, v1::ModelSpec* model) {
-  HF_ASSIGN_OR_RETURN(std::optional<uint32_t> experts, cfg.OptionalUint("n_routed_experts"));
+  OOMGUARD_ASSIGN_OR_RETURN(std::optional<uint32_t> experts, cfg.OptionalUint("n_routed_experts"));
   if (experts.value_or(0) == 0) return absl::OkStatus();  // A dense model.
-  HF_ASSIGN_OR_RETURN(uint32_t topk, cfg.RequiredUint("num_experts_per_tok"));
-  HF_ASSIGN_OR_RETURN(uint32_t width, cfg.RequiredUint("moe_intermediate_size"));
-  HF_ASSIGN_OR_RETURN(std::optional<uint32_t> shared, cfg.OptionalUint("n_shared_experts"));
+  OOMGUARD_ASSIGN_OR_RETURN(uint32_t topk, cfg.RequiredUint("num_experts_per_tok"));
+  OOMGUARD_ASSIGN_OR_RETURN(uint32_t width, cfg.RequiredUint("moe_intermediate_size"));
+  OOMGUARD_ASSIGN_OR_RETURN(std::optional<uint32_t> shared, cfg.OptionalUint("n_shared_experts"));
   const uint64_t shared_width = uint64_t{width} * shared.value_or(0);
   if (shared_width > std::numeric_limits<uint32_t>::max()) {
     return cfg.BadValue("n_shared_experts",
@@ -454,16 +442,17 @@ absl::Status ApplyDeepSeekMoe(const ConfigReader& cfg, v1::ModelSpec* model) {
 }
 
 absl::Status ApplyDeepSeek(const ConfigReader& cfg, v1::ModelSpec* model) {
-  HF_RETURN_IF_ERROR(ApplyMla(cfg, model));
-  HF_RETURN_IF_ERROR(ApplyDeepSeekMoe(cfg, model));
-  HF_ASSIGN_OR_RETURN(std::optional<uint32_t> mtp, cfg.OptionalUint("num_nextn_predict_layers"));
+  OOMGUARD_RETURN_IF_ERROR(ApplyMla(cfg, model));
+  OOMGUARD_RETURN_IF_ERROR(ApplyDeepSeekMoe(cfg, model));
+  OOMGUARD_ASSIGN_OR_RETURN(std::optional<uint32_t> mtp,
+                            cfg.OptionalUint("num_nextn_predict_layers"));
   model->set_mtp_num_layers(mtp.value_or(0));
   return absl::OkStatus();
 }
 
 absl::Status ApplyFamily(Family family, const ConfigReader& cfg, v1::ModelSpec* model) {
   if (family != Family::kDeepSeek) {
-    HF_RETURN_IF_ERROR(ApplyStandardAttention(cfg, model));
+    OOMGUARD_RETURN_IF_ERROR(ApplyStandardAttention(cfg, model));
   }
   switch (family) {
     case Family::kLlama:
@@ -491,8 +480,8 @@ absl::Status ApplyFamily(Family family, const ConfigReader& cfg, v1::ModelSpec* 
 }  // namespace
 
 absl::StatusOr<v1::ModelSpec> ParseHfConfig(std::string_view json) {
-  HF_ASSIGN_OR_RETURN(const Struct top, ParseJsonObject(json));
-  HF_ASSIGN_OR_RETURN(const Struct* text, LanguageConfig(top));
+  OOMGUARD_ASSIGN_OR_RETURN(const Struct top, ParseJsonObject(json));
+  OOMGUARD_ASSIGN_OR_RETURN(const Struct* text, LanguageConfig(top));
   std::optional<std::string> model_type = StringField(*text, "model_type");
   if (!model_type.has_value()) model_type = StringField(top, "model_type");
   if (!model_type.has_value()) {
@@ -507,18 +496,12 @@ absl::StatusOr<v1::ModelSpec> ParseHfConfig(std::string_view json) {
 
   v1::ModelSpec model;
   const ConfigReader cfg(*text, *model_type);
-  HF_RETURN_IF_ERROR(ApplyCommon(cfg, &model));
-  HF_RETURN_IF_ERROR(ApplyFamily(*family, cfg, &model));
+  OOMGUARD_RETURN_IF_ERROR(ApplyCommon(cfg, &model));
+  OOMGUARD_RETURN_IF_ERROR(ApplyFamily(*family, cfg, &model));
   std::optional<std::string> name = StringField(top, "_name_or_path");
   if (!name.has_value()) name = StringField(*text, "_name_or_path");
   model.set_name(name.value_or(*model_type));
   return model;
 }
-
-#undef HF_ASSIGN_OR_RETURN
-#undef HF_ASSIGN_OR_RETURN_IMPL_
-#undef HF_RETURN_IF_ERROR
-#undef HF_CONCAT_
-#undef HF_CONCAT_INNER_
 
 }  // namespace oomguard

@@ -1,21 +1,28 @@
-// Reads a Megatron-LM `pretrain_gpt.py` argument line into a JobSpec.
+// Reads a Megatron-LM `pretrain_gpt.py` argument line into a JobSpec: the
+// argv grammar (`--flag value`, `--flag=value`, lists, underscore
+// spellings) over the flag table (megatron_flags.h), then the resolution of
+// the flags that depend on each other (flag_resolution.h).
 //
 // Job scripts and admission hooks carry the exact flags a job will run
 // with; this is how they become a JobSpec. Flags that do not change memory
 // (logging, data paths, learning rates, ...) are accepted silently; flags
-// oomguard does not know are skipped with a note, never an error. Malformed
-// values (non-numbers, negative sizes, unknown enum words) are
-// InvalidArgument errors naming the flag and the value.
+// oomguard does not know are skipped with a note, never an error
+// (ignored_flags.h). Malformed values (non-numbers, negative sizes, unknown
+// enum words) are InvalidArgument errors naming the flag and the value.
+//
+// Includes shell_words.h (SplitArgumentLine) and environment.h
+// (ApplyEnvironment), the other two ways a launch reaches a JobSpec.
 #ifndef OOMGUARD_JOBSPEC_MEGATRON_ARGS_H_
 #define OOMGUARD_JOBSPEC_MEGATRON_ARGS_H_
 
-#include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/status.h"
-#include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "jobspec/environment.h"
+#include "jobspec/shell_words.h"
 #include "oomguard/v1/job.pb.h"
 
 namespace oomguard {
@@ -44,24 +51,13 @@ enum class ArgsMode {
 absl::Status ApplyMegatronArgs(absl::Span<const std::string> args, ArgsMode mode, v1::JobSpec* job,
                                std::vector<std::string>* notes);
 
-// Applies the environment variables that change memory:
-// PYTORCH_CUDA_ALLOC_CONF (expandable_segments:True) and
-// NCCL_GRAPH_REGISTER (=0).
-void ApplyEnvironment(const std::map<std::string, std::string>& env, v1::JobSpec* job);
-
-// Splits an argument line the way a POSIX shell splits words, without
-// expanding anything: single and double quotes, backslash escapes and
-// backslash-newline continuations. Never executes or substitutes
-// ($(...), backticks and ${...} stay literal text). InvalidArgument on an
-// unterminated quote.
-absl::StatusOr<std::vector<std::string>> SplitArgumentLine(std::string_view line);
-
 // Whether a launch word the script reader left out (ScriptJob::unresolved:
 // "--flag VALUE", "--flag=VALUE" or a bare word) may change the estimate: a
 // word that is an expansion ("$EXTRA_ARGS") may expand to any flags; a flag
-// may when the Megatron-LM argument parser reads it (a sample value changes
-// the job or is refused). Data paths, logging, learning rates, unknown flags
-// and words starting with literal text (values) do not.
+// may when the flag table says it sets a JobSpec field or is refused
+// (FindMegatronFlag). Data paths, logging, learning rates, flags read
+// without a field, unknown flags and words starting with literal text
+// (values) do not.
 bool MayChangeMemory(std::string_view unresolved);
 
 }  // namespace oomguard

@@ -1,0 +1,21 @@
+// The job's environment variables that change its memory: PyTorch's
+// caching-allocator configuration and NCCL's CUDA-graph buffer
+// registration.
+#ifndef OOMGUARD_JOBSPEC_ENVIRONMENT_H_
+#define OOMGUARD_JOBSPEC_ENVIRONMENT_H_
+
+#include <map>
+#include <string>
+
+#include "oomguard/v1/job.pb.h"
+
+namespace oomguard {
+
+// Applies the environment variables that change memory:
+// PYTORCH_CUDA_ALLOC_CONF (expandable_segments:True) and
+// NCCL_GRAPH_REGISTER (=0).
+void ApplyEnvironment(const std::map<std::string, std::string>& env, v1::JobSpec* job);
+
+}  // namespace oomguard
+
+#endif  // OOMGUARD_JOBSPEC_ENVIRONMENT_H_

@@ -1,0 +1,137 @@
+#include "jobspec/flag_resolution.h"
+
+#include <algorithm>
+#include <limits>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+
+namespace oomguard {
+namespace {
+
+constexpr size_t kMaxNotes = 64;
+
+constexpr uint32_t kGpt2VocabSize = 50257;
+constexpr uint32_t kLlama2VocabSize = 32000;
+constexpr uint32_t kBertVocabSize = 30522;
+
+// --num-query-groups counts only with --group-query-attention on a whole
+// command line; an override sets it as given.
+void ResolveQueryGroups(ParseState& s) {
+  v1::ModelSpec* model = s.job->mutable_model();
+  if (s.mode == ArgsMode::kOverrides) {
+    if (s.num_query_groups.has_value()) {
+      model->set_num_query_groups(*s.num_query_groups);
+    }
+    return;
+  }
+  if (s.group_query_attention) {
+    // Megatron's --num-query-groups default is 1 (MQA).
+    model->set_num_query_groups(s.num_query_groups.value_or(1));
+    return;
+  }
+  model->clear_num_query_groups();
+  if (s.num_query_groups.has_value()) {
+    s.Note(absl::StrCat("--num-query-groups ", *s.num_query_groups,
+                        " has no effect without --group-query-attention; "
+                        "one KV group per head (MHA) assumed"));
+  }
+}
+
+// The vocabulary size: --vocab-size (plus one with NullTokenizer), else the
+// --tokenizer-type's own on a whole command line.
+absl::Status ResolveVocab(ParseState& s) {
+  v1::ModelSpec* model = s.job->mutable_model();
+  const std::string tokenizer = s.tokenizer_type.value_or("");
+  if (tokenizer == "NullTokenizer") {
+    if (!s.vocab_size_given) {
+      return absl::InvalidArgumentError("--tokenizer-type NullTokenizer requires --vocab-size");
+    }
+    if (model->vocab_size() == std::numeric_limits<uint32_t>::max()) {
+      return absl::InvalidArgumentError("--vocab-size: too large");
+    }
+    // Megatron's NullTokenizer adds an end-of-document id after the
+    // --vocab-size ids.
+    model->set_vocab_size(model->vocab_size() + 1);
+    s.Note(absl::StrCat("NullTokenizer: vocab size ", model->vocab_size(),
+                        " (--vocab-size plus the end-of-document id)"));
+    return absl::OkStatus();
+  }
+  if (s.vocab_size_given || s.mode == ArgsMode::kOverrides) {
+    return absl::OkStatus();
+  }
+  if (tokenizer == "GPT2BPETokenizer") {
+    model->set_vocab_size(kGpt2VocabSize);
+  } else if (tokenizer == "Llama2Tokenizer") {
+    model->set_vocab_size(kLlama2VocabSize);
+    s.Note(
+        "vocab size not given by --vocab-size; assumed 32000 (Llama-2 "
+        "tokenizer); pass --vocab-size for exact logits memory");
+  } else if (tokenizer == "BertWordPieceLowerCase" || tokenizer == "BertWordPieceCase") {
+    model->set_vocab_size(kBertVocabSize);
+    s.Note(
+        "vocab size not given by --vocab-size; assumed 30522 (BERT "
+        "WordPiece); pass --vocab-size for exact logits memory");
+  } else {
+    model->set_vocab_size(kGpt2VocabSize);
+    s.Note(
+        "vocab size not given by --vocab-size; assumed 50257 (GPT-2 BPE, "
+        "Megatron's test default); pass --vocab-size for exact logits "
+        "memory");
+  }
+  return absl::OkStatus();
+}
+
+// --bf16 and --fp16; neither means fp32 parameters on a whole command line.
+absl::Status ResolvePrecisionFlags(ParseState& s) {
+  if (s.bf16 && s.fp16) {
+    return absl::InvalidArgumentError("--bf16 and --fp16 cannot both be given");
+  }
+  if (!s.bf16 && !s.fp16 && s.mode == ArgsMode::kFullCommandLine) {
+    s.job->mutable_precision()->set_params_dtype(v1::DTYPE_FP32);
+  }
+  return absl::OkStatus();
+}
+
+// --cross-entropy-loss-fusion turns the fusion on and
+// --cross-entropy-fusion-impl chooses it; an implementation alone changes a
+// fusion already on (a preset's).
+void ResolveCrossEntropyFusion(ParseState& s) {
+  v1::TrainingSpec* training = s.job->mutable_training();
+  const v1::CrossEntropyFusion impl =
+      s.cross_entropy_fusion_impl.value_or(v1::CROSS_ENTROPY_FUSION_NATIVE);
+  const bool fused_before = training->cross_entropy_fusion() == v1::CROSS_ENTROPY_FUSION_NATIVE ||
+                            training->cross_entropy_fusion() == v1::CROSS_ENTROPY_FUSION_TE;
+  if (s.cross_entropy_loss_fusion || (fused_before && s.cross_entropy_fusion_impl.has_value())) {
+    training->set_cross_entropy_fusion(impl);
+  }
+}
+
+// A batch-size schedule's final size, unless --global-batch-size is given.
+void ResolveBatchSchedule(ParseState& s) {
+  if (s.final_scheduled_batch_size.has_value() && !s.global_batch_size_given) {
+    s.job->mutable_training()->set_global_batch_size(*s.final_scheduled_batch_size);
+  }
+}
+
+}  // namespace
+
+void ParseState::Note(std::string text) {
+  if (notes == nullptr || notes_added > kMaxNotes) return;
+  const auto ours = notes->end() - static_cast<ptrdiff_t>(notes_added);
+  if (std::find(ours, notes->end(), text) != notes->end()) return;
+  ++notes_added;
+  notes->push_back(notes_added > kMaxNotes ? "further notes omitted" : std::move(text));
+}
+
+absl::Status ResolveFlags(ParseState& s) {
+  ResolveQueryGroups(s);
+  OOMGUARD_RETURN_IF_ERROR(ResolveVocab(s));
+  OOMGUARD_RETURN_IF_ERROR(ResolvePrecisionFlags(s));
+  ResolveCrossEntropyFusion(s);
+  ResolveBatchSchedule(s);
+  return absl::OkStatus();
+}
+
+}  // namespace oomguard

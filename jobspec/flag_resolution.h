@@ -1,0 +1,54 @@
+// What one pass over a Megatron-LM argument line has seen, and the
+// resolution at its end of the flags whose meaning depends on other flags or
+// on Megatron-LM's defaults (--num-query-groups needs
+// --group-query-attention, the vocabulary follows --tokenizer-type, ...), so
+// that the order of the flags does not matter.
+#ifndef OOMGUARD_JOBSPEC_FLAG_RESOLUTION_H_
+#define OOMGUARD_JOBSPEC_FLAG_RESOLUTION_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "jobspec/megatron_args.h"
+#include "oomguard/v1/job.pb.h"
+
+namespace oomguard {
+
+struct ParseState {
+  ArgsMode mode = ArgsMode::kFullCommandLine;
+  v1::JobSpec* job = nullptr;
+  std::vector<std::string>* notes = nullptr;
+
+  // Flags recorded for the resolution.
+  bool bf16 = false;
+  bool fp16 = false;
+  bool group_query_attention = false;
+  std::optional<uint32_t> num_query_groups = std::nullopt;
+  bool cross_entropy_loss_fusion = false;
+  std::optional<v1::CrossEntropyFusion> cross_entropy_fusion_impl = std::nullopt;
+  std::optional<std::string> tokenizer_type = std::nullopt;
+  bool vocab_size_given = false;
+  bool global_batch_size_given = false;
+  std::optional<uint32_t> final_scheduled_batch_size = std::nullopt;
+
+  size_t notes_added = 0;
+
+  // Adds a note once; a hostile argument line cannot add more than 64 of
+  // them.
+  void Note(std::string text);
+};
+
+// Sets the JobSpec fields of the recorded flags: the query groups, the
+// vocabulary size, the parameter dtype, the cross-entropy fusion and the
+// global batch size. InvalidArgument for flags that contradict each other
+// (--bf16 with --fp16) or miss a partner (NullTokenizer without
+// --vocab-size).
+absl::Status ResolveFlags(ParseState& s);
+
+}  // namespace oomguard
+
+#endif  // OOMGUARD_JOBSPEC_FLAG_RESOLUTION_H_

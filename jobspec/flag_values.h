@@ -1,0 +1,69 @@
+// The values of one Megatron-LM flag occurrence and how they are read:
+// integers, bounded reals and enum words (argparse `choices`). Every error
+// is InvalidArgument naming the flag as written and the value, quoted,
+// escaped and cut short (the input may be hostile).
+#ifndef OOMGUARD_JOBSPEC_FLAG_VALUES_H_
+#define OOMGUARD_JOBSPEC_FLAG_VALUES_H_
+
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
+namespace oomguard {
+
+// One occurrence of a flag with the values it took.
+struct FlagUse {
+  std::string display;  // The flag as written, without "=value".
+  std::vector<absl::string_view> values;
+
+  absl::string_view value() const { return values.front(); }
+};
+
+// A value for an error message: quoted, escaped, at most 80 characters.
+std::string Quote(absl::string_view text);
+
+// "<flag>: expected <expected>, got <value>".
+absl::Status BadValue(const FlagUse& flag, absl::string_view expected, absl::string_view value);
+
+// Whether `text` is one or more decimal digits.
+bool IsDigits(absl::string_view text);
+
+// The flag's value as a non-negative integer.
+absl::StatusOr<uint32_t> ParseUint32(const FlagUse& flag);
+
+// An allowed interval for a floating-point flag.
+struct Range {
+  double low;
+  bool low_open;
+  double high;
+  bool high_open;
+  absl::string_view expected;  // For the error message.
+};
+
+inline constexpr Range kProbability = {0.0, false, 1.0, true, "a number in [0, 1)"};
+inline constexpr Range kFraction = {0.0, false, 1.0, false, "a number in [0, 1]"};
+inline constexpr Range kPositive = {0.0, true, std::numeric_limits<double>::max(), false,
+                                    "a positive number"};
+
+// The flag's value as a finite number in `range`.
+absl::StatusOr<double> ParseReal(const FlagUse& flag, const Range& range);
+
+// One enum word a flag takes (case-sensitive, as argparse `choices`) and the
+// enum value it stands for.
+struct FlagWord {
+  absl::string_view word;
+  int value;
+};
+
+// The value of `word` (one of the flag's values) in `words`.
+absl::StatusOr<int> ParseWord(const FlagUse& flag, absl::string_view word,
+                              const std::vector<FlagWord>& words);
+
+}  // namespace oomguard
+
+#endif  // OOMGUARD_JOBSPEC_FLAG_VALUES_H_

@@ -1,0 +1,125 @@
+#include "jobspec/ignored_flags.h"
+
+#include <algorithm>
+#include <iterator>
+
+#include "absl/strings/match.h"
+
+namespace oomguard {
+namespace {
+
+// Megatron-LM features oomguard cannot estimate: the whole job is refused.
+constexpr absl::string_view kUnimplementedFlags[] = {
+    "use-torch-fsdp2",
+    "use-megatron-fsdp",
+    "use-custom-fsdp",
+};
+
+// Flags that do not change per-rank GPU memory (or change it by a negligible
+// amount): accepted silently with their values.
+constexpr absl::string_view kSilentFlags[] = {
+    // Logging, profiling, checkpointing.
+    "timing-log-level", "timing-log-option", "profile", "profile-step-start", "profile-step-end",
+    "profile-ranks", "use-pytorch-profiler", "record-memory-history", "memory-snapshot-path",
+    "logging-level", "enable-one-logger", "save", "load", "save-interval", "save-retain-interval",
+    "no-save-optim", "no-save-rng", "no-load-optim", "no-load-rng", "finetune",
+    "pretrained-checkpoint", "use-dist-ckpt", "auto-detect-ckpt-format", "async-save",
+    "async-ckpt-use-cpu-shm", "async-strategy", "use-checkpoint-args",
+    "use-checkpoint-opt-param-scheduler", "override-opt-param-scheduler",
+    "use-persistent-ckpt-worker", "no-ckpt-fully-parallel-save", "load-main-params-from-ckpt",
+    // Data and tokenizer files.
+    "data-path", "train-data-path", "valid-data-path", "test-data-path", "data-cache-path",
+    "data-args-path", "per-split-data-args-path", "split", "mock-data", "num-workers",
+    "dataloader-type", "vocab-file", "merge-file", "no-mmap-bin-files", "mmap-bin-files",
+    "reset-position-ids", "reset-attention-mask", "eod-mask-loss",
+    "no-create-attention-mask-in-dataloader", "create-attention-mask-in-dataloader",
+    "object-storage-cache-path", "full-validation", "multiple-validation-sets", "legacy-tokenizer",
+    "use-packed-sequence",
+    // Learning rate, schedule, loss scaling, optimizer hyper-parameters.
+    "lr", "min-lr", "decoupled-lr", "decoupled-min-lr", "weight-decay", "start-weight-decay",
+    "end-weight-decay", "weight-decay-incr-style", "clip-grad", "adam-beta1", "adam-beta2",
+    "adam-eps", "sgd-momentum", "loss-scale", "initial-loss-scale", "min-loss-scale",
+    "loss-scale-window", "hysteresis",
+    // Run control, seeds, initialization, checks.
+    "train-iters", "train-samples", "skip-train", "seed", "data-parallel-random-init",
+    "init-method-std", "init-method-xavier-uniform", "rerun-mode", "check-for-nan-in-loss-and-grad",
+    "no-check-for-nan-in-loss-and-grad", "check-for-spiky-loss", "check-for-large-grads",
+    "test-mode", "calculate-per-token-loss", "enable-experimental", "deterministic-mode",
+    "verify-integrity", "empty-unused-memory-level", "use-cpu-initialization",
+    // Process groups and communication overlap.
+    "distributed-backend", "distributed-timeout-minutes", "use-tp-pp-dp-mapping",
+    "overlap-grad-reduce", "overlap-param-gather", "overlap-param-gather-with-optimizer-step",
+    "no-align-grad-reduce", "no-align-param-gather", "overlap-p2p-communication",
+    "no-overlap-p2p-communication", "overlap-p2p-communication-warmup-flush",
+    "use-ring-exchange-p2p", "variable-seq-lengths", "batch-p2p-comm",
+    "no-async-tensor-model-parallel-allreduce",
+    // Megatron-FSDP settings (FSDP itself is refused: kUnimplementedFlags).
+    "data-parallel-sharding-strategy", "outer-dp-sharding-strategy",
+    // Kernel choices and numerics with the same saved tensors.
+    "use-mcore-models", "no-gradient-accumulation-fusion", "gradient-accumulation-fusion",
+    "attention-softmax-in-fp32", "apply-query-key-layer-scaling", "no-bias-gelu-fusion",
+    "no-bias-swiglu-fusion", "no-bias-dropout-fusion", "no-persist-layer-norm",
+    "apply-residual-connection-post-layernorm", "openai-gelu", "te-rng-tracker",
+    "inference-rng-tracker", "norm-epsilon", "apply-layernorm-1p", "use-rope-scaling",
+    "rope-scaling-factor", "first-last-layers-bf16", "use-transformer-engine-op-fuser",
+    "cuda-graph-warmup-steps",
+    // MoE routing and loss settings that keep tensor shapes.
+    "moe-aux-loss-coeff", "moe-z-loss-coeff", "moe-input-jitter-eps", "moe-permute-fusion",
+    "moe-per-layer-logging", "moe-token-drop-policy", "moe-shared-expert-overlap",
+    "moe-use-legacy-grouped-gemm", "mtp-loss-scaling-factor",
+    // Flags of other model families (BERT, multimodal) that change nothing
+    // for a GPT model.
+    "bert-no-binary-head", "disable-vision-class-token", "img-h", "img-w", "patch-dim"};
+
+// Prefixes of silently accepted flag families. Exact table entries (e.g.
+// moe-router-topk, fp8-format in megatron_flags.h) are looked up first.
+constexpr absl::string_view kSilentPrefixes[] = {
+    "log-",           "tensorboard",     "wandb",      "one-logger",  "ckpt-",
+    "dist-ckpt-",     "non-persistent-", "tokenizer-", "tiktoken-",   "lr-",
+    "muon-",          "eval-",           "exit-",      "manual-gc",   "ddp-",
+    "megatron-fsdp-", "rotary-",         "mscale",     "moe-router-", "fp8-",
+    "straggler-"};
+
+// Flags that may change memory in ways oomguard does not model: accepted
+// with a note that says so.
+struct Unmodelled {
+  absl::string_view flag;
+  absl::string_view reason;
+};
+
+constexpr Unmodelled kUnmodelledFlags[] = {
+    {"tp-comm-overlap", "TP communication overlap user buffers are not modelled"},
+    {"tp-comm-overlap-cfg", "TP communication overlap user buffers are not modelled"},
+    {"delay-wgrad-compute", "delayed weight-gradient buffers are not modelled"},
+    {"moe-flex-dispatcher-backend",
+     "dispatcher communication buffers (DeepEP/HybridEP) are not modelled"},
+    {"encoder-num-layers", "encoder-decoder (T5) models are not modelled"},
+    {"decoder-num-layers", "encoder-decoder (T5) models are not modelled"},
+    {"encoder-seq-length", "encoder-decoder (T5) models are not modelled"},
+    {"decoder-seq-length", "encoder-decoder (T5) models are not modelled"},
+    {"vocab-extra-ids", "extra tokenizer ids are not added to the vocabulary"},
+    {"hybrid-layer-pattern", "hybrid (Mamba) models are not modelled"},
+    {"spec", "custom layer specs are not modelled; a GPT layer is assumed"},
+    {"use-legacy-models", "legacy (non-Core) models are not modelled"},
+};
+
+}  // namespace
+
+absl::Span<const absl::string_view> UnimplementedFlags() { return kUnimplementedFlags; }
+
+bool IsSilentFlag(absl::string_view name) {
+  if (std::find(std::begin(kSilentFlags), std::end(kSilentFlags), name) != std::end(kSilentFlags)) {
+    return true;
+  }
+  return std::any_of(std::begin(kSilentPrefixes), std::end(kSilentPrefixes),
+                     [name](absl::string_view prefix) { return absl::StartsWith(name, prefix); });
+}
+
+std::optional<absl::string_view> UnmodelledFlagReason(absl::string_view name) {
+  for (const Unmodelled& entry : kUnmodelledFlags) {
+    if (entry.flag == name) return entry.reason;
+  }
+  return std::nullopt;
+}
+
+}  // namespace oomguard

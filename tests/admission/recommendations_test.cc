@@ -1,0 +1,160 @@
+// Tests of the changes admission recommends (admission/recommendations.h):
+// each setting, spelled from the flag table, is exactly the one shown to
+// users, and the Megatron-LM flags in it, read back by the parser, make the
+// change the recommendation made.
+#include "admission/recommendations.h"
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/match.h"
+#include "admission/gpu_catalog.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "jobspec/megatron_args.h"
+
+namespace oomguard {
+namespace {
+
+v1::GpuSpec H100() {
+  absl::StatusOr<v1::GpuSpec> gpu = GpuCatalog::Builtin().Find("H100-SXM-80GB");
+  EXPECT_TRUE(gpu.ok()) << gpu.status();
+  return *gpu;
+}
+
+// An MLA MoE job on 16 GPUs with TE-scoped CUDA graphs, NCCL user buffers
+// and activation offload: every change applies to it, or conflicts.
+v1::JobSpec CrowdedJob() {
+  v1::JobSpec job;
+  job.mutable_model()->set_num_experts(8);
+  job.mutable_model()->set_attention_type(v1::ATTENTION_TYPE_MLA);
+  job.mutable_parallelism()->set_num_gpus(16);
+  job.mutable_runtime()->set_cuda_graph_impl(v1::CUDA_GRAPH_IMPL_TRANSFORMER_ENGINE);
+  job.mutable_runtime()->set_use_nccl_ub(true);
+  job.mutable_recompute()->set_cpu_offloading(true);
+  return job;
+}
+
+// A dense job on 16 GPUs with nothing set.
+v1::JobSpec PlainJob() {
+  v1::JobSpec job;
+  job.mutable_parallelism()->set_num_gpus(16);
+  return job;
+}
+
+// The setting of every change that applies to `job`, by id.
+std::map<std::string, std::string> Settings(const v1::JobSpec& job,
+                                            const std::vector<RecommendedChange>& changes) {
+  std::map<std::string, std::string> settings;
+  for (const RecommendedChange& change : changes) {
+    v1::JobSpec changed = job;
+    if (std::optional<std::string> setting = change.apply(H100(), &changed)) {
+      settings[change.id] = *setting;
+    }
+  }
+  return settings;
+}
+
+std::vector<RecommendedChange> LadderChanges() {
+  std::vector<RecommendedChange> changes;
+  for (const LadderRung& rung : RecommendationLadder())
+    changes.insert(changes.end(), rung.begin(), rung.end());
+  return changes;
+}
+
+TEST(RecommendationsTest, LadderSettings) {
+  EXPECT_THAT(
+      Settings(CrowdedJob(), LadderChanges()),
+      testing::ElementsAre(
+          testing::Pair("distributed_optimizer", "--use-distributed-optimizer"),
+          testing::Pair("expandable_segments",
+                        "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True NCCL_GRAPH_REGISTER=0, "
+                        "and drop --use-nccl-ub (it does not work with them)"),
+          testing::Pair("full_recompute",
+                        "--recompute-granularity full --recompute-method uniform "
+                        "--recompute-num-layers 1 --cuda-graph-impl none, and drop "
+                        "--cpu-offloading"),
+          testing::Pair("more_pipeline_parallel", "--pipeline-model-parallel-size 2"),
+          testing::Pair("more_tensor_parallel",
+                        "--tensor-model-parallel-size 2 --sequence-parallel"),
+          testing::Pair("optimizer_cpu_offload",
+                        "--optimizer-cpu-offload --optimizer-offload-fraction 1.0 "
+                        "--use-precision-aware-optimizer --use-distributed-optimizer"),
+          testing::Pair("recompute_layernorm",
+                        "--recompute-granularity selective --recompute-modules layernorm"),
+          testing::Pair("recompute_mla_up_proj",
+                        "--recompute-granularity selective --recompute-modules mla_up_proj"),
+          testing::Pair("recompute_moe_act",
+                        "--recompute-granularity selective --recompute-modules moe_act "
+                        "--moe-grouped-gemm")));
+  const std::map<std::string, std::string> plain = Settings(PlainJob(), LadderChanges());
+  EXPECT_EQ(plain.at("activation_cpu_offload"), "--cpu-offloading");
+  EXPECT_EQ(plain.at("full_recompute"),
+            "--recompute-granularity full --recompute-method uniform --recompute-num-layers 1");
+  EXPECT_EQ(plain.at("expandable_segments"), "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True");
+}
+
+TEST(RecommendationsTest, IncompatibilitySettings) {
+  v1::JobSpec job = CrowdedJob();
+  job.mutable_runtime()->set_expandable_segments(true);
+  job.mutable_recompute()->set_granularity(v1::RECOMPUTE_GRANULARITY_FULL);
+  EXPECT_THAT(Settings(job, IncompatibilityFixes()),
+              testing::ElementsAre(
+                  testing::Pair("cpu_offloading_conflict", "drop --cpu-offloading"),
+                  testing::Pair("full_recompute_with_cuda_graphs",
+                                "--cuda-graph-impl none (or selective recompute, or "
+                                "--cuda-graph-impl local --cuda-graph-scope full_iteration)"),
+                  testing::Pair("nccl_graph_register", "NCCL_GRAPH_REGISTER=0"),
+                  testing::Pair("nccl_ub_with_expandable_segments",
+                                "drop --use-nccl-ub (or unset expandable_segments)")));
+}
+
+// `job` with every part present (the parser creates the parts it resolves,
+// empty or not).
+v1::JobSpec WithEveryPart(v1::JobSpec job) {
+  job.mutable_model();
+  job.mutable_parallelism();
+  job.mutable_training();
+  job.mutable_recompute();
+  job.mutable_precision();
+  job.mutable_runtime();
+  return job;
+}
+
+// A config change spelled as flags alone, read back by the Megatron-LM
+// argument parser over the job, is the change itself.
+TEST(RecommendationsTest, ConfigSettingsReadBackAsTheChange) {
+  int read_back = 0;
+  for (const v1::JobSpec& job : {CrowdedJob(), PlainJob()}) {
+    for (const RecommendedChange& change : LadderChanges()) {
+      v1::JobSpec changed = job;
+      std::optional<std::string> setting = change.apply(H100(), &changed);
+      if (!setting || change.kind != v1::Recommendation::KIND_CONFIG_CHANGE ||
+          absl::StrContains(*setting, ", and drop")) {
+        continue;
+      }
+      absl::StatusOr<std::vector<std::string>> words = SplitArgumentLine(*setting);
+      ASSERT_TRUE(words.ok()) << *setting;
+      v1::JobSpec parsed = job;
+      ASSERT_TRUE(ApplyMegatronArgs(*words, ArgsMode::kOverrides, &parsed, nullptr).ok())
+          << *setting;
+      // The change leaves the offload fraction unset: 1.0 is Megatron-LM's
+      // default.
+      if (!changed.precision().has_optimizer_offload_fraction() &&
+          parsed.precision().optimizer_offload_fraction() == 1.0) {
+        parsed.mutable_precision()->clear_optimizer_offload_fraction();
+      }
+      EXPECT_EQ(WithEveryPart(parsed).SerializeAsString(),
+                WithEveryPart(changed).SerializeAsString())
+          << *setting;
+      ++read_back;
+    }
+  }
+  EXPECT_GE(read_back, 12);
+}
+
+}  // namespace
+}  // namespace oomguard

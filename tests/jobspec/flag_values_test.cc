@@ -1,0 +1,60 @@
+#include "jobspec/flag_values.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace oomguard {
+namespace {
+
+using ::testing::HasSubstr;
+
+FlagUse Use(const char* value) { return {"--flag", {value}}; }
+
+TEST(FlagValuesTest, QuoteEscapesAndCutsShort) {
+  EXPECT_EQ(Quote("a\"b\\c"), R"("a\"b\\c")");
+  EXPECT_EQ(Quote("x\x01\xff"), R"("x\x01\xff")");
+  EXPECT_EQ(Quote(std::string(100, 'y')), "\"" + std::string(80, 'y') + "...\"");
+}
+
+TEST(FlagValuesTest, Uint32) {
+  absl::StatusOr<uint32_t> value = ParseUint32(Use("4294967295"));
+  ASSERT_TRUE(value.ok()) << value.status();
+  EXPECT_EQ(*value, 4294967295u);
+  for (const char* bad : {"4294967296", "-1", "+1", "1.0", "", "0x10"}) {
+    absl::Status status = ParseUint32(Use(bad)).status();
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << bad;
+    EXPECT_THAT(status.message(), HasSubstr("--flag: expected a non-negative integer, got"));
+  }
+}
+
+TEST(FlagValuesTest, RealsStayInTheirRange) {
+  EXPECT_EQ(*ParseReal(Use("0"), kProbability), 0.0);
+  EXPECT_EQ(*ParseReal(Use("1"), kFraction), 1.0);
+  EXPECT_EQ(ParseReal(Use("1"), kProbability).status().message(),
+            R"(--flag: expected a number in [0, 1), got "1")");
+  EXPECT_FALSE(ParseReal(Use("0"), kPositive).ok());
+  EXPECT_FALSE(ParseReal(Use("nan"), kFraction).ok());
+  EXPECT_FALSE(ParseReal(Use("inf"), kPositive).ok());
+}
+
+TEST(FlagValuesTest, WordsAreCaseSensitiveChoices) {
+  const std::vector<FlagWord> words = {{"LayerNorm", 1}, {"RMSNorm", 2}};
+  EXPECT_EQ(*ParseWord(Use("RMSNorm"), "RMSNorm", words), 2);
+  EXPECT_EQ(ParseWord(Use("rmsnorm"), "rmsnorm", words).status().message(),
+            R"(--flag: expected one of LayerNorm|RMSNorm, got "rmsnorm")");
+}
+
+TEST(FlagValuesTest, IsDigits) {
+  EXPECT_TRUE(IsDigits("0123"));
+  EXPECT_FALSE(IsDigits(""));
+  EXPECT_FALSE(IsDigits("1a"));
+}
+
+}  // namespace
+}  // namespace oomguard
