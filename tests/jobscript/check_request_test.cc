@@ -18,8 +18,11 @@ TEST(BuildCheckRequestTest, WordsArriveAsTheyWereWritten) {
                                           "$(X)",
                                           "back\\slash",
                                           "--seq-length=4096"};
-  const v1::CheckRequest request = BuildCheckRequest(
-      LaunchCheck{.megatron_args = words, .num_gpus = 8, .gpu_name = "H100-SXM-80GB"});
+  LaunchCheck launch;
+  launch.megatron_args = words;
+  launch.num_gpus = 8;
+  launch.gpu_name = "H100-SXM-80GB";
+  const v1::CheckRequest request = BuildCheckRequest(launch);
   const v1::MegatronJob& megatron = request.job().megatron();
   EXPECT_EQ(std::vector<std::string>(megatron.argv().begin(), megatron.argv().end()), words);
   EXPECT_TRUE(megatron.args().empty());
@@ -29,13 +32,14 @@ TEST(BuildCheckRequestTest, WordsArriveAsTheyWereWritten) {
 }
 
 TEST(BuildCheckRequestTest, CarriesPresetEnvGpuMemoryAndMargin) {
-  const v1::CheckRequest request = BuildCheckRequest(
-      LaunchCheck{.preset = "deepseek-v3",
-                  .num_gpus = 256,
-                  .gpus_per_node = 4,
-                  .env = {{"PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True"}},
-                  .gpu_memory_bytes = uint64_t{80} << 30,
-                  .safety_margin = 0.1});
+  LaunchCheck launch;
+  launch.preset = "deepseek-v3";
+  launch.num_gpus = 256;
+  launch.gpus_per_node = 4;
+  launch.env = {{"PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True"}};
+  launch.gpu_memory_bytes = uint64_t{80} << 30;
+  launch.safety_margin = 0.1;
+  const v1::CheckRequest request = BuildCheckRequest(launch);
   EXPECT_EQ(request.job().megatron().preset(), "deepseek-v3");
   EXPECT_EQ(request.job().gpus_per_node(), 4u);
   EXPECT_EQ(request.job().env().at("PYTORCH_CUDA_ALLOC_CONF"), "expandable_segments:True");
