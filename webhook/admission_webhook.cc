@@ -125,7 +125,7 @@ void AddVerdict(const v1::CheckResponse& r, const WorkloadJob& job, absl::string
                    {"peak-device-bytes", absl::StrCat(r.peak_device_bytes())},
                    {"usable-bytes", absl::StrCat(r.usable_bytes())},
                    {"gpu", r.gpu_name()},
-                   {"num-gpus", absl::StrCat(job.num_gpus)}};
+                   {"num-gpus", absl::StrCat(job.launch.num_gpus)}};
   std::vector<const v1::Recommendation*> environment, ladder, incompatible;
   for (const v1::Recommendation& rec : r.recommendations()) {
     if (rec.kind() == v1::Recommendation::KIND_INCOMPATIBILITY) {
@@ -139,7 +139,7 @@ void AddVerdict(const v1::CheckResponse& r, const WorkloadJob& job, absl::string
     case v1::VERDICT_DOES_NOT_FIT: {
       answer->allowed = false;
       answer->message =
-          absl::StrCat("oomguard: ", subject, " (", job.num_gpus, " GPUs, ", r.gpu_name(),
+          absl::StrCat("oomguard: ", subject, " (", job.launch.num_gpus, " GPUs, ", r.gpu_name(),
                        ") would run out of GPU memory. ", r.summary(),
                        " To admit it anyway, annotate it ", kSkipAnnotation, ": \"true\".");
       for (size_t i = 0; i < ladder.size() && i < 3; ++i) {
@@ -267,13 +267,9 @@ absl::StatusOr<v1::CheckRequest> CheckRequestFor(const WorkloadJob& job,
         absl::StrCat(job.gpu_source, " = \"", job.gpu, "\": ", gpu.status().message(),
                      " (set annotation ", kGpuAnnotation, " to one of them)"));
   }
-  return BuildCheckRequest(LaunchCheck{.megatron_args = job.megatron_args,
-                                       .preset = job.preset,
-                                       .num_gpus = job.num_gpus,
-                                       .gpus_per_node = job.gpus_per_node,
-                                       .env = job.env,
-                                       .gpu_name = *std::move(gpu),
-                                       .safety_margin = job.safety_margin});
+  LaunchCheck launch = job.launch;
+  launch.gpu_name = *std::move(gpu);
+  return BuildCheckRequest(launch);
 }
 
 AdmissionAnswer ReviewAdmission(absl::string_view body, const GpuCatalog& catalog,

@@ -14,6 +14,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
+#include "common/status_macros.h"
 #include "service/request_log.h"
 #include "webhook/admission_webhook.h"
 
@@ -64,7 +65,7 @@ absl::StatusOr<std::unique_ptr<WebhookServer>> WebhookServer::Start(WebhookServe
                                                                     ServiceMetrics* metrics) {
   std::string host;
   int port = 0;
-  if (absl::Status s = SplitAddress(options.address, &host, &port); !s.ok()) return s;
+  OOMGUARD_RETURN_IF_ERROR(SplitAddress(options.address, &host, &port));
   if (options.threads < 1) {
     return absl::InvalidArgumentError(
         absl::StrCat("webhook threads = ", options.threads, ": must be >= 1"));
@@ -88,10 +89,10 @@ absl::StatusOr<std::unique_ptr<WebhookServer>> WebhookServer::Start(WebhookServe
                        ": the webhook needs webhook_tls_cert and webhook_tls_key (the API "
                        "server only calls HTTPS)"));
     }
-    absl::StatusOr<std::unique_ptr<CertificateReloader>> certificates = CertificateReloader::Create(
-        options.tls_cert_file, options.tls_key_file, options.tls_reload_interval);
-    if (!certificates.ok()) return certificates.status();
-    server->certificates_ = *std::move(certificates);
+    OOMGUARD_ASSIGN_OR_RETURN(
+        server->certificates_,
+        CertificateReloader::Create(options.tls_cert_file, options.tls_key_file,
+                                    options.tls_reload_interval));
     CertificateReloader* reloader = server->certificates_.get();
     server->server_ = std::make_unique<httplib::SSLServer>(
         [reloader](SSL_CTX& ctx) { return reloader->Configure(ctx); });

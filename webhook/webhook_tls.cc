@@ -14,6 +14,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/status_macros.h"
 #include "service/flag_file.h"
 #include "service/request_log.h"
 
@@ -54,13 +55,11 @@ std::unique_ptr<BIO, BioDeleter> MemoryBio(const std::string& data) {
 absl::StatusOr<CertificateReloader::Loaded> CertificateReloader::Load(const std::string& cert_file,
                                                                       const std::string& key_file) {
   Loaded loaded;
-  absl::StatusOr<std::string> cert_pem = ReadFlagFile("webhook_tls_cert", cert_file);
-  if (!cert_pem.ok()) return cert_pem.status();
-  absl::StatusOr<std::string> key_pem = ReadFlagFile("webhook_tls_key", key_file);
-  if (!key_pem.ok()) return key_pem.status();
+  OOMGUARD_ASSIGN_OR_RETURN(std::string cert_pem, ReadFlagFile("webhook_tls_cert", cert_file));
+  OOMGUARD_ASSIGN_OR_RETURN(std::string key_pem, ReadFlagFile("webhook_tls_key", key_file));
 
   auto pair = std::make_shared<KeyPair>();
-  auto cert_bio = MemoryBio(*cert_pem);
+  auto cert_bio = MemoryBio(cert_pem);
   pair->leaf = PEM_read_bio_X509(cert_bio.get(), nullptr, nullptr, nullptr);
   std::string error;
   if (pair->leaf == nullptr) {
@@ -70,7 +69,7 @@ absl::StatusOr<CertificateReloader::Loaded> CertificateReloader::Load(const std:
     while (X509* cert = PEM_read_bio_X509(cert_bio.get(), nullptr, nullptr, nullptr)) {
       sk_X509_push(pair->chain, cert);
     }
-    auto key_bio = MemoryBio(*key_pem);
+    auto key_bio = MemoryBio(key_pem);
     pair->key = PEM_read_bio_PrivateKey(key_bio.get(), nullptr, nullptr, nullptr);
     if (pair->key == nullptr) {
       error = absl::StrCat("webhook_tls_key = ", key_file,
@@ -83,21 +82,20 @@ absl::StatusOr<CertificateReloader::Loaded> CertificateReloader::Load(const std:
   ERR_clear_error();  // The end-of-chain read leaves an error queued.
   if (!error.empty()) return absl::InvalidArgumentError(error);
   loaded.pair = std::move(pair);
-  loaded.cert_pem = *std::move(cert_pem);
-  loaded.key_pem = *std::move(key_pem);
+  loaded.cert_pem = std::move(cert_pem);
+  loaded.key_pem = std::move(key_pem);
   return loaded;
 }
 
 absl::StatusOr<std::unique_ptr<CertificateReloader>> CertificateReloader::Create(
     std::string cert_file, std::string key_file, absl::Duration interval) {
-  absl::StatusOr<Loaded> loaded = Load(cert_file, key_file);
-  if (!loaded.ok()) return loaded.status();
+  OOMGUARD_ASSIGN_OR_RETURN(Loaded loaded, Load(cert_file, key_file));
   std::unique_ptr<CertificateReloader> reloader(
       new CertificateReloader(std::move(cert_file), std::move(key_file), interval));
   std::lock_guard<std::mutex> lock(reloader->mu_);
-  reloader->pair_ = std::move(loaded->pair);
-  reloader->cert_pem_ = std::move(loaded->cert_pem);
-  reloader->key_pem_ = std::move(loaded->key_pem);
+  reloader->pair_ = std::move(loaded.pair);
+  reloader->cert_pem_ = std::move(loaded.cert_pem);
+  reloader->key_pem_ = std::move(loaded.key_pem);
   reloader->next_check_ = absl::Now() + interval;
   return reloader;
 }

@@ -2,12 +2,13 @@
 // admission webhook (admission_webhook.h): Pods, batch/v1 Jobs, Kubeflow
 // PyTorchJobs and JobSets.
 //
-// Reads the object only (JSON as the API server sends it):
+// Reads the object only (JSON as the API server sends it, json_node.h):
 // - The launch: the first container (in pod-template order: PyTorchJob
-//   Master before the other replica types, JobSet replicatedJobs in order)
-//   whose `command` + `args` hold a Megatron-LM launch, after Kubernetes'
-//   own `$(VAR)` expansion with the container's literal `env` values
-//   (jobscript/job_script.h reads the words). Init containers never count.
+//   Master before the other replica types, JobSet replicatedJobs in order,
+//   workload_kinds.h) whose `command` + `args` hold a Megatron-LM launch,
+//   after Kubernetes' own `$(VAR)` expansion with the container's literal
+//   `env` values (pod_scan.h; jobscript/job_script.h reads the words). Init
+//   containers never count.
 // - Its environment: the container's `env` entries with a literal `value`
 //   (valueFrom/envFrom cannot be seen), then what the script exports. A
 //   `bash -c SCRIPT` sees those entries as exported variables.
@@ -38,33 +39,24 @@
 #ifndef OOMGUARD_WEBHOOK_WEBHOOK_WORKLOAD_H_
 #define OOMGUARD_WEBHOOK_WEBHOOK_WORKLOAD_H_
 
-#include <cstdint>
-#include <map>
 #include <nlohmann/json_fwd.hpp>
-#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "absl/strings/string_view.h"
+#include "jobscript/check_request.h"
+// The parts ReadWorkload is made of declare the rest of its API:
+// WorkloadKind, WorkloadKindOf, WorkloadKindName (workload_kinds.h);
+// kGpuProductLabel, kGpuResource, ExpandKubernetesReferences (pod_scan.h).
+#include "webhook/pod_scan.h"
+#include "webhook/workload_kinds.h"
 
 namespace oomguard::webhook {
-
-enum class WorkloadKind { kPod, kJob, kPyTorchJob, kJobSet };
-
-// The kind named by an AdmissionRequest's `kind` (API group and kind; the
-// version is not looked at); nullopt for kinds the webhook does not judge.
-std::optional<WorkloadKind> WorkloadKindOf(absl::string_view group, absl::string_view kind);
-
-// "Pod", "Job", "PyTorchJob", "JobSet".
-absl::string_view WorkloadKindName(WorkloadKind kind);
 
 inline constexpr char kSkipAnnotation[] = "oomguard.io/skip";
 inline constexpr char kGpuAnnotation[] = "oomguard.io/gpu";
 inline constexpr char kPresetAnnotation[] = "oomguard.io/preset";
 inline constexpr char kGpusPerNodeAnnotation[] = "oomguard.io/gpus-per-node";
-inline constexpr char kGpuProductLabel[] = "nvidia.com/gpu.product";
-inline constexpr char kGpuResource[] = "nvidia.com/gpu";
 
 // The job an object launches.
 struct WorkloadJob {
@@ -73,17 +65,14 @@ struct WorkloadJob {
   std::string not_judged;
   // Where the launch is, e.g. `spec.containers[0] ("trainer")`.
   std::string container;
-  // The Megatron-LM flags, one word per element.
-  std::vector<std::string> megatron_args;
-  std::string preset;  // Empty = the flags describe the whole model.
+  // What the check judges (the Megatron-LM flags, the preset, the world
+  // size, GPUs per node, the environment, the safety margin), as
+  // BuildCheckRequest takes it. Its GPU is left unset: `gpu` is resolved
+  // against the catalog first (CheckRequestFor in admission_webhook.h).
+  LaunchCheck launch;
   // The GPU type as written, and where it was found; empty when unknown.
   std::string gpu;
   std::string gpu_source;
-  uint32_t num_gpus = 0;
-  uint32_t gpus_per_node = 0;  // 0 = unknown.
-  std::optional<double> safety_margin;
-  // PYTORCH_CUDA_ALLOC_CONF / NCCL_GRAPH_REGISTER as the launch sees them.
-  std::map<std::string, std::string> env;
   // Launch words only known at run time that may change memory (see
   // MayChangeMemory in jobspec/megatron_args.h), as written, e.g. "--micro-batch-size $MBS": the
   // verdict is a guess without them.
@@ -98,12 +87,6 @@ struct WorkloadJob {
 // negative replica count, a bad annotation); FailedPrecondition when a launch
 // is found but the job cannot be judged (no GPUs, no GPU type).
 absl::StatusOr<WorkloadJob> ReadWorkload(const nlohmann::json& object, WorkloadKind kind);
-
-// Kubernetes' expansion of `$(NAME)` in command, args and env values:
-// references to names in `env` are replaced, `$$` is a literal `$`, anything
-// else stays as written.
-std::string ExpandKubernetesReferences(absl::string_view text,
-                                       const std::map<std::string, std::string>& env);
 
 }  // namespace oomguard::webhook
 

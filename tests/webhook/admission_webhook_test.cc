@@ -7,7 +7,6 @@
 
 #include <algorithm>
 #include <fstream>
-#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
@@ -17,6 +16,7 @@
 #include "absl/time/clock.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "jobscript/check_request.h"
 #include "jobspec/megatron_args.h"
 #include "service/metrics.h"
 #include "service/oomguard_service.h"
@@ -327,7 +327,7 @@ uint32_t WorldSize(const json& review, webhook::WorkloadKind kind) {
   absl::StatusOr<webhook::WorkloadJob> job =
       webhook::ReadWorkload(review["request"]["object"], kind);
   EXPECT_TRUE(job.ok()) << job.status();
-  return job.ok() ? job->num_gpus : 0;
+  return job.ok() ? job->launch.num_gpus : 0;
 }
 
 TEST_F(WebhookAdmissionTest, PyTorchJobSumsReplicaTypes) {
@@ -393,10 +393,6 @@ TEST_F(WebhookAdmissionTest, KubernetesReferencesAreExpandedFromLiteralEnv) {
   for (const json& w : r["warnings"]) {
     EXPECT_THAT(w.get<std::string>(), Not(HasSubstr("expandable_segments")));
   }
-
-  const std::map<std::string, std::string> env = {{"A", "x"}, {"B", "$(A)y"}};
-  EXPECT_EQ(webhook::ExpandKubernetesReferences("$(A)-$(B)-$(C)-$$(A)-$-$(A", env),
-            "x-$(A)y-$(C)-$(A)-$-$(A");
 }
 
 TEST_F(WebhookAdmissionTest, ShellScriptsSeeTheContainerEnv) {
@@ -564,14 +560,30 @@ TEST(WebhookHelpersTest, GpuFeatureDiscoveryNamesResolve) {
             absl::StatusCode::kNotFound);
 }
 
-TEST(WebhookHelpersTest, KindsAreMatchedByGroupAndKind) {
-  EXPECT_EQ(webhook::WorkloadKindOf("", "Pod"), webhook::WorkloadKind::kPod);
-  EXPECT_EQ(webhook::WorkloadKindOf("batch", "Job"), webhook::WorkloadKind::kJob);
-  EXPECT_EQ(webhook::WorkloadKindOf("kubeflow.org", "PyTorchJob"),
-            webhook::WorkloadKind::kPyTorchJob);
-  EXPECT_EQ(webhook::WorkloadKindOf("jobset.x-k8s.io", "JobSet"), webhook::WorkloadKind::kJobSet);
-  EXPECT_EQ(webhook::WorkloadKindOf("apps", "Deployment"), std::nullopt);
-  EXPECT_EQ(webhook::WorkloadKindOf("example.com", "Job"), std::nullopt);
+TEST(WebhookHelpersTest, CheckRequestIsBuiltFromTheLaunchWithTheResolvedGpu) {
+  const GpuCatalog catalog = GpuCatalog::Builtin();
+  webhook::WorkloadJob job;
+  job.launch.megatron_args = {"--micro-batch-size", "2", "it's"};
+  job.launch.preset = "deepseek-v3";
+  job.launch.num_gpus = 16;
+  job.launch.gpus_per_node = 8;
+  job.launch.env = {{"NCCL_GRAPH_REGISTER", "0"}};
+  job.launch.safety_margin = 0.1;
+  job.gpu = "NVIDIA-H100-80GB-HBM3";
+  job.gpu_source = "spec.nodeSelector[\"nvidia.com/gpu.product\"]";
+  absl::StatusOr<v1::CheckRequest> request = webhook::CheckRequestFor(job, catalog);
+  ASSERT_TRUE(request.ok()) << request.status();
+  LaunchCheck resolved = job.launch;
+  resolved.gpu_name = "H100-SXM-80GB";
+  EXPECT_EQ(request->DebugString(), BuildCheckRequest(resolved).DebugString());
+
+  job.gpu = "Tesla-V100-SXM2-16GB";
+  request = webhook::CheckRequestFor(job, catalog);
+  EXPECT_EQ(request.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(request.status().message()),
+              AllOf(StartsWith("spec.nodeSelector[\"nvidia.com/gpu.product\"] = "
+                               "\"Tesla-V100-SXM2-16GB\": "),
+                    HasSubstr("set annotation oomguard.io/gpu")));
 }
 
 }  // namespace

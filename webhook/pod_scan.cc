@@ -1,0 +1,237 @@
+// One pod template's launch, GPUs and GPU product (see pod_scan.h).
+#include "webhook/pod_scan.h"
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+#include "common/status_macros.h"
+
+namespace oomguard::webhook {
+namespace {
+
+using json = nlohmann::json;
+
+// A GPU quantity: "8" (how the API server writes quantities) or 8.
+absl::StatusOr<uint64_t> ReadGpuQuantity(const JsonNode& node) {
+  if (!node) return 0;
+  uint64_t n = 0;
+  bool ok = false;
+  if (node.value->is_number_integer()) {
+    const std::optional<uint64_t> whole = WholeNumber(*node.value);
+    ok = whole.has_value();
+    n = whole.value_or(0);
+  } else if (node.value->is_string()) {
+    const std::string& s = node.value->get_ref<const std::string&>();
+    ok = !s.empty() && s.size() <= 6 &&
+         std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; }) &&
+         absl::SimpleAtoi(s, &n);
+  }
+  if (!ok || n > kMaxGpusPerContainer) {
+    return Malformed(node,
+                     absl::StrCat("not a whole number of GPUs in [0, ", kMaxGpusPerContainer, "]"));
+  }
+  return n;
+}
+
+// The nvidia.com/gpu of one container: limits, else requests.
+absl::StatusOr<uint64_t> ContainerGpus(const JsonNode& container) {
+  const JsonNode resources = container.Get("resources");
+  OOMGUARD_RETURN_IF_ERROR(ExpectObject(resources));
+  for (const char* field : {"limits", "requests"}) {
+    const JsonNode amounts = resources.Get(field);
+    OOMGUARD_RETURN_IF_ERROR(ExpectObject(amounts));
+    const JsonNode gpus = amounts.Get(kGpuResource);
+    if (gpus) return ReadGpuQuantity(gpus);
+  }
+  return 0;
+}
+
+// The container's literal env values, each expanded with the ones before it
+// (as the kubelet does).
+absl::StatusOr<std::map<std::string, std::string>> ReadEnv(const JsonNode& container) {
+  std::map<std::string, std::string> env;
+  const JsonNode list = container.Get("env");
+  OOMGUARD_RETURN_IF_ERROR(ExpectArray(list));
+  if (!list) return env;
+  for (size_t i = 0; i < list.value->size(); ++i) {
+    const JsonNode entry = list.At(i);
+    OOMGUARD_RETURN_IF_ERROR(ExpectObject(entry));
+    OOMGUARD_ASSIGN_OR_RETURN(const std::optional<std::string> name, ReadString(entry.Get("name")));
+    OOMGUARD_ASSIGN_OR_RETURN(const std::optional<std::string> value,
+                              ReadString(entry.Get("value")));
+    if (!name.has_value() || entry.Get("valueFrom")) continue;
+    env[*name] = ExpandKubernetesReferences(value.value_or(""), env);
+  }
+  return env;
+}
+
+// `export NAME='value'` lines for the container's env, so that a shell
+// script sees them as the shell would.
+std::string ExportLines(const std::map<std::string, std::string>& env) {
+  std::string lines;
+  for (const auto& [name, value] : env) {
+    const bool identifier = !name.empty() &&
+                            !absl::ascii_isdigit(static_cast<unsigned char>(name[0])) &&
+                            std::all_of(name.begin(), name.end(), [](char c) {
+                              return absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '_';
+                            });
+    if (!identifier) continue;
+    absl::StrAppend(&lines, "export ", name, "='", absl::StrReplaceAll(value, {{"'", "'\\''"}}),
+                    "'\n");
+  }
+  return lines;
+}
+
+// Reads a container's words. `bash -c SCRIPT` (the form ParseCommandWords
+// hands to ParseJobScript: a shell, then an option cluster holding `c`,
+// within the first words) gets the env exported in front of SCRIPT.
+absl::StatusOr<ScriptJob> ReadLaunch(std::vector<std::string> words,
+                                     const std::map<std::string, std::string>& env) {
+  auto is_shell = [](absl::string_view word) {
+    const size_t slash = word.rfind('/');
+    const absl::string_view name = slash == absl::string_view::npos ? word : word.substr(slash + 1);
+    return name == "bash" || name == "sh";
+  };
+  auto is_dash_c = [](absl::string_view word) {
+    return word.size() >= 2 && word[0] == '-' && word[1] != '-' && absl::StrContains(word, 'c') &&
+           std::all_of(word.begin() + 1, word.end(),
+                       [](char c) { return absl::ascii_isalpha(static_cast<unsigned char>(c)); });
+  };
+  for (size_t k = 0; k + 2 < words.size() && k < 4; ++k) {
+    if (is_shell(words[k]) && is_dash_c(words[k + 1])) {
+      words[k + 2] = absl::StrCat(ExportLines(env), words[k + 2]);
+      break;
+    }
+  }
+  return ParseCommandWords(words);
+}
+
+// The single value a required node affinity allows for the GPU product
+// label, or empty.
+absl::StatusOr<std::string> AffinityGpuProduct(const JsonNode& spec) {
+  const JsonNode terms = spec.Get("affinity")
+                             .Get("nodeAffinity")
+                             .Get("requiredDuringSchedulingIgnoredDuringExecution")
+                             .Get("nodeSelectorTerms");
+  OOMGUARD_RETURN_IF_ERROR(ExpectArray(terms));
+  if (!terms) return std::string();
+  std::set<std::string> values;
+  for (size_t t = 0; t < terms.value->size(); ++t) {
+    const JsonNode expressions = terms.At(t).Get("matchExpressions");
+    OOMGUARD_RETURN_IF_ERROR(ExpectArray(expressions));
+    if (!expressions) continue;
+    for (size_t e = 0; e < expressions.value->size(); ++e) {
+      const JsonNode expression = expressions.At(e);
+      const json* key = expression.Get("key").value;
+      const json* op = expression.Get("operator").value;
+      if (key == nullptr || *key != kGpuProductLabel || op == nullptr || *op != "In") continue;
+      OOMGUARD_ASSIGN_OR_RETURN(const std::vector<std::string> in,
+                                ReadStringList(expression.Get("values")));
+      values.insert(in.begin(), in.end());
+    }
+  }
+  return values.size() == 1 ? *values.begin() : std::string();
+}
+
+}  // namespace
+
+absl::StatusOr<PodScan> ScanPodSpec(const JsonNode& spec) {
+  PodScan scan;
+  OOMGUARD_RETURN_IF_ERROR(ExpectObject(spec));
+  const JsonNode containers = spec.Get("containers");
+  OOMGUARD_RETURN_IF_ERROR(ExpectArray(containers));
+  const size_t n = containers ? containers.value->size() : 0;
+  for (size_t i = 0; i < n; ++i) {
+    const JsonNode container = containers.At(i);
+    OOMGUARD_RETURN_IF_ERROR(ExpectObject(container));
+    OOMGUARD_ASSIGN_OR_RETURN(const uint64_t gpus, ContainerGpus(container));
+    scan.total_gpus += gpus;
+    OOMGUARD_ASSIGN_OR_RETURN(auto env, ReadEnv(container));
+    OOMGUARD_ASSIGN_OR_RETURN(const std::vector<std::string> command,
+                              ReadStringList(container.Get("command")));
+    OOMGUARD_ASSIGN_OR_RETURN(const std::vector<std::string> args,
+                              ReadStringList(container.Get("args")));
+    std::vector<std::string> words = command;
+    words.insert(words.end(), args.begin(), args.end());
+    if (words.empty()) continue;
+    for (std::string& word : words) word = ExpandKubernetesReferences(word, env);
+    OOMGUARD_ASSIGN_OR_RETURN(const std::optional<std::string> name,
+                              ReadString(container.Get("name")));
+    const std::string where = absl::StrCat(container.path, " (\"", name.value_or(""), "\")");
+    absl::StatusOr<ScriptJob> script = ReadLaunch(words, env);
+    // No command: the image's entrypoint is often a shell running the one
+    // argument as a script.
+    if (script.ok() && !script->found && command.empty() && words.size() == 1) {
+      script = ReadLaunch({"sh", "-c", words[0]}, env);
+    }
+    if (!script.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, " command/args: ", script.status().message()));
+    }
+    if (!script->found) continue;
+    if (++scan.launches > 1) continue;
+    scan.launch = true;
+    scan.container = where;
+    scan.launch_gpus = gpus;
+    scan.env = std::move(env);
+    scan.script = *std::move(script);
+  }
+  const JsonNode selector = spec.Get("nodeSelector");
+  OOMGUARD_RETURN_IF_ERROR(ExpectObject(selector));
+  const JsonNode product = selector.Get(kGpuProductLabel);
+  OOMGUARD_ASSIGN_OR_RETURN(const std::optional<std::string> selected, ReadString(product));
+  if (selected.has_value() && !selected->empty()) {
+    scan.gpu_product = *selected;
+    scan.gpu_product_source = product.path;
+  } else {
+    OOMGUARD_ASSIGN_OR_RETURN(std::string affinity, AffinityGpuProduct(spec));
+    if (!affinity.empty()) {
+      scan.gpu_product = std::move(affinity);
+      scan.gpu_product_source =
+          absl::StrCat(spec.path, ".affinity (required node affinity on ", kGpuProductLabel, ")");
+    }
+  }
+  return scan;
+}
+
+std::string ExpandKubernetesReferences(absl::string_view text,
+                                       const std::map<std::string, std::string>& env) {
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text[i] != '$' || i + 1 == text.size()) {
+      out.push_back(text[i]);
+      continue;
+    }
+    if (text[i + 1] == '$') {  // "$$" is an escaped '$'.
+      out.push_back('$');
+      ++i;
+      continue;
+    }
+    const size_t close = text[i + 1] == '(' ? text.find(')', i + 2) : absl::string_view::npos;
+    if (close == absl::string_view::npos) {
+      out.push_back('$');
+      continue;
+    }
+    const std::string name(text.substr(i + 2, close - i - 2));
+    auto it = env.find(name);
+    if (it != env.end()) {
+      out += it->second;
+    } else {
+      absl::StrAppend(&out, text.substr(i, close - i + 1));
+    }
+    i = close;
+  }
+  return out;
+}
+
+}  // namespace oomguard::webhook
