@@ -6,18 +6,26 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 #include "jobspec/job_builder.h"
 #include "jobspec/megatron_args.h"
+#include "service/status_mapping.h"
 
 namespace oomguard::service {
 namespace {
 
+// InvalidArgument with `message`, about the request field `field`.
+absl::Status InvalidField(absl::string_view field, absl::string_view message) {
+  return WithBadField(absl::InvalidArgumentError(message), field);
+}
+
 // `status` (from a parser or a lookup) as InvalidArgument about `field`;
-// Unimplemented (a valid job oomguard does not model, e.g. FSDP) stays so.
+// Unimplemented (a valid job oomguard does not model, e.g. FSDP) stays so,
+// without a BadRequest detail: nothing in the request is wrong.
 absl::Status FieldError(absl::string_view field, const absl::Status& status) {
   const std::string message = absl::StrCat(field, ": ", status.message());
   if (absl::IsUnimplemented(status)) return absl::UnimplementedError(message);
-  return absl::InvalidArgumentError(message);
+  return InvalidField(field, message);
 }
 
 absl::StatusOr<v1::JobSpec> BuildMegatronJob(const v1::MegatronJob& megatron,
@@ -25,19 +33,21 @@ absl::StatusOr<v1::JobSpec> BuildMegatronJob(const v1::MegatronJob& megatron,
                                              const std::string& field,
                                              std::vector<std::string>* notes) {
   if (megatron.num_gpus() == 0) {
-    return absl::InvalidArgumentError(
+    return InvalidField(
+        absl::StrCat(field, ".num_gpus"),
         absl::StrCat(field, ".num_gpus = 0: the job's world size is required (> 0)"));
   }
   if (!megatron.argv().empty() && !megatron.args().empty()) {
-    return absl::InvalidArgumentError(
+    return InvalidField(
+        absl::StrCat(field, ".args"),
         absl::StrCat(field, ".args: set argv (the words) or args (one line), not both"));
   }
   if (megatron.model_case() == v1::MegatronJob::MODEL_NOT_SET && megatron.argv().empty() &&
       megatron.args().empty()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(field,
-                     ".argv: empty: the arguments are required without a preset or "
-                     "hf_config_json"));
+    return InvalidField(absl::StrCat(field, ".argv"),
+                        absl::StrCat(field,
+                                     ".argv: empty: the arguments are required without a preset "
+                                     "or hf_config_json"));
   }
   std::vector<std::string> words(megatron.argv().begin(), megatron.argv().end());
   if (!megatron.args().empty()) {
@@ -66,14 +76,13 @@ absl::StatusOr<ResolvedJob> ResolveJobSource(const v1::JobSource& source, absl::
       ApplyEnvironment(env, &job.spec);
       break;
     case v1::JobSource::kMegatron: {
-      absl::StatusOr<v1::JobSpec> spec =
-          BuildMegatronJob(source.megatron(), env, absl::StrCat(field, ".megatron"), &job.notes);
-      if (!spec.ok()) return spec.status();
-      job.spec = *std::move(spec);
+      OOMGUARD_ASSIGN_OR_RETURN(
+          job.spec,
+          BuildMegatronJob(source.megatron(), env, absl::StrCat(field, ".megatron"), &job.notes));
       break;
     }
     case v1::JobSource::SOURCE_NOT_SET:
-      return absl::InvalidArgumentError(absl::StrCat(field, ": missing; set spec or megatron"));
+      return InvalidField(field, absl::StrCat(field, ": missing; set spec or megatron"));
   }
   if (source.gpus_per_node() > 0) {
     job.spec.mutable_runtime()->set_gpus_per_node(source.gpus_per_node());
@@ -90,7 +99,7 @@ absl::StatusOr<v1::GpuSpec> ResolveGpu(const v1::CheckRequest& request, const Gp
     }
     case v1::CheckRequest::kGpuMemoryBytes: {
       if (request.gpu_memory_bytes() == 0) {
-        return absl::InvalidArgumentError("gpu_memory_bytes = 0: must be > 0");
+        return InvalidField("gpu_memory_bytes", "gpu_memory_bytes = 0: must be > 0");
       }
       v1::GpuSpec gpu;
       gpu.set_memory_bytes(request.gpu_memory_bytes());
@@ -99,8 +108,8 @@ absl::StatusOr<v1::GpuSpec> ResolveGpu(const v1::CheckRequest& request, const Gp
     case v1::CheckRequest::GPU_NOT_SET:
       break;
   }
-  return absl::InvalidArgumentError(
-      "gpu: missing; set gpu_name (see ListGpus) or gpu_memory_bytes");
+  // "gpu" is the oneof of gpu_name and gpu_memory_bytes.
+  return InvalidField("gpu", "gpu: missing; set gpu_name (see ListGpus) or gpu_memory_bytes");
 }
 
 }  // namespace oomguard::service

@@ -1,6 +1,9 @@
 // Request -> core inputs: turns the job source of a request into one
-// JobSpec, and the GPU of a CheckRequest into a catalog entry. Every error is InvalidArgument whose
-// message starts with the request field path and shows the bad value.
+// JobSpec, and the GPU of a CheckRequest into a catalog entry. Every error is
+// InvalidArgument whose message starts with the request field path and shows
+// the bad value, and which carries that path as a BadRequest detail
+// (WithBadField, status_mapping.h); or Unimplemented for a valid job oomguard
+// does not model (FSDP).
 #ifndef OOMGUARD_SERVICE_REQUEST_RESOLUTION_H_
 #define OOMGUARD_SERVICE_REQUEST_RESOLUTION_H_
 

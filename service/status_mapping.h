@@ -1,19 +1,43 @@
-// absl::Status (what the core and the request resolution return) ->
-// grpc::Status (what a client sees), and the names of gRPC codes for logs
-// and metric labels.
+// absl::Status (what the core and the request resolution return) <->
+// grpc::Status (what a client sees), with gRPC's rich error model: the
+// request field an error is about travels as a structured detail, never
+// only as message text. The names of gRPC codes for logs and metric labels.
+//
+// The field is attached where the error is made (WithBadField, an absl
+// payload keyed by the detail's type URL); ToGrpcStatus sends every payload
+// as a google.rpc.Status detail (oomguard.v1.RpcStatus, error.proto) in
+// `grpc-status-details-bin`; a client reads the fields back with
+// BadRequestFields.
 #ifndef OOMGUARD_SERVICE_STATUS_MAPPING_H_
 #define OOMGUARD_SERVICE_STATUS_MAPPING_H_
 
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/string_view.h"
 #include "grpcpp/support/status.h"
 
 namespace oomguard::service {
 
+// The type URL of a google.rpc.BadRequest detail (oomguard.v1.BadRequest is
+// wire-compatible with it).
+inline constexpr absl::string_view kBadRequestTypeUrl = "type.googleapis.com/google.rpc.BadRequest";
+
+// `status` with a BadRequest payload naming `field`, the request field path
+// it is about (e.g. "gpu_name", "job.megatron.args"); its message is the
+// violation's description. Adds to a BadRequest payload already there.
+absl::Status WithBadField(absl::Status status, absl::string_view field);
+
 // Same code and message. UNKNOWN never leaves the server: an absl Unknown
-// (or a code outside the canonical set) becomes INTERNAL.
+// (or a code outside the canonical set) becomes INTERNAL. A status with
+// payloads gets error details: an RpcStatus (google.rpc.Status) with the
+// same code and message and one Any per payload (its key is the type URL).
 grpc::Status ToGrpcStatus(const absl::Status& status);
+
+// The request fields named by the BadRequest details of `status`, a call's
+// status as the client sees it; empty when it has none.
+std::vector<std::string> BadRequestFields(const grpc::Status& status);
 
 // "OK", "INVALID_ARGUMENT", ...: the canonical name of `code`.
 inline std::string StatusCodeName(grpc::StatusCode code) {

@@ -1,3 +1,4 @@
+// Calibration against measured runs (see calibration.h).
 #include "tools/calibration.h"
 
 #include <algorithm>
@@ -9,11 +10,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "common/status_macros.h"
 #include "estimator/estimator.h"
-#include "jobspec/job_builder.h"
-#include "jobspec/megatron_args.h"
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
+#include "jobspec/job_builder.h"
 
 namespace oomguard {
 namespace {
@@ -78,13 +79,22 @@ double Number(const google::protobuf::Struct& s, const char* key) {
   return it != s.fields().end() && it->second.has_number_value() ? it->second.number_value() : 0;
 }
 
+// The report of `c`, estimated as `oomguard estimate` would.
+absl::StatusOr<v1::EstimateReport> EstimateCase(const CalibrationCase& c) {
+  JobSource source;
+  source.megatron_args = c.argv;
+  source.env = c.env;
+  source.num_gpus = c.gpus;
+  OOMGUARD_ASSIGN_OR_RETURN(const v1::JobSpec job, BuildJob(source, nullptr));
+  return Estimate(job);
+}
+
 }  // namespace
 
 absl::StatusOr<std::vector<CalibrationCase>> LoadMegatronCiCases(const std::string& path) {
-  absl::StatusOr<std::vector<std::string>> lines = ReadLines(path);
-  if (!lines.ok()) return lines.status();
+  OOMGUARD_ASSIGN_OR_RETURN(const std::vector<std::string> lines, ReadLines(path));
   std::vector<CalibrationCase> cases;
-  for (const std::string& line : *lines) {
+  for (const std::string& line : lines) {
     google::protobuf::Struct s;
     if (!google::protobuf::util::JsonStringToMessage(line, &s).ok()) {
       return absl::InvalidArgumentError(absl::StrCat(path, ": malformed line"));
@@ -109,18 +119,17 @@ absl::StatusOr<std::vector<CalibrationCase>> LoadMegatronCiCases(const std::stri
 }
 
 absl::StatusOr<std::vector<CalibrationCase>> LoadSweepCases(const std::string& path) {
-  absl::StatusOr<std::vector<std::string>> lines = ReadLines(path);
-  if (!lines.ok()) return lines.status();
-  if (lines->empty()) return absl::InvalidArgumentError(absl::StrCat(path, ": empty"));
-  const std::vector<std::string> header = SplitCsv((*lines)[0]);
+  OOMGUARD_ASSIGN_OR_RETURN(const std::vector<std::string> lines, ReadLines(path));
+  if (lines.empty()) return absl::InvalidArgumentError(absl::StrCat(path, ": empty"));
+  const std::vector<std::string> header = SplitCsv(lines[0]);
   auto column = [&](const char* name) {
     return static_cast<size_t>(std::find(header.begin(), header.end(), name) - header.begin());
   };
   const size_t id = column("config_id"), argv = column("argv"), st = column("static_alloc_mib"),
                peak = column("peak_alloc_mib");
   std::vector<CalibrationCase> cases;
-  for (size_t i = 1; i < lines->size(); ++i) {
-    const std::vector<std::string> f = SplitCsv((*lines)[i]);
+  for (size_t i = 1; i < lines.size(); ++i) {
+    const std::vector<std::string> f = SplitCsv(lines[i]);
     if (f.size() < header.size()) continue;
     CalibrationCase c;
     c.name = absl::StrCat("sweep/", f[id]);
@@ -142,16 +151,7 @@ absl::StatusOr<std::vector<CalibrationCase>> LoadSweepCases(const std::string& p
 CaseResult EvaluateCase(const CalibrationCase& c) {
   CaseResult r;
   r.c = c;
-  JobSource source;
-  source.megatron_args = c.argv;
-  source.env = c.env;
-  source.num_gpus = c.gpus;
-  absl::StatusOr<v1::JobSpec> job = BuildJob(source, nullptr);
-  if (!job.ok()) {
-    r.error = std::string(job.status().message());
-    return r;
-  }
-  absl::StatusOr<v1::EstimateReport> report = Estimate(*job);
+  const absl::StatusOr<v1::EstimateReport> report = EstimateCase(c);
   if (!report.ok()) {
     r.error = std::string(report.status().message());
     return r;

@@ -1,8 +1,8 @@
 // `oomguard check`: asks a running oomguard service (its Check RPC) whether
 // a job fits its GPUs, and prints the verdict. This is the client the Slurm
 // job_submit hook runs (deploy/slurm/job_submit.lua): the hook writes the job
-// to a file (the envelope below) and runs a fixed command line, so that no
-// job text ever reaches a shell.
+// to a file (the envelope, job_envelope.h) and runs a fixed command line, so
+// that no job text ever reaches a shell.
 //
 //   oomguard check --server HOST:PORT [--deadline-ms 2000]
 //       [--gpu NAME | --gpu-memory-gib G] [--gpus N] [--gpus-per-node K]
@@ -13,25 +13,21 @@
 // Where each value comes from, first found wins: a command-line flag, then
 // the envelope header (what Slurm allocates: GRES count and type, or the
 // partition's GPU), then the script's `#OOMGUARD` directive, then the
-// envelope's default_gpu. A value that overrides a different one is noted on
-// stderr, never silently.
+// envelope's default_gpu (check_plan.h). A value that overrides a different
+// one is noted on stderr, never silently.
 //
 // Output (stdout): the first line is "oomguard: " and the service's one-line
 // summary (verdict, worst rank, its peak and the capacity, the first thing
 // to try); then, for FITS_WITH_SETTINGS, "oomguard: add to the job script:
 // ..." lines, for DOES_NOT_FIT the recommended steps; "oomguard: not judged:
-// ..." for exit 5. With --json, the CheckResponse as protobuf JSON instead.
-// stderr: "oomguard check: note: ..." lines and "oomguard check: ..." errors.
+// ..." for exit 5. With --json, the CheckResponse as protobuf JSON instead
+// (verdict_format.h). stderr: "oomguard check: note: ..." lines and
+// "oomguard check: ..." errors.
 #ifndef OOMGUARD_TOOLS_CHECK_COMMAND_H_
 #define OOMGUARD_TOOLS_CHECK_COMMAND_H_
 
-#include <cstdint>
-#include <map>
 #include <string>
 #include <vector>
-
-#include "absl/status/statusor.h"
-#include "absl/strings/string_view.h"
 
 namespace oomguard {
 
@@ -45,46 +41,15 @@ enum CheckExitCode : int {
   kCheckDoesNotFit = 4,
   // Nothing to judge: no Megatron-LM launch, `#OOMGUARD skip`, no GPU count
   // or type known, a GPU the service does not know from the scheduler, or a
-  // job oomguard does not model (FSDP).
+  // job oomguard does not model (the service's UNIMPLEMENTED, e.g. FSDP).
   kCheckNotJudged = 5,
   // The service is unavailable, too slow (deadline exceeded) or failed.
   kCheckUnavailable = 6,
 };
 
-// The --job-file envelope:
-//
-//   oomguard-job 1
-//   gpus=16
-//   gpus_per_node=8
-//   gpu=h100
-//   partition=gpu
-//   <empty line>
-//   <the job script, verbatim, to the end of the file>
-//
-// The first line is exactly "oomguard-job 1". Header lines are key=value,
-// each key at most once: gpus, gpus_per_node (whole numbers, 1..1048576),
-// gpu, default_gpu, partition (1-128 of [A-Za-z0-9._+:-]), and
-// env.PYTORCH_CUDA_ALLOC_CONF / env.NCCL_GRAPH_REGISTER (the submission's
-// environment; 0-256 of [A-Za-z0-9._+:,=-]; the script's own exports win).
-// Any other line, key or value is an error naming it.
-struct JobEnvelope {
-  uint32_t gpus = 0;                       // 0 = not given.
-  uint32_t gpus_per_node = 0;              // 0 = not given.
-  std::string gpu;                         // What the scheduler allocates; empty = unknown.
-  std::string default_gpu;                 // Used when nothing else names the GPU.
-  std::string partition;                   // For messages only.
-  std::map<std::string, std::string> env;  // The submission's environment.
-  std::string script;
-};
-
-// Largest --job-file / --script accepted, in bytes.
-inline constexpr size_t kMaxJobFileBytes = (size_t{16} << 20) + (size_t{64} << 10);
-
-absl::StatusOr<JobEnvelope> ParseJobEnvelope(absl::string_view text);
-
 // Runs the command; `args` excludes the program and subcommand names.
 // Returns the exit code; `out` gets stdout, `err` gets whole stderr lines.
-int RunCheck(const std::vector<std::string>& args, std::string& out, std::string& err);
+int RunCheckCommand(const std::vector<std::string>& args, std::string& out, std::string& err);
 
 }  // namespace oomguard
 

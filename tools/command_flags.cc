@@ -1,5 +1,7 @@
+// The flags of estimate and check (see command_flags.h).
 #include "tools/command_flags.h"
 
+#include "absl/status/status.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 
@@ -9,19 +11,13 @@ bool IsFlag(const std::string& a, absl::string_view name) {
   return a == name || absl::StartsWith(a, absl::StrCat(name, "="));
 }
 
-bool TakeFlagValue(const std::vector<std::string>& args, size_t& i, absl::string_view name,
-                   std::string& value, std::string& err) {
+absl::StatusOr<std::string> TakeFlagValue(const std::vector<std::string>& args, size_t& i,
+                                          absl::string_view name) {
   const std::string& a = args[i];
-  if (absl::StartsWith(a, absl::StrCat(name, "="))) {
-    value = a.substr(name.size() + 1);
-    return true;
-  }
-  if (i + 1 >= args.size()) {
-    err = absl::StrCat(name, ": missing value");
-    return false;
-  }
-  value = args[++i];
-  return true;
+  if (absl::StartsWith(a, absl::StrCat(name, "="))) return a.substr(name.size() + 1);
+  if (i + 1 >= args.size())
+    return absl::InvalidArgumentError(absl::StrCat(name, ": missing value"));
+  return args[++i];
 }
 
 }  // namespace oomguard

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 
 namespace oomguard {
@@ -16,9 +17,9 @@ namespace oomguard {
 bool IsFlag(const std::string& a, absl::string_view name);
 
 // The value of flag `name` at args[i]: after "=", or the next argument (i
-// then moves to it). False with `err` set when the value is missing.
-bool TakeFlagValue(const std::vector<std::string>& args, size_t& i, absl::string_view name,
-                   std::string& value, std::string& err);
+// then moves to it). InvalidArgument "NAME: missing value" when there is none.
+absl::StatusOr<std::string> TakeFlagValue(const std::vector<std::string>& args, size_t& i,
+                                          absl::string_view name);
 
 }  // namespace oomguard
 

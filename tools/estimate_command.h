@@ -10,7 +10,7 @@ namespace oomguard {
 
 // `args` excludes the program and subcommand names. Returns the exit code;
 // writes the result to `out` and errors (one line) to `err`.
-int RunEstimate(const std::vector<std::string>& args, std::string& out, std::string& err);
+int RunEstimateCommand(const std::vector<std::string>& args, std::string& out, std::string& err);
 
 }  // namespace oomguard
 

@@ -3,10 +3,10 @@
 #include <string>
 #include <vector>
 
-#include "tools/serve_command.h"
-#include "tools/calibration.h"
+#include "tools/calibrate_command.h"
 #include "tools/check_command.h"
 #include "tools/estimate_command.h"
+#include "tools/serve_command.h"
 
 namespace {
 
@@ -18,21 +18,6 @@ constexpr char kUsage[] =
     "  oomguard check --server HOST:PORT [--gpu NAME] [--gpus N] (--script FILE | --job-file FILE |"
     " -- <Megatron-LM args>)   (see check --help)\n"
     "  oomguard calibrate [megatron_ci_h100.jsonl|h100_single_gpu_sweep.csv ...]\n";
-
-int Calibrate(const std::vector<std::string>& files) {
-  std::vector<oomguard::CaseResult> results;
-  for (const std::string& f : files) {
-    const bool csv = f.size() > 4 && f.substr(f.size() - 4) == ".csv";
-    auto cases = csv ? oomguard::LoadSweepCases(f) : oomguard::LoadMegatronCiCases(f);
-    if (!cases.ok()) {
-      std::cerr << "oomguard calibrate: " << cases.status().message() << "\n";
-      return 2;
-    }
-    for (const auto& c : *cases) results.push_back(oomguard::EvaluateCase(c));
-  }
-  std::cout << oomguard::FormatCalibration(results);
-  return 0;
-}
 
 }  // namespace
 
@@ -46,22 +31,22 @@ int main(int argc, char** argv) {
   args.erase(args.begin());
   if (command == "estimate") {
     std::string out, err;
-    const int rc = oomguard::RunEstimate(args, out, err);
+    const int rc = oomguard::RunEstimateCommand(args, out, err);
     std::cout << out;
     if (!err.empty()) std::cerr << "oomguard estimate: " << err << "\n";
     return rc;
   }
   if (command == "calibrate") {
-    if (args.empty()) {
-      args = {"../shared/calibration/megatron_ci_h100.jsonl",
-              "../shared/calibration/h100_single_gpu_sweep.csv"};
-    }
-    return Calibrate(args);
+    std::string out, err;
+    const int rc = oomguard::RunCalibrateCommand(args, out, err);
+    std::cout << out;
+    if (!err.empty()) std::cerr << "oomguard calibrate: " << err << "\n";
+    return rc;
   }
-  if (command == "serve") return oomguard::RunServe(argc - 1, argv + 1);
+  if (command == "serve") return oomguard::RunServeCommand(argc - 1, argv + 1);
   if (command == "check") {
     std::string out, err;
-    const int rc = oomguard::RunCheck(args, out, err);
+    const int rc = oomguard::RunCheckCommand(args, out, err);
     std::cout << out << std::flush;
     std::cerr << err;
     return rc;

@@ -1,12 +1,18 @@
+// The estimate report as a table, a module tree and JSON (see report_format.h).
 #include "tools/report_format.h"
 
-#include <cstdio>
+#include <algorithm>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "nlohmann/json.hpp"
 
 namespace oomguard {
 namespace {
+
+using ::nlohmann::ordered_json;
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
@@ -16,94 +22,58 @@ uint64_t OverheadBytes(const v1::RankReport& r) {
   return r.peak_device_bytes() - r.static_bytes() - r.activation_bytes() - r.transient_bytes();
 }
 
-// Minimal JSON writer: objects and arrays of numbers, strings and booleans.
-class Json {
- public:
-  void Open(char c) {
-    Sep();
-    out_ += c;
-    first_ = true;
-  }
-  void Close(char c) {
-    out_ += c;
-    first_ = false;
-  }
-  void Key(absl::string_view k) {
-    Sep();
-    Str(k);
-    out_ += ':';
-    first_ = true;
-  }
-  void Num(absl::string_view k, uint64_t v) {
-    Key(k);
-    Sep();
-    absl::StrAppend(&out_, v);
-  }
-  void Int(absl::string_view k, int64_t v) {
-    Key(k);
-    Sep();
-    absl::StrAppend(&out_, v);
-  }
-  void Bool(absl::string_view k, bool v) {
-    Key(k);
-    Sep();
-    out_ += v ? "true" : "false";
-  }
-  void Text(absl::string_view k, absl::string_view v) {
-    Key(k);
-    Sep();
-    Str(v);
-  }
-  void Elem(absl::string_view v) {
-    Sep();
-    Str(v);
-  }
-  const std::string& str() const { return out_; }
+ordered_json TreeJson(const v1::ModuleNode& n) {
+  ordered_json children = ordered_json::array();
+  for (const v1::ModuleNode& c : n.children()) children.push_back(TreeJson(c));
+  return ordered_json{{"name", n.name()},
+                      {"type", n.type()},
+                      {"parameters", n.parameters()},
+                      {"activation_bytes", n.activation_bytes()},
+                      {"repeat", std::max<uint32_t>(n.repeat(), 1)},
+                      {"children", std::move(children)}};
+}
 
- private:
-  void Sep() {
-    if (!first_) out_ += ',';
-    first_ = false;
+ordered_json RankJson(const v1::RankReport& r, uint64_t capacity) {
+  const v1::StaticBytes& s = r.static_();
+  ordered_json j = {{"pp_rank", r.pp_rank()},
+                    {"parameters", r.parameters()},
+                    {"dense_parameters", r.dense_parameters()},
+                    {"expert_parameters", r.expert_parameters()},
+                    {"static_bytes", r.static_bytes()},
+                    {"dense_param_bytes", s.dense_param_bytes()},
+                    {"dense_grad_bytes", s.dense_grad_bytes()},
+                    {"dense_optimizer_bytes", s.dense_optimizer_bytes()},
+                    {"expert_param_bytes", s.expert_param_bytes()},
+                    {"expert_grad_bytes", s.expert_grad_bytes()},
+                    {"expert_optimizer_bytes", s.expert_optimizer_bytes()},
+                    {"host_optimizer_bytes", s.host_optimizer_bytes()},
+                    {"activation_bytes", r.activation_bytes()},
+                    {"transient_bytes", r.transient_bytes()},
+                    {"peak_allocated_bytes", r.peak_allocated_bytes()},
+                    {"peak_device_bytes", r.peak_device_bytes()}};
+  if (capacity) {
+    j["headroom_bytes"] =
+        static_cast<int64_t>(capacity) - static_cast<int64_t>(r.peak_device_bytes());
   }
-  void Str(absl::string_view s) {
-    out_ += '"';
-    for (char c : s) {
-      switch (c) {
-        case '"':
-          out_ += "\\\"";
-          break;
-        case '\\':
-          out_ += "\\\\";
-          break;
-        case '\n':
-          out_ += "\\n";
-          break;
-        default:
-          if (static_cast<unsigned char>(c) < 0x20) {
-            absl::StrAppendFormat(&out_, "\\u%04x", c);
-          } else {
-            out_ += c;
-          }
-      }
-    }
-    out_ += '"';
+  ordered_json& overheads = j["overheads"] = ordered_json::array();
+  for (const v1::Overhead& o : r.overheads()) {
+    overheads.push_back(
+        {{"name", o.name()}, {"bytes", o.bytes()}, {"in_allocated", o.in_allocated()}});
   }
-  std::string out_;
-  bool first_ = true;
-};
-
-void TreeJson(const v1::ModuleNode& n, Json& j) {
-  j.Open('{');
-  j.Text("name", n.name());
-  j.Text("type", n.type());
-  j.Num("parameters", n.parameters());
-  j.Num("activation_bytes", n.activation_bytes());
-  j.Num("repeat", std::max<uint32_t>(n.repeat(), 1));
-  j.Key("children");
-  j.Open('[');
-  for (const v1::ModuleNode& c : n.children()) TreeJson(c, j);
-  j.Close(']');
-  j.Close('}');
+  ordered_json& chunks = j["chunks"] = ordered_json::array();
+  for (const v1::ChunkReport& c : r.chunks()) {
+    chunks.push_back({{"chunk", c.chunk()},
+                      {"virtual_stage", c.virtual_stage()},
+                      {"num_decoder_layers", c.num_decoder_layers()},
+                      {"num_mtp_layers", c.num_mtp_layers()},
+                      {"has_embedding", c.has_embedding()},
+                      {"has_loss", c.has_loss()},
+                      {"parameters", c.parameters()},
+                      {"in_flight_microbatches", c.in_flight_microbatches()},
+                      {"activation_bytes_per_microbatch", c.activation_bytes_per_microbatch()},
+                      {"activation_bytes", c.activation_bytes()}});
+  }
+  return j;
 }
 
 void TreeText(const v1::ModuleNode& n, int depth, std::string& out) {
@@ -171,88 +141,29 @@ std::string FormatTree(const v1::EstimateReport& rep) {
 }
 
 std::string FormatJson(const v1::EstimateReport& rep, uint64_t capacity) {
-  Json j;
-  j.Open('{');
-  j.Num("num_gpus", rep.num_gpus());
-  j.Num("tensor_parallel", rep.tensor_parallel());
-  j.Num("pipeline_parallel", rep.pipeline_parallel());
-  j.Num("virtual_pipeline_chunks", rep.virtual_pipeline_chunks());
-  j.Num("context_parallel", rep.context_parallel());
-  j.Num("expert_parallel", rep.expert_parallel());
-  j.Num("expert_tensor_parallel", rep.expert_tensor_parallel());
-  j.Num("data_parallel", rep.data_parallel());
-  j.Num("expert_data_parallel", rep.expert_data_parallel());
-  j.Num("num_microbatches", rep.num_microbatches());
-  j.Num("padded_vocab_size", rep.padded_vocab_size());
-  j.Num("worst_rank", rep.worst_rank());
-  if (capacity) j.Num("capacity_bytes", capacity);
-  j.Key("ranks");
-  j.Open('[');
-  for (const v1::RankReport& r : rep.ranks()) {
-    j.Open('{');
-    j.Num("pp_rank", r.pp_rank());
-    j.Num("parameters", r.parameters());
-    j.Num("dense_parameters", r.dense_parameters());
-    j.Num("expert_parameters", r.expert_parameters());
-    j.Num("static_bytes", r.static_bytes());
-    const v1::StaticBytes& s = r.static_();
-    j.Num("dense_param_bytes", s.dense_param_bytes());
-    j.Num("dense_grad_bytes", s.dense_grad_bytes());
-    j.Num("dense_optimizer_bytes", s.dense_optimizer_bytes());
-    j.Num("expert_param_bytes", s.expert_param_bytes());
-    j.Num("expert_grad_bytes", s.expert_grad_bytes());
-    j.Num("expert_optimizer_bytes", s.expert_optimizer_bytes());
-    j.Num("host_optimizer_bytes", s.host_optimizer_bytes());
-    j.Num("activation_bytes", r.activation_bytes());
-    j.Num("transient_bytes", r.transient_bytes());
-    j.Num("peak_allocated_bytes", r.peak_allocated_bytes());
-    j.Num("peak_device_bytes", r.peak_device_bytes());
-    if (capacity) {
-      j.Int("headroom_bytes",
-            static_cast<int64_t>(capacity) - static_cast<int64_t>(r.peak_device_bytes()));
-    }
-    j.Key("overheads");
-    j.Open('[');
-    for (const v1::Overhead& o : r.overheads()) {
-      j.Open('{');
-      j.Text("name", o.name());
-      j.Num("bytes", o.bytes());
-      j.Bool("in_allocated", o.in_allocated());
-      j.Close('}');
-    }
-    j.Close(']');
-    j.Key("chunks");
-    j.Open('[');
-    for (const v1::ChunkReport& c : r.chunks()) {
-      j.Open('{');
-      j.Num("chunk", c.chunk());
-      j.Num("virtual_stage", c.virtual_stage());
-      j.Num("num_decoder_layers", c.num_decoder_layers());
-      j.Num("num_mtp_layers", c.num_mtp_layers());
-      j.Bool("has_embedding", c.has_embedding());
-      j.Bool("has_loss", c.has_loss());
-      j.Num("parameters", c.parameters());
-      j.Num("in_flight_microbatches", c.in_flight_microbatches());
-      j.Num("activation_bytes_per_microbatch", c.activation_bytes_per_microbatch());
-      j.Num("activation_bytes", c.activation_bytes());
-      j.Close('}');
-    }
-    j.Close(']');
-    j.Close('}');
-  }
-  j.Close(']');
+  ordered_json j = {{"num_gpus", rep.num_gpus()},
+                    {"tensor_parallel", rep.tensor_parallel()},
+                    {"pipeline_parallel", rep.pipeline_parallel()},
+                    {"virtual_pipeline_chunks", rep.virtual_pipeline_chunks()},
+                    {"context_parallel", rep.context_parallel()},
+                    {"expert_parallel", rep.expert_parallel()},
+                    {"expert_tensor_parallel", rep.expert_tensor_parallel()},
+                    {"data_parallel", rep.data_parallel()},
+                    {"expert_data_parallel", rep.expert_data_parallel()},
+                    {"num_microbatches", rep.num_microbatches()},
+                    {"padded_vocab_size", rep.padded_vocab_size()},
+                    {"worst_rank", rep.worst_rank()}};
+  if (capacity) j["capacity_bytes"] = capacity;
+  ordered_json& ranks = j["ranks"] = ordered_json::array();
+  for (const v1::RankReport& r : rep.ranks()) ranks.push_back(RankJson(r, capacity));
   if (rep.rank_trees_size() > 0) {
-    j.Key("trees");
-    j.Open('[');
-    for (const v1::ModuleNode& n : rep.rank_trees()) TreeJson(n, j);
-    j.Close(']');
+    ordered_json& trees = j["trees"] = ordered_json::array();
+    for (const v1::ModuleNode& n : rep.rank_trees()) trees.push_back(TreeJson(n));
   }
-  j.Key("notes");
-  j.Open('[');
-  for (const std::string& n : rep.notes()) j.Elem(n);
-  j.Close(']');
-  j.Close('}');
-  return j.str() + "\n";
+  j["notes"] = std::vector<std::string>(rep.notes().begin(), rep.notes().end());
+  // Compact; text that is not UTF-8 (a note quoting an argument) is replaced
+  // by U+FFFD rather than failing the report.
+  return j.dump(-1, ' ', false, ordered_json::error_handler_t::replace) + "\n";
 }
 
 }  // namespace oomguard

@@ -20,10 +20,10 @@
 #include "absl/flags/usage_config.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "server/server.h"
 #include "service/flag_file.h"
 #include "service/request_log.h"
 #include "tools/serve_flags.h"
-#include "server/server.h"
 
 namespace oomguard {
 
@@ -114,7 +114,7 @@ std::string SignalName(int signal) {
 
 }  // namespace
 
-int RunServe(int argc, char** argv) {
+int RunServeCommand(int argc, char** argv) {
   // Block the shutdown signals before any thread exists, so that every
   // thread inherits the mask and only the sigwait below sees them.
   sigset_t shutdown_signals;

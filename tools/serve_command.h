@@ -9,7 +9,7 @@ namespace oomguard {
 // serve_flags.cc, or run with --help). Returns the process exit code: 0
 // after a signal-initiated shutdown, 1 when the server cannot start, 2 for
 // a bad command line.
-int RunServe(int argc, char** argv);
+int RunServeCommand(int argc, char** argv);
 
 }  // namespace oomguard
 

@@ -11,12 +11,15 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "gmock/gmock.h"
+#include "google/protobuf/any.pb.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/generic/generic_stub.h"
 #include "gtest/gtest.h"
+#include "oomguard/v1/error.pb.h"
 #include "oomguard/v1/service.grpc.pb.h"
-#include "service/request_resolution.h"
 #include "server/server.h"
+#include "service/request_resolution.h"
+#include "service/status_mapping.h"
 #include "tests/testing/service_test_jobs.h"
 #include "tests/testing/service_test_util.h"
 
@@ -273,6 +276,9 @@ struct BadRequestCase {
   std::string name;
   std::function<void(v1::CheckRequest&)> spoil;
   std::vector<std::string> message_parts;
+  // The request fields the error details name (google.rpc.BadRequest);
+  // empty for the core's own checks, which know no request fields.
+  std::vector<std::string> detail_fields;
 };
 
 class CheckValidationTest : public ServiceTest,
@@ -287,65 +293,80 @@ TEST_P(CheckValidationTest, IsInvalidArgumentNamingTheField) {
   for (const std::string& part : GetParam().message_parts) {
     EXPECT_THAT(status.error_message(), HasSubstr(part));
   }
+  EXPECT_THAT(service::BadRequestFields(status),
+              ::testing::ElementsAreArray(GetParam().detail_fields));
 }
 
 INSTANTIATE_TEST_SUITE_P(
     EveryField, CheckValidationTest,
     ::testing::ValuesIn(std::vector<BadRequestCase>{
-        {"MissingJob", [](v1::CheckRequest& r) { r.clear_job(); }, {"job: missing"}},
+        {"MissingJob", [](v1::CheckRequest& r) { r.clear_job(); }, {"job: missing"}, {"job"}},
         {"ZeroGpus",
          [](v1::CheckRequest& r) { r.mutable_job()->mutable_megatron()->set_num_gpus(0); },
-         {"job.megatron.num_gpus = 0"}},
+         {"job.megatron.num_gpus = 0"},
+         {"job.megatron.num_gpus"}},
         {"EmptyCommandLine",
          [](v1::CheckRequest& r) {
            r.mutable_job()->mutable_megatron()->clear_preset();
            r.mutable_job()->mutable_megatron()->clear_args();
          },
+         {"job.megatron.argv"},
          {"job.megatron.argv"}},
         {"BothArgvAndArgs",
          [](v1::CheckRequest& r) { r.mutable_job()->mutable_megatron()->add_argv("--bf16"); },
+         {"job.megatron.args"},
          {"job.megatron.args"}},
         {"UnterminatedQuote",
          [](v1::CheckRequest& r) {
            r.mutable_job()->mutable_megatron()->set_args("--micro-batch-size 1 --seq-length '4096");
          },
+         {"job.megatron.args"},
          {"job.megatron.args"}},
         {"NotANumber",
          [](v1::CheckRequest& r) {
            r.mutable_job()->mutable_megatron()->set_args(
                "--micro-batch-size abc --seq-length 4096");
          },
-         {"job.megatron", "--micro-batch-size", "abc"}},
+         {"job.megatron", "--micro-batch-size", "abc"},
+         {"job.megatron"}},
         {"UnknownPreset",
          [](v1::CheckRequest& r) { r.mutable_job()->mutable_megatron()->set_preset("gpt-9"); },
-         {"job.megatron", "gpt-9"}},
+         {"job.megatron", "gpt-9"},
+         {"job.megatron"}},
         {"MalformedHfConfig",
          [](v1::CheckRequest& r) {
            r.mutable_job()->mutable_megatron()->set_hf_config_json("{\"model_type\": ");
          },
+         {"job.megatron"},
          {"job.megatron"}},
         {"ImpossibleLayout",
          [](v1::CheckRequest& r) {
            r.mutable_job()->mutable_megatron()->set_args(
                "--tensor-model-parallel-size 3 --micro-batch-size 1 --seq-length 4096");
          },
-         {"num_gpus = 8", "not divisible", "TP x PP x CP = 3"}},
+         {"num_gpus = 8", "not divisible", "TP x PP x CP = 3"},
+         {}},
         {"BadStructuredJob",
          [](v1::CheckRequest& r) { r.mutable_job()->mutable_spec()->mutable_model(); },
-         {"model.num_layers = 0"}},
-        {"MissingGpu", [](v1::CheckRequest& r) { r.clear_gpu_name(); }, {"gpu: missing"}},
+         {"model.num_layers = 0"},
+         {}},
+        {"MissingGpu", [](v1::CheckRequest& r) { r.clear_gpu_name(); }, {"gpu: missing"}, {"gpu"}},
         {"UnknownGpu",
          [](v1::CheckRequest& r) { r.set_gpu_name("H999"); },
-         {"gpu_name", "H999", "H100-SXM-80GB"}},
+         {"gpu_name", "H999", "H100-SXM-80GB"},
+         {"gpu_name"}},
         {"ZeroGpuBytes",
          [](v1::CheckRequest& r) { r.set_gpu_memory_bytes(0); },
-         {"gpu_memory_bytes = 0"}},
+         {"gpu_memory_bytes = 0"},
+         {"gpu_memory_bytes"}},
         {"MarginTooLarge",
          [](v1::CheckRequest& r) { r.mutable_policy()->set_safety_margin(1.5); },
-         {"safety_margin = 1.5"}},
+         {"safety_margin = 1.5"},
+         {}},
         {"NegativeMargin",
          [](v1::CheckRequest& r) { r.mutable_policy()->set_safety_margin(-0.1); },
-         {"safety_margin = -0.1"}},
+         {"safety_margin = -0.1"},
+         {}},
     }),
     [](const ::testing::TestParamInfo<BadRequestCase>& info) { return info.param.name; });
 
@@ -357,6 +378,59 @@ TEST_F(ServiceTest, FsdpJobIsUnimplementedNotInvalid) {
   const grpc::Status status = Estimate(request, &response);
   EXPECT_EQ(status.error_code(), grpc::StatusCode::UNIMPLEMENTED);
   EXPECT_THAT(status.error_message(), HasSubstr("--use-torch-fsdp2"));
+  // Nothing in the request is wrong: no BadRequest.
+  EXPECT_EQ(status.error_details(), "");
+}
+
+// The google.rpc.BadRequest violations in the `grpc-status-details-bin` of
+// `status`, decoded as any client with the googleapis types would.
+std::vector<v1::BadRequest::FieldViolation> Violations(const grpc::Status& status) {
+  std::vector<v1::BadRequest::FieldViolation> violations;
+  v1::RpcStatus details;
+  EXPECT_TRUE(details.ParseFromString(status.error_details()));
+  EXPECT_EQ(details.code(), static_cast<int>(status.error_code()));
+  EXPECT_EQ(details.message(), status.error_message());
+  for (const google::protobuf::Any& detail : details.details()) {
+    EXPECT_EQ(detail.type_url(), "type.googleapis.com/google.rpc.BadRequest");
+    v1::BadRequest bad_request;
+    EXPECT_TRUE(bad_request.ParseFromString(detail.value()));
+    violations.insert(violations.end(), bad_request.field_violations().begin(),
+                      bad_request.field_violations().end());
+  }
+  return violations;
+}
+
+TEST_F(ServiceTest, UnknownGpuNameDetailNamesGpuName) {
+  v1::CheckResponse response;
+  const grpc::Status status = Check(CheckOn(testing::Llama3With8GpusFits(), "tesla"), &response);
+  ASSERT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  const std::vector<v1::BadRequest::FieldViolation> violations = Violations(status);
+  ASSERT_EQ(violations.size(), 1u);
+  EXPECT_EQ(violations[0].field(), "gpu_name");
+  EXPECT_EQ(violations[0].description(), status.error_message());
+  EXPECT_THAT(violations[0].description(), HasSubstr("tesla"));
+}
+
+TEST_F(ServiceTest, BadJobFieldDetailNamesTheField) {
+  v1::EstimateRequest request;
+  *request.mutable_job() = testing::MegatronSource(
+      "llama3-8b", "--micro-batch-size 1 --tokenizer-model \"/data/tok.model", 8);
+  v1::EstimateResponse response;
+  grpc::Status status = Estimate(request, &response);
+  ASSERT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  std::vector<v1::BadRequest::FieldViolation> violations = Violations(status);
+  ASSERT_EQ(violations.size(), 1u);
+  EXPECT_EQ(violations[0].field(), "job.megatron.args");
+
+  // A value the argument parser refuses: the job as a whole.
+  *request.mutable_job() =
+      testing::MegatronSource("llama3-8b", "--micro-batch-size abc --seq-length 4096", 8);
+  status = Estimate(request, &response);
+  ASSERT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  violations = Violations(status);
+  ASSERT_EQ(violations.size(), 1u);
+  EXPECT_EQ(violations[0].field(), "job.megatron");
+  EXPECT_THAT(violations[0].description(), HasSubstr("abc"));
 }
 
 TEST_F(ServiceTest, EstimateValidatesToo) {

@@ -1,6 +1,8 @@
 // Tests of `oomguard check` (tools/check_command.h) against the real server
-// in-process on a loopback port: the job envelope, precedence of the GPU
-// sources, every exit code, the verdict lines and the JSON output.
+// in-process on a loopback port: job files, precedence of the GPU sources,
+// every exit code, the verdict lines and the JSON output.
+#include "tools/check_command.h"
+
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -18,7 +20,6 @@
 #include "oomguard/v1/admission.pb.h"
 #include "server/server.h"
 #include "tests/testing/service_test_util.h"
-#include "tools/check_command.h"
 
 namespace oomguard {
 namespace {
@@ -67,7 +68,7 @@ class CheckCommandTest : public ::testing::Test {
     args.insert(args.begin(), {"--server", Server()});
     out_.clear();
     err_.clear();
-    return RunCheck(args, out_, err_);
+    return RunCheckCommand(args, out_, err_);
   }
 
   std::string File(const std::string& name, const std::string& text) {
@@ -82,51 +83,6 @@ class CheckCommandTest : public ::testing::Test {
 };
 
 server::Server* CheckCommandTest::server_ = nullptr;
-
-TEST(JobEnvelopeTest, ParsesHeaderAndKeepsTheScriptVerbatim) {
-  const std::string script = "#!/bin/bash\n\ngpus=99\n\n torchrun pretrain_gpt.py\n";
-  absl::StatusOr<JobEnvelope> e = ParseJobEnvelope(
-      "oomguard-job "
-      "1\ngpus=16\ngpus_per_node=8\ngpu=h100\ndefault_gpu=A100-40GB\n"
-      "partition=gpu-a\nenv.NCCL_GRAPH_REGISTER=0\n\n" +
-      script);
-  ASSERT_TRUE(e.ok()) << e.status();
-  EXPECT_EQ(e->gpus, 16u);
-  EXPECT_EQ(e->gpus_per_node, 8u);
-  EXPECT_EQ(e->gpu, "h100");
-  EXPECT_EQ(e->default_gpu, "A100-40GB");
-  EXPECT_EQ(e->partition, "gpu-a");
-  EXPECT_THAT(e->env, ::testing::ElementsAre(::testing::Pair("NCCL_GRAPH_REGISTER", "0")));
-  EXPECT_EQ(e->script, script);
-
-  e = ParseJobEnvelope("oomguard-job 1\n\n");
-  ASSERT_TRUE(e.ok()) << e.status();
-  EXPECT_EQ(e->gpus, 0u);
-  EXPECT_EQ(e->script, "");
-}
-
-TEST(JobEnvelopeTest, RejectsAnythingUnexpected) {
-  const std::pair<std::string, std::string> cases[] = {
-      {"#!/bin/bash\n\n", "first line must be \"oomguard-job 1\""},
-      {"oomguard-job 2\n\n", "first line"},
-      {"oomguard-job 1\ngpus=8\n", "must end with an empty line"},
-      {"oomguard-job 1\ncolour=blue\n\n", "line 2: \"colour=blue\": unknown key"},
-      {"oomguard-job 1\ngpus=8\ngpus=8\n\n", "line 3: \"gpus=8\": key given twice"},
-      {"oomguard-job 1\ngpus=0\n\n", "expected a whole number"},
-      {"oomguard-job 1\ngpus=8x\n\n", "expected a whole number"},
-      {"oomguard-job 1\ngpu=h100 $(reboot)\n\n", "expected 1-128 of"},
-      {"oomguard-job 1\ngpu=\n\n", "expected 1-128 of"},
-      {"oomguard-job 1\nno equals sign\n\n", "expected key=value"},
-      {"oomguard-job 1\nenv.LD_PRELOAD=x\n\n", "unknown key"},
-      {"oomguard-job 1\nenv.NCCL_GRAPH_REGISTER=0;x\n\n", "expected 0-256 of"},
-  };
-  for (const auto& [text, error] : cases) {
-    absl::StatusOr<JobEnvelope> e = ParseJobEnvelope(text);
-    ASSERT_FALSE(e.ok()) << text;
-    EXPECT_EQ(e.status().code(), absl::StatusCode::kInvalidArgument);
-    EXPECT_THAT(e.status().message(), HasSubstr(error)) << text;
-  }
-}
 
 TEST_F(CheckCommandTest, FitsFromArguments) {
   std::vector<std::string> args = {"--gpu", "H100", "--gpus", "8", "--preset", "llama3-8b", "--"};
@@ -336,7 +292,7 @@ TEST_F(CheckCommandTest, ArgumentsWithQuotesAndBlanksReachTheServerIntact) {
 
 TEST_F(CheckCommandTest, UsageErrors) {
   std::string out, err;
-  EXPECT_EQ(RunCheck({"--gpus", "8", "--", "--fp16"}, out, err), kCheckUsage);
+  EXPECT_EQ(RunCheckCommand({"--gpus", "8", "--", "--fp16"}, out, err), kCheckUsage);
   EXPECT_THAT(err, HasSubstr("--server: expected HOST:PORT"));
   EXPECT_EQ(Run({"--gpus", "eight", "--", "--fp16"}), kCheckUsage);
   EXPECT_THAT(err_, HasSubstr("--gpus: expected a whole number in [1, 1048576], got \"eight\""));
@@ -357,7 +313,7 @@ TEST_F(CheckCommandTest, ServiceDownOrSilentIsUnavailableWithinTheDeadline) {
   std::string out, err;
   std::vector<std::string> down = args;
   down.insert(down.begin(), {"--server", absl::StrCat("127.0.0.1:", testing::PickFreePort())});
-  EXPECT_EQ(RunCheck(down, out, err), kCheckUnavailable);
+  EXPECT_EQ(RunCheckCommand(down, out, err), kCheckUnavailable);
   EXPECT_THAT(err, HasSubstr("unavailable: UNAVAILABLE"));
 
   // A listener that never speaks: the deadline ends the call.
@@ -374,7 +330,7 @@ TEST_F(CheckCommandTest, ServiceDownOrSilentIsUnavailableWithinTheDeadline) {
   silent.insert(silent.begin(), {"--server", absl::StrCat("127.0.0.1:", ntohs(addr.sin_port))});
   const auto start = std::chrono::steady_clock::now();
   err.clear();
-  EXPECT_EQ(RunCheck(silent, out, err), kCheckUnavailable);
+  EXPECT_EQ(RunCheckCommand(silent, out, err), kCheckUnavailable);
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   close(fd);

@@ -1,5 +1,5 @@
 // Process tests: the built `oomguard serve` (oomguard_server_for_test, the
-// same RunServe the CLI dispatches to) run as a separate process on loopback
+// same RunServeCommand the CLI dispatches to) run as a separate process on loopback
 // ports the OS picks: flags and --help, start-up errors, request logs,
 // graceful shutdown on SIGTERM/SIGINT. Every process is killed by PID.
 #include <signal.h>
@@ -158,7 +158,7 @@ TEST_F(ServeProcessTest, GpuCatalogFileAddsAndReplacesEntries) {
   EXPECT_EQ(response.verdict(), v1::VERDICT_DOES_NOT_FIT);
 }
 
-// The `oomguard` CLI dispatches `serve` to the same RunServe.
+// The `oomguard` CLI dispatches `serve` to the same RunServeCommand.
 TEST_F(ServeProcessTest, OomguardCliServesToo) {
   const std::string cli = absl::StrCat(OOMGUARD_BINARY_DIR, "/tools/oomguard");
   if (access(cli.c_str(), X_OK) != 0) GTEST_SKIP() << cli << " is not built";

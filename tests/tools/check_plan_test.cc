@@ -1,0 +1,149 @@
+// Tests of how `oomguard check` chooses between the command line, the
+// scheduler and #OOMGUARD (tools/check_plan.h), without a server: the
+// winner, the notes about the losers, and the reasons not to judge.
+#include "tools/check_plan.h"
+
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace oomguard {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+using ::testing::Pair;
+
+ScriptJob Launch() {
+  ScriptJob job;
+  job.found = true;
+  job.megatron_args = {"--micro-batch-size", "1"};
+  return job;
+}
+
+TEST(CheckPlanTest, CommandLineThenSchedulerThenDirective) {
+  CheckFlags flags;
+  JobEnvelope envelope;
+  envelope.gpus = 8;
+  envelope.gpu = "h200";
+  ScriptJob job = Launch();
+  job.num_gpus = 16;
+  job.gpus_per_node = 4;
+  job.gpu = "A100-40GB";
+  job.preset = "llama3-8b";
+
+  CheckPlan plan = MakeCheckPlan(flags, &envelope, job);
+  EXPECT_EQ(plan.not_judged, "");
+  EXPECT_EQ(plan.request.job().megatron().num_gpus(), 8u);
+  EXPECT_EQ(plan.request.job().gpus_per_node(), 4u);
+  EXPECT_EQ(plan.request.job().megatron().preset(), "llama3-8b");
+  EXPECT_EQ(plan.request.gpu_name(), "h200");
+  EXPECT_TRUE(plan.gpu_from_scheduler);
+  EXPECT_THAT(plan.notes,
+              ElementsAre("#OOMGUARD gpus=16 ignored: the scheduler's allocation says 8",
+                          "#OOMGUARD gpu=A100-40GB ignored: the scheduler's allocation "
+                          "says h200"));
+
+  flags.gpu = "H100";
+  flags.gpus = 32;
+  plan = MakeCheckPlan(flags, &envelope, job);
+  EXPECT_EQ(plan.request.job().megatron().num_gpus(), 32u);
+  EXPECT_EQ(plan.request.gpu_name(), "H100");
+  EXPECT_FALSE(plan.gpu_from_scheduler);
+  EXPECT_THAT(plan.notes,
+              ElementsAre("the scheduler's gpus=8 ignored: the command line says 32",
+                          "#OOMGUARD gpus=16 ignored: the command line says 32",
+                          "the scheduler's gpu=h200 ignored: the command line says H100",
+                          "#OOMGUARD gpu=A100-40GB ignored: the command line says H100"));
+}
+
+TEST(CheckPlanTest, DefaultGpuOnlyWhenNothingElseNamesOne) {
+  CheckFlags flags;
+  flags.gpus = 8;
+  JobEnvelope envelope;
+  envelope.default_gpu = "H200";
+  CheckPlan plan = MakeCheckPlan(flags, &envelope, Launch());
+  EXPECT_EQ(plan.request.gpu_name(), "H200");
+  EXPECT_TRUE(plan.gpu_from_scheduler);
+
+  ScriptJob job = Launch();
+  job.gpu = "H100";
+  plan = MakeCheckPlan(flags, &envelope, job);
+  EXPECT_EQ(plan.request.gpu_name(), "H100");
+  EXPECT_FALSE(plan.gpu_from_scheduler);
+  EXPECT_THAT(plan.notes, IsEmpty());
+}
+
+TEST(CheckPlanTest, GpuMemoryFromTheCommandLineOverridesAnyName) {
+  CheckFlags flags;
+  flags.gpus = 8;
+  flags.gpu_memory_gib = 80;
+  JobEnvelope envelope;
+  envelope.gpu = "h100";
+  const CheckPlan plan = MakeCheckPlan(flags, &envelope, Launch());
+  EXPECT_EQ(plan.request.gpu_memory_bytes(), uint64_t{80} << 30);
+  EXPECT_FALSE(plan.gpu_from_scheduler);
+  EXPECT_THAT(plan.notes,
+              ElementsAre("the GPU named by the scheduler ignored: --gpu-memory-gib 80 given"));
+}
+
+TEST(CheckPlanTest, EnvironmentAndSafetyMargin) {
+  CheckFlags flags;
+  flags.gpus = 8;
+  flags.gpu = "H100";
+  flags.env = {{"NCCL_GRAPH_REGISTER", "1"}};
+  flags.safety_margin = 0.2;
+  JobEnvelope envelope;
+  envelope.env = {{"PYTORCH_CUDA_ALLOC_CONF", "a"}, {"NCCL_GRAPH_REGISTER", "0"}};
+  ScriptJob job = Launch();
+  job.env = {{"PYTORCH_CUDA_ALLOC_CONF", "b"}};
+  job.safety_margin = 0.1;
+  const CheckPlan plan = MakeCheckPlan(flags, &envelope, job);
+  // The submission's environment, then the script's exports, then --env.
+  EXPECT_THAT(plan.request.job().env(),
+              ::testing::UnorderedElementsAre(Pair("PYTORCH_CUDA_ALLOC_CONF", "b"),
+                                              Pair("NCCL_GRAPH_REGISTER", "1")));
+  EXPECT_DOUBLE_EQ(plan.request.policy().safety_margin(), 0.2);
+  EXPECT_THAT(plan.notes,
+              ElementsAre("#OOMGUARD safety-margin=0.1 ignored: the command line says 0.2"));
+}
+
+TEST(CheckPlanTest, NotJudged) {
+  CheckFlags flags;
+  ScriptJob none;
+  EXPECT_THAT(MakeCheckPlan(flags, nullptr, none).not_judged,
+              HasSubstr("no Megatron-LM training launch"));
+
+  ScriptJob skip = Launch();
+  skip.skip = true;
+  EXPECT_EQ(MakeCheckPlan(flags, nullptr, skip).not_judged, "the job script says #OOMGUARD skip");
+  flags.ignore_skip = true;
+  EXPECT_THAT(MakeCheckPlan(flags, nullptr, skip).not_judged, HasSubstr("GPU count is unknown"));
+
+  JobEnvelope envelope;
+  envelope.partition = "big";
+  EXPECT_THAT(MakeCheckPlan(flags, &envelope, Launch()).not_judged,
+              HasSubstr("the job's GPU count is unknown (partition big): "));
+  envelope.gpus = 8;
+  EXPECT_THAT(MakeCheckPlan(flags, &envelope, Launch()).not_judged,
+              HasSubstr("the GPU type is unknown (partition big): "));
+}
+
+TEST(CheckPlanTest, KeepsTheScriptsNotesAndRunTimeWords) {
+  CheckFlags flags;
+  flags.gpus = 8;
+  flags.gpu = "H100";
+  ScriptJob job = Launch();
+  job.notes = {"line 2: dropped --seq-length $SEQ"};
+  job.unresolved = {"--seq-length $SEQ"};
+  const CheckPlan plan = MakeCheckPlan(flags, nullptr, job);
+  EXPECT_THAT(plan.notes, ElementsAre("line 2: dropped --seq-length $SEQ"));
+  EXPECT_THAT(plan.unresolved, ElementsAre("--seq-length $SEQ"));
+  EXPECT_THAT(plan.request.job().megatron().argv(), ElementsAre("--micro-batch-size", "1"));
+}
+
+}  // namespace
+}  // namespace oomguard

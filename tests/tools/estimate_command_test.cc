@@ -1,0 +1,79 @@
+// Tests of `oomguard estimate` (tools/estimate_command.h): the flags, --help,
+// the errors (one line each, exit 2) and the outputs it chooses between.
+#include "tools/estimate_command.h"
+
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace oomguard {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+using ::testing::Not;
+using ::testing::StartsWith;
+
+const std::vector<std::string> kLlama = {"--preset",
+                                         "llama3-8b",
+                                         "--seq-length",
+                                         "4096",
+                                         "--micro-batch-size",
+                                         "1",
+                                         "--use-distributed-optimizer"};
+
+std::vector<std::string> With(std::vector<std::string> flags) {
+  flags.insert(flags.end(), kLlama.begin(), kLlama.end());
+  return flags;
+}
+
+TEST(EstimateCommandTest, TableJsonAndTree) {
+  std::string out, err;
+  EXPECT_EQ(RunEstimateCommand(With({"--gpus", "8", "--gpu-memory-gib", "80"}), out, err), 0);
+  EXPECT_THAT(err, IsEmpty());
+  EXPECT_THAT(out, StartsWith("8 GPUs: TP 1, PP 1,"));
+  EXPECT_THAT(out, HasSubstr("  vs GPU\n"));
+
+  EXPECT_EQ(RunEstimateCommand(With({"--gpus=8", "--json"}), out, err), 0);
+  EXPECT_THAT(out, StartsWith("{\"num_gpus\":8,"));
+  EXPECT_THAT(out, Not(HasSubstr("capacity_bytes")));
+
+  EXPECT_EQ(RunEstimateCommand(With({"--gpus", "8", "--tree"}), out, err), 0);
+  EXPECT_THAT(out, HasSubstr("\n\npp_rank_0: GPTModel /* n_params="));
+}
+
+TEST(EstimateCommandTest, HelpPrintsTheUsage) {
+  std::string out, err;
+  EXPECT_EQ(RunEstimateCommand({"--gpus", "8", "-h", "--bogus"}, out, err), 0);
+  EXPECT_THAT(out, StartsWith("usage: oomguard estimate --gpus N"));
+  EXPECT_THAT(err, IsEmpty());
+}
+
+TEST(EstimateCommandTest, ErrorsAreOneMessage) {
+  const std::pair<std::vector<std::string>, std::string> cases[] = {
+      {{"--preset", "llama3-8b"}, "--gpus: required (the job's total GPU count)"},
+      {{"--gpus", "0"}, "--gpus: expected a positive integer, got \"0\""},
+      {{"--gpus"}, "--gpus: missing value"},
+      {{"--gpus", "8", "--gpu-memory-gib", "-1"},
+       "--gpu-memory-gib: expected a positive number of GiB, got \"-1\""},
+      {{"--gpus", "8", "--env", "X"}, "--env: expected NAME=VALUE, got \"X\""},
+      {{"--gpus", "8", "--hf-config", "/nonexistent.json"},
+       "--hf-config: cannot read \"/nonexistent.json\""},
+  };
+  for (const auto& [args, error] : cases) {
+    std::string out, err;
+    EXPECT_EQ(RunEstimateCommand(args, out, err), 2) << error;
+    EXPECT_EQ(err, error);
+    EXPECT_THAT(out, IsEmpty());
+  }
+  // The job builder's and the estimator's errors.
+  std::string out, err;
+  EXPECT_EQ(
+      RunEstimateCommand(With({"--gpus", "8", "--tensor-model-parallel-size", "3"}), out, err), 2);
+  EXPECT_THAT(err, HasSubstr("not divisible"));
+}
+
+}  // namespace
+}  // namespace oomguard

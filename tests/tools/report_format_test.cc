@@ -1,0 +1,103 @@
+// Tests of the `oomguard estimate --json` output (tools/report_format.h):
+// compact, keys in a fixed order, integer byte counts, strings escaped as
+// JSON; and that it parses back.
+#include "tools/report_format.h"
+
+#include <string>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+
+namespace oomguard {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+
+v1::EstimateReport SmallReport() {
+  v1::EstimateReport rep;
+  rep.set_num_gpus(8);
+  rep.set_tensor_parallel(8);
+  rep.set_pipeline_parallel(1);
+  rep.set_data_parallel(1);
+  rep.set_num_microbatches(4);
+  rep.set_padded_vocab_size(128256);
+  v1::RankReport* r = rep.add_ranks();
+  r->set_parameters(1000);
+  r->set_static_bytes(uint64_t{5} << 40);
+  r->set_peak_device_bytes(uint64_t{90} << 30);
+  v1::Overhead* o = r->add_overheads();
+  o->set_name("cuda_context");
+  o->set_bytes(512);
+  o->set_in_allocated(false);
+  v1::ChunkReport* c = r->add_chunks();
+  c->set_num_decoder_layers(32);
+  c->set_has_embedding(true);
+  return rep;
+}
+
+TEST(FormatJsonTest, CompactWithKeysInOrder) {
+  const std::string json = FormatJson(SmallReport(), 0);
+  EXPECT_EQ(json,
+            "{\"num_gpus\":8,\"tensor_parallel\":8,\"pipeline_parallel\":1,"
+            "\"virtual_pipeline_chunks\":0,\"context_parallel\":0,\"expert_parallel\":0,"
+            "\"expert_tensor_parallel\":0,\"data_parallel\":1,\"expert_data_parallel\":0,"
+            "\"num_microbatches\":4,\"padded_vocab_size\":128256,\"worst_rank\":0,"
+            "\"ranks\":[{\"pp_rank\":0,\"parameters\":1000,\"dense_parameters\":0,"
+            "\"expert_parameters\":0,\"static_bytes\":5497558138880,\"dense_param_bytes\":0,"
+            "\"dense_grad_bytes\":0,\"dense_optimizer_bytes\":0,\"expert_param_bytes\":0,"
+            "\"expert_grad_bytes\":0,\"expert_optimizer_bytes\":0,\"host_optimizer_bytes\":0,"
+            "\"activation_bytes\":0,\"transient_bytes\":0,\"peak_allocated_bytes\":0,"
+            "\"peak_device_bytes\":96636764160,"
+            "\"overheads\":[{\"name\":\"cuda_context\",\"bytes\":512,\"in_allocated\":false}],"
+            "\"chunks\":[{\"chunk\":0,\"virtual_stage\":0,\"num_decoder_layers\":32,"
+            "\"num_mtp_layers\":0,\"has_embedding\":true,\"has_loss\":false,\"parameters\":0,"
+            "\"in_flight_microbatches\":0,\"activation_bytes_per_microbatch\":0,"
+            "\"activation_bytes\":0}]}],\"notes\":[]}\n");
+}
+
+TEST(FormatJsonTest, CapacityAddsTheHeadroomWhichMayBeNegative) {
+  const std::string json = FormatJson(SmallReport(), uint64_t{80} << 30);
+  EXPECT_THAT(json, HasSubstr("\"worst_rank\":0,\"capacity_bytes\":85899345920,\"ranks\":"));
+  EXPECT_THAT(json, HasSubstr("\"peak_device_bytes\":96636764160,\"headroom_bytes\":-10737418240,"
+                              "\"overheads\":"));
+}
+
+TEST(FormatJsonTest, TreesAndEscapedNotes) {
+  v1::EstimateReport rep = SmallReport();
+  v1::ModuleNode* root = rep.add_rank_trees();
+  root->set_name("model");
+  root->set_type("GPTModel");
+  v1::ModuleNode* child = root->add_children();
+  child->set_name("decoder");
+  child->set_type("TransformerBlock");
+  child->set_repeat(32);
+  rep.add_notes("ignored \"--foo\\bar\"\nnext\x01");
+  const std::string json = FormatJson(rep, 0);
+  EXPECT_THAT(json,
+              HasSubstr("\"trees\":[{\"name\":\"model\",\"type\":\"GPTModel\",\"parameters\":0,"
+                        "\"activation_bytes\":0,\"repeat\":1,\"children\":[{\"name\":\"decoder\","
+                        "\"type\":\"TransformerBlock\",\"parameters\":0,\"activation_bytes\":0,"
+                        "\"repeat\":32,\"children\":[]}]}],\"notes\":"));
+  EXPECT_THAT(json, HasSubstr("\"notes\":[\"ignored \\\"--foo\\\\bar\\\"\\nnext\\u0001\"]}\n"));
+  const nlohmann::json parsed = nlohmann::json::parse(json);
+  EXPECT_EQ(parsed["notes"][0], "ignored \"--foo\\bar\"\nnext\x01");
+  EXPECT_EQ(parsed["trees"][0]["children"][0]["repeat"], 32);
+}
+
+TEST(FormatJsonTest, TextThatIsNotUtf8DoesNotFailTheReport) {
+  v1::EstimateReport rep = SmallReport();
+  rep.add_notes("bad \xff byte");
+  EXPECT_THAT(FormatJson(rep, 0), HasSubstr("\"notes\":[\"bad \xEF\xBF\xBD byte\"]"));
+}
+
+TEST(FormatTableTest, SaysWhetherTheWorstRankFits) {
+  const std::string table = FormatTable(SmallReport(), uint64_t{80} << 30);
+  EXPECT_THAT(table, StartsWith("8 GPUs: TP 8, PP 1,"));
+  EXPECT_THAT(table, HasSubstr("DOES NOT FIT"));
+  EXPECT_THAT(table, HasSubstr("worst rank 0: 90.00 GiB of 80.00 GiB: does not fit"));
+}
+
+}  // namespace
+}  // namespace oomguard

@@ -1,0 +1,81 @@
+// Tests of the verdict lines and JSON of `oomguard check`
+// (tools/verdict_format.h), on hand-made responses.
+#include "tools/verdict_format.h"
+
+#include <string>
+
+#include "gmock/gmock.h"
+#include "google/protobuf/util/json_util.h"
+#include "gtest/gtest.h"
+
+namespace oomguard {
+namespace {
+
+using ::testing::HasSubstr;
+
+v1::Recommendation* Add(v1::CheckResponse& r, v1::Recommendation::Kind kind,
+                        const std::string& setting) {
+  v1::Recommendation* rec = r.add_recommendations();
+  rec->set_kind(kind);
+  rec->set_setting(setting);
+  return rec;
+}
+
+TEST(FormatVerdictTest, FitsIsOneLine) {
+  v1::CheckResponse r;
+  r.set_verdict(v1::VERDICT_FITS);
+  r.set_summary("Fits: PP rank 0 peaks at 60.0 GiB");
+  Add(r, v1::Recommendation::KIND_ENVIRONMENT, "A=B");  // Not shown: it fits already.
+  EXPECT_EQ(FormatVerdict(r), "oomguard: Fits: PP rank 0 peaks at 60.0 GiB\n");
+}
+
+TEST(FormatVerdictTest, FitsWithSettingsSaysWhatToAdd) {
+  v1::CheckResponse r;
+  r.set_verdict(v1::VERDICT_FITS_WITH_SETTINGS);
+  r.set_summary("Fits only with X");
+  Add(r, v1::Recommendation::KIND_ENVIRONMENT, "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True");
+  Add(r, v1::Recommendation::KIND_ENVIRONMENT, "A=1 B=2");
+  Add(r, v1::Recommendation::KIND_ENVIRONMENT, "PYTORCH_CUDA_ALLOC_CONF=a:1,b:2");
+  Add(r, v1::Recommendation::KIND_CONFIG_CHANGE, "--recompute-granularity full");
+  EXPECT_EQ(FormatVerdict(r),
+            "oomguard: Fits only with X\n"
+            "oomguard: add to the job script: export "
+            "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True\n"
+            "oomguard: add to the job script: export A=1 B=2\n"
+            "oomguard: change the job: PYTORCH_CUDA_ALLOC_CONF=a:1,b:2\n");
+}
+
+TEST(FormatVerdictTest, DoesNotFitListsStepsThenIncompatibilities) {
+  v1::CheckResponse r;
+  r.set_verdict(v1::VERDICT_DOES_NOT_FIT);
+  r.set_summary("Does not fit");
+  v1::Recommendation* step = Add(r, v1::Recommendation::KIND_CONFIG_CHANGE, "--a");
+  step->set_peak_device_bytes_after(uint64_t{90} << 30);
+  v1::Recommendation* bad = Add(r, v1::Recommendation::KIND_INCOMPATIBILITY, "--no-b");
+  bad->set_reason("b needs c");
+  step = Add(r, v1::Recommendation::KIND_ENVIRONMENT, "X=1");
+  step->set_peak_device_bytes_after(uint64_t{70} << 30);
+  step->set_sufficient(true);
+  EXPECT_EQ(FormatVerdict(r),
+            "oomguard: Does not fit\n"
+            "oomguard: step 1: --a -> worst rank 90.0 GiB (still over)\n"
+            "oomguard: step 2: X=1 -> worst rank 70.0 GiB (fits)\n"
+            "oomguard: will not start as given: b needs c (fix: --no-b)\n");
+}
+
+TEST(FormatCheckResponseJsonTest, OneLineWithProtoNamesAndDefaults) {
+  v1::CheckResponse r;
+  r.set_verdict(v1::VERDICT_FITS);
+  r.set_gpu_name("H100-SXM-80GB");
+  absl::StatusOr<std::string> json = FormatCheckResponseJson(r);
+  ASSERT_TRUE(json.ok()) << json.status();
+  EXPECT_EQ(json->find('\n'), json->size() - 1);
+  EXPECT_THAT(*json, HasSubstr("\"gpu_name\":\"H100-SXM-80GB\""));
+  EXPECT_THAT(*json, HasSubstr("\"headroom_bytes\""));
+  v1::CheckResponse parsed;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(*json, &parsed).ok());
+  EXPECT_EQ(parsed.verdict(), v1::VERDICT_FITS);
+}
+
+}  // namespace
+}  // namespace oomguard

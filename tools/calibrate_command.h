@@ -1,0 +1,20 @@
+// `oomguard calibrate`: estimates every measured case of the calibration
+// files (calibration.h) and prints the per-case errors and their summary.
+#ifndef OOMGUARD_TOOLS_CALIBRATE_COMMAND_H_
+#define OOMGUARD_TOOLS_CALIBRATE_COMMAND_H_
+
+#include <string>
+#include <vector>
+
+namespace oomguard {
+
+// `args` (the program and subcommand names excluded) are the files:
+// *.csv is read as the single-GPU sweep, anything else as Megatron-LM CI
+// JSON lines; none = ../shared/calibration/megatron_ci_h100.jsonl and
+// h100_single_gpu_sweep.csv. Returns the exit code (2 when a file cannot be
+// read); `out` gets the table, `err` one error message.
+int RunCalibrateCommand(const std::vector<std::string>& args, std::string& out, std::string& err);
+
+}  // namespace oomguard
+
+#endif  // OOMGUARD_TOOLS_CALIBRATE_COMMAND_H_

@@ -1,0 +1,37 @@
+// What `oomguard check` asks the service, from three sources of the same
+// values: the command line, the scheduler (the job file's header) and the
+// script's `#OOMGUARD` directive, first found wins (then the header's
+// default_gpu for the GPU). A value that overrides a different one is noted,
+// never silently dropped. Or why the job is not judged at all.
+#ifndef OOMGUARD_TOOLS_CHECK_PLAN_H_
+#define OOMGUARD_TOOLS_CHECK_PLAN_H_
+
+#include <string>
+#include <vector>
+
+#include "jobscript/job_script.h"
+#include "oomguard/v1/admission.pb.h"
+#include "tools/check_flags.h"
+#include "tools/job_envelope.h"
+
+namespace oomguard {
+
+// What to send, or why nothing is judged.
+struct CheckPlan {
+  v1::CheckRequest request;
+  // The request's gpu_name is what the scheduler allocates (the header's
+  // gpu or default_gpu), not what the user named.
+  bool gpu_from_scheduler = false;
+  // "#OOMGUARD gpus=16 ignored: ..." and the script reader's notes.
+  std::vector<std::string> notes;
+  std::string not_judged;  // Non-empty: exit 5 with this reason.
+  // Launch words only known at run time (ScriptJob::unresolved).
+  std::vector<std::string> unresolved;
+};
+
+// `envelope` is null without --job-file.
+CheckPlan MakeCheckPlan(const CheckFlags& flags, const JobEnvelope* envelope, const ScriptJob& job);
+
+}  // namespace oomguard
+
+#endif  // OOMGUARD_TOOLS_CHECK_PLAN_H_

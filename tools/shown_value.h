@@ -1,0 +1,19 @@
+// A value the user gave (a flag, a file name, a job-file line, a server's
+// message), as `oomguard check` shows it in a message: bounded and with
+// control and non-ASCII bytes escaped, so that no job text can forge lines.
+#ifndef OOMGUARD_TOOLS_SHOWN_VALUE_H_
+#define OOMGUARD_TOOLS_SHOWN_VALUE_H_
+
+#include <string>
+
+#include "absl/strings/string_view.h"
+
+namespace oomguard {
+
+// The first 120 bytes of `text` ("..." after when longer), each byte
+// outside 0x20..0x7e written as \xHH.
+std::string ShownValue(absl::string_view text);
+
+}  // namespace oomguard
+
+#endif  // OOMGUARD_TOOLS_SHOWN_VALUE_H_

@@ -1,0 +1,75 @@
+// The verdict lines and JSON of `oomguard check` (see verdict_format.h).
+#include "tools/verdict_format.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "google/protobuf/util/json_util.h"
+
+namespace oomguard {
+namespace {
+
+// The settings of FITS_WITH_SETTINGS as lines to paste: `export A=B C=D`
+// when the setting is only assignments.
+std::string SettingLine(const std::string& setting) {
+  const std::vector<std::string> items = absl::StrSplit(setting, ' ', absl::SkipEmpty());
+  const bool assignments =
+      !items.empty() && std::all_of(items.begin(), items.end(), [](const std::string& s) {
+        const size_t eq = s.find('=');
+        return eq != std::string::npos && eq > 0 && s.find(',') == std::string::npos;
+      });
+  return assignments ? absl::StrCat("oomguard: add to the job script: export ", setting, "\n")
+                     : absl::StrCat("oomguard: change the job: ", setting, "\n");
+}
+
+std::string GiB(uint64_t bytes) {
+  return absl::StrFormat("%.1f GiB", static_cast<double>(bytes) / (uint64_t{1} << 30));
+}
+
+}  // namespace
+
+std::string FormatVerdict(const v1::CheckResponse& r) {
+  std::string out = absl::StrCat("oomguard: ", r.summary(), "\n");
+  switch (r.verdict()) {
+    case v1::VERDICT_FITS:
+      break;
+    case v1::VERDICT_FITS_WITH_SETTINGS:
+      for (const v1::Recommendation& rec : r.recommendations()) {
+        if (rec.kind() == v1::Recommendation::KIND_ENVIRONMENT) out += SettingLine(rec.setting());
+      }
+      break;
+    default: {
+      int step = 0;
+      for (const v1::Recommendation& rec : r.recommendations()) {
+        if (rec.kind() == v1::Recommendation::KIND_INCOMPATIBILITY) continue;
+        absl::StrAppend(&out, "oomguard: step ", ++step, ": ", rec.setting(), " -> worst rank ",
+                        GiB(rec.peak_device_bytes_after()),
+                        rec.sufficient() ? " (fits)" : " (still over)", "\n");
+      }
+    }
+  }
+  for (const v1::Recommendation& rec : r.recommendations()) {
+    if (rec.kind() != v1::Recommendation::KIND_INCOMPATIBILITY) continue;
+    absl::StrAppend(&out, "oomguard: will not start as given: ", rec.reason(),
+                    " (fix: ", rec.setting(), ")\n");
+  }
+  return out;
+}
+
+absl::StatusOr<std::string> FormatCheckResponseJson(const v1::CheckResponse& response) {
+  google::protobuf::util::JsonPrintOptions options;
+  options.always_print_primitive_fields = true;
+  options.preserve_proto_field_names = true;
+  std::string json;
+  if (!google::protobuf::util::MessageToJsonString(response, &json, options).ok()) {
+    return absl::InternalError("cannot print the response as JSON");
+  }
+  return json + "\n";
+}
+
+}  // namespace oomguard
