@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "admission/admission.h"
-#include "estimator/estimator.h"
 #include "admission/gpu_catalog.h"
+#include "estimator/estimator.h"
 #include "jobspec/job_builder.h"
 #include "jobspec/megatron_args.h"
 
@@ -25,7 +25,7 @@ std::vector<std::string> ExampleArgs(const std::string& name) {
 }
 
 oomguard::v1::JobSpec DeepSeekV3Job() {
-  oomguard::JobSource src;
+  oomguard::JobInputs src;
   src.preset = "deepseek-v3";
   src.num_gpus = 256;
   src.megatron_args = ExampleArgs("deepseek_v3_256gpu.args");
@@ -65,7 +65,7 @@ void BM_CheckDeepSeekV3(benchmark::State& state) {
   oomguard::AdmissionOptions options;
   options.safety_margin = 0.05;
   for (auto _ : state) {
-    oomguard::JobSource src;
+    oomguard::JobInputs src;
     src.preset = "deepseek-v3";
     src.num_gpus = 1024;
     src.megatron_args = words;

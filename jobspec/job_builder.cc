@@ -7,26 +7,26 @@
 
 namespace oomguard {
 
-absl::StatusOr<v1::JobSpec> BuildJob(const JobSource& source, std::vector<std::string>* notes) {
-  if (!source.preset.empty() && !source.hf_config_json.empty()) {
+absl::StatusOr<v1::JobSpec> BuildJob(const JobInputs& inputs, std::vector<std::string>* notes) {
+  if (!inputs.preset.empty() && !inputs.hf_config_json.empty()) {
     return absl::InvalidArgumentError("give either a preset or a HuggingFace config, not both");
   }
   v1::JobSpec job;
   ArgsMode mode = ArgsMode::kFullCommandLine;
-  if (!source.preset.empty()) {
-    OOMGUARD_ASSIGN_OR_RETURN(*job.mutable_model(), FindPreset(source.preset));
+  if (!inputs.preset.empty()) {
+    OOMGUARD_ASSIGN_OR_RETURN(*job.mutable_model(), FindPreset(inputs.preset));
     mode = ArgsMode::kOverrides;
-  } else if (!source.hf_config_json.empty()) {
-    OOMGUARD_ASSIGN_OR_RETURN(*job.mutable_model(), ParseHfConfig(source.hf_config_json));
+  } else if (!inputs.hf_config_json.empty()) {
+    OOMGUARD_ASSIGN_OR_RETURN(*job.mutable_model(), ParseHfConfig(inputs.hf_config_json));
     mode = ArgsMode::kOverrides;
   }
   if (mode == ArgsMode::kOverrides) {
     // Presets and HF configs describe bf16 training.
     job.mutable_precision()->set_params_dtype(v1::DTYPE_BF16);
   }
-  OOMGUARD_RETURN_IF_ERROR(ApplyMegatronArgs(source.megatron_args, mode, &job, notes));
-  ApplyEnvironment(source.env, &job);
-  job.mutable_parallelism()->set_num_gpus(source.num_gpus);
+  OOMGUARD_RETURN_IF_ERROR(ApplyMegatronArgs(inputs.megatron_args, mode, &job, notes));
+  ApplyEnvironment(inputs.env, &job);
+  job.mutable_parallelism()->set_num_gpus(inputs.num_gpus);
   return job;
 }
 

@@ -14,16 +14,24 @@
 
 namespace oomguard {
 
-struct JobSource {
-  std::string preset;          // Empty = none.
-  std::string hf_config_json;  // Empty = none.
+// What a job is built from (the C++ side of the request's v1::JobSource,
+// once a hook or the CLI has read it).
+struct JobInputs {
+  // A preset name (jobspec/presets.h); empty = none.
+  std::string preset;
+  // The text of a HuggingFace config.json; empty = none.
+  std::string hf_config_json;
+  // The Megatron-LM arguments, one word per element: the whole command line
+  // without a preset or config, else overrides on top of it.
   std::vector<std::string> megatron_args;
+  // The job's environment (PYTORCH_CUDA_ALLOC_CONF, NCCL_GRAPH_REGISTER).
   std::map<std::string, std::string> env;
+  // World size, > 0.
   uint32_t num_gpus = 0;
 };
 
 // Notes (ignored flags, assumed defaults) are appended to `notes`.
-absl::StatusOr<v1::JobSpec> BuildJob(const JobSource& source, std::vector<std::string>* notes);
+absl::StatusOr<v1::JobSpec> BuildJob(const JobInputs& inputs, std::vector<std::string>* notes);
 
 }  // namespace oomguard
 

@@ -55,7 +55,7 @@ absl::StatusOr<v1::JobSpec> BuildMegatronJob(const v1::MegatronJob& megatron,
     if (!split.ok()) return FieldError(absl::StrCat(field, ".args"), split.status());
     words = *std::move(split);
   }
-  const JobSource source{.preset = megatron.preset(),
+  const JobInputs source{.preset = megatron.preset(),
                          .hf_config_json = megatron.hf_config_json(),
                          .megatron_args = std::move(words),
                          .env = env,

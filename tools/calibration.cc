@@ -81,7 +81,7 @@ double Number(const google::protobuf::Struct& s, const char* key) {
 
 // The report of `c`, estimated as `oomguard estimate` would.
 absl::StatusOr<v1::EstimateReport> EstimateCase(const CalibrationCase& c) {
-  JobSource source;
+  JobInputs source;
   source.megatron_args = c.argv;
   source.env = c.env;
   source.num_gpus = c.gpus;

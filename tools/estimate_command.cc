@@ -25,7 +25,7 @@ constexpr char kUsage[] =
 
 struct EstimateFlags {
   bool help = false;  // --help or -h: print kUsage, nothing else.
-  JobSource source;
+  JobInputs source;
   double gpu_memory_gib = 0;
   bool json = false;
   bool tree = false;

@@ -17,7 +17,7 @@ constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 constexpr double kMi = 1024.0 * 1024.0;
 
 v1::JobSpec Job(const std::string& preset, uint32_t gpus, std::vector<std::string> args) {
-  JobSource src;
+  JobInputs src;
   src.preset = preset;
   src.num_gpus = gpus;
   src.megatron_args = std::move(args);
@@ -162,7 +162,7 @@ TEST(Estimator, FullRecomputeKeepsOnlyLayerInputs) {
 }
 
 TEST(Estimator, ValidationNamesFieldAndValue) {
-  JobSource src;
+  JobInputs src;
   src.preset = "llama3-8b";
   src.num_gpus = 12;
   src.megatron_args = {"--tensor-model-parallel-size", "8", "--seq-length", "4096",

@@ -59,7 +59,7 @@ std::vector<std::string> MoeEp8(std::vector<std::string> extra) {
 }
 
 absl::StatusOr<v1::EstimateReport> EstimateArgs(std::vector<std::string> args, uint32_t gpus = 8) {
-  JobSource src;
+  JobInputs src;
   src.num_gpus = gpus;
   src.megatron_args = std::move(args);
   absl::StatusOr<v1::JobSpec> job = BuildJob(src, nullptr);
