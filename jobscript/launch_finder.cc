@@ -11,8 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "jobscript/script_notes.h"
-#include "jobspec/megatron_args.h"
-#include "oomguard/v1/job.pb.h"
+#include "jobspec/megatron_flags.h"
 
 namespace oomguard::job_script_internal {
 namespace {
@@ -44,12 +43,11 @@ ScriptKind ClassifyScript(absl::string_view base) {
   return ScriptKind::kNone;
 }
 
-// Whether the Megatron-LM flag `flag` ("--name") takes a value: it does when
-// it is refused without one.
+// Whether the Megatron-LM flag `flag` ("--name") takes exactly one value (the
+// flag table's arity; an unknown flag's values are skipped with it anyway).
 bool FlagTakesValue(const std::string& flag) {
-  v1::JobSpec scratch;
-  const std::vector<std::string> alone = {flag};
-  return absl::IsInvalidArgument(ApplyMegatronArgs(alone, ArgsMode::kOverrides, &scratch, nullptr));
+  const MegatronFlag* known = FindMegatronFlag(flag);
+  return known != nullptr && !known->unimplemented && known->arity == FlagArity::kOne;
 }
 
 }  // namespace
