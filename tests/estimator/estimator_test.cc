@@ -9,6 +9,7 @@
 
 #include "estimator/pipeline_layout.h"
 #include "jobspec/job_builder.h"
+#include "tests/testing/examples.h"
 
 namespace oomguard {
 namespace {
@@ -72,28 +73,8 @@ TEST(Estimator, Qwen3MoeModuleParametersMatchReferenceTree) {
 // oomguard counts the router (+0.08 GiB on full stages) and, on the last
 // stage, the MTP layer and the embedding copy MTP builds.
 TEST(Estimator, DeepSeekV3StaticFollowsReferencePlacement) {
-  auto rep = Estimate(Job("deepseek-v3", 256,
-                          {"--pipeline-model-parallel-size",
-                           "8",
-                           "--expert-model-parallel-size",
-                           "32",
-                           "--expert-tensor-parallel-size",
-                           "1",
-                           "--pipeline-model-parallel-layout",
-                           "Et|(tt|)*30mL",
-                           "--seq-length",
-                           "4096",
-                           "--micro-batch-size",
-                           "1",
-                           "--global-batch-size",
-                           "1024",
-                           "--recompute-granularity",
-                           "full",
-                           "--recompute-method",
-                           "uniform",
-                           "--recompute-num-layers",
-                           "1",
-                           "--use-distributed-optimizer"}));
+  auto rep = Estimate(
+      Job("deepseek-v3", 256, testing::ExampleArgs(testing::kDeepSeekV3With256Gpus)));
   ASSERT_TRUE(rep.ok()) << rep.status();
   ASSERT_EQ(rep->ranks_size(), 8);
   const double reference[] = {52.64, 50.60, 58.23, 58.23, 58.23, 58.23, 58.23};
