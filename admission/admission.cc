@@ -14,6 +14,7 @@
 #include "admission/recommendations.h"
 #include "common/status_macros.h"
 #include "estimator/estimator.h"
+#include "estimator/reported_count.h"
 
 namespace oomguard {
 namespace {
@@ -124,13 +125,26 @@ absl::Status AddIncompatibilities(const v1::JobSpec& job, const Peak& base, cons
   return absl::OkStatus();
 }
 
-std::string Summary(const v1::CheckResponse& r, const v1::GpuSpec& gpu) {
+// "<usable> usable on <GPU> (<capacity> less <margin>% kept free)".
+std::string UsablePhrase(const v1::CheckResponse& r, const v1::GpuSpec& gpu) {
   const std::string on =
       gpu.name().empty() ? absl::StrCat("a ", FormatBytes(r.capacity_bytes()), " GPU") : gpu.name();
-  const std::string where = absl::StrFormat(
-      "PP rank %d peaks at %s of %s usable on %s (%s less %g%% kept free)", r.worst_pp_rank(),
-      FormatBytes(r.peak_device_bytes()), FormatBytes(r.usable_bytes()), on,
-      FormatBytes(r.capacity_bytes()), 100 * r.safety_margin());
+  return absl::StrFormat("%s usable on %s (%s less %g%% kept free)", FormatBytes(r.usable_bytes()),
+                         on, FormatBytes(r.capacity_bytes()), 100 * r.safety_margin());
+}
+
+// The first rank whose estimate reached the limit of reported_count.h.
+std::optional<uint32_t> RankOverLimit(const v1::EstimateReport& report) {
+  for (const v1::RankReport& r : report.ranks()) {
+    if (r.exceeds_limit()) return r.pp_rank();
+  }
+  return std::nullopt;
+}
+
+std::string Summary(const v1::CheckResponse& r, const v1::GpuSpec& gpu) {
+  const std::string where =
+      absl::StrFormat("PP rank %d peaks at %s of %s", r.worst_pp_rank(),
+                      FormatBytes(r.peak_device_bytes()), UsablePhrase(r, gpu));
   std::vector<const v1::Recommendation*> env, ladder, incompatible;
   for (const v1::Recommendation& rec : r.recommendations()) {
     if (rec.kind() == v1::Recommendation::KIND_INCOMPATIBILITY) {
@@ -204,6 +218,10 @@ absl::StatusOr<v1::CheckResponse> CheckJob(const v1::JobSpec& job, const v1::Gpu
   if (gpu.memory_bytes() == 0) {
     return absl::InvalidArgumentError("gpu memory_bytes = 0: must be > 0");
   }
+  if (gpu.memory_bytes() > kMaxReportedCount) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("gpu memory_bytes = ", gpu.memory_bytes(), ": must be at most 2^50 (1 PiB)"));
+  }
   BudgetedEstimator estimator(estimate, options.deadline);
   OOMGUARD_ASSIGN_OR_RETURN(v1::EstimateReport report, estimator.Report(job));
   OOMGUARD_ASSIGN_OR_RETURN(const Peak base, WorstPeak(report));
@@ -219,6 +237,18 @@ absl::StatusOr<v1::CheckResponse> CheckJob(const v1::JobSpec& job, const v1::Gpu
   out.set_safety_margin(margin);
   out.set_gpu_name(gpu.name());
 
+  if (const std::optional<uint32_t> over = RankOverLimit(report)) {
+    // The estimate stopped at 2^50 bytes: no GPU holds that, and no saving
+    // can be measured from a capped number, so there is no ladder.
+    out.set_verdict(v1::VERDICT_DOES_NOT_FIT);
+    out.set_summary(
+        absl::StrCat("Does not fit: PP rank ", *over, " needs ", kOverLimitWording, ", against ",
+                     UsablePhrase(out, gpu),
+                     "; no recommended change is measured on an estimate that "
+                     "large: make the micro-batch, the sequence or the model smaller."));
+    *out.mutable_report() = std::move(report);
+    return out;
+  }
   OOMGUARD_ASSIGN_OR_RETURN(const bool fits_with_settings,
                             ClimbLadder(job, base.bytes, gpu, usable, estimator, &out));
   OOMGUARD_RETURN_IF_ERROR(AddIncompatibilities(job, base, gpu, usable, estimator, &out));

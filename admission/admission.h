@@ -8,6 +8,10 @@
 // cheap modules, more PP else more TP, distributed optimizer, optimizer CPU
 // offload, activation CPU offload where PP = 1, full recompute last), then
 // the incompatibilities found in the job. See v1::Recommendation.
+//
+// A job with a rank over the estimator's limit (RankReport.exceeds_limit:
+// 2^50 bytes or more per GPU, estimator/reported_count.h) does not fit, with
+// no recommendations: its capped numbers measure no saving.
 #ifndef OOMGUARD_ADMISSION_ADMISSION_H_
 #define OOMGUARD_ADMISSION_ADMISSION_H_
 
@@ -33,8 +37,8 @@ using EstimateFunction = absl::FunctionRef<absl::StatusOr<v1::EstimateReport>(co
 
 // Checks `job` against `gpu` (a catalog entry, or just memory_bytes).
 // Errors: InvalidArgument for a bad job (from the estimator, naming the
-// JobSpec field), a safety margin outside [0, 1) or zero GPU memory;
-// DeadlineExceeded.
+// JobSpec field), a safety margin outside [0, 1), GPU memory of zero or over
+// 2^50 bytes; DeadlineExceeded.
 absl::StatusOr<v1::CheckResponse> CheckJob(const v1::JobSpec& job, const v1::GpuSpec& gpu,
                                            const AdmissionOptions& options);
 

@@ -1,22 +1,21 @@
 #include "estimator/estimator.h"
 
 #include <algorithm>
-#include <cmath>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "common/status_macros.h"
 #include "estimator/layer_memory.h"
 #include "estimator/overheads.h"
 #include "estimator/pipeline_schedule.h"
+#include "estimator/reported_count.h"
 #include "estimator/validated_job.h"
 
 namespace oomguard {
 namespace {
-
-uint64_t Bytes(double b) { return static_cast<uint64_t>(std::llround(std::max(0.0, b))); }
 
 // Costs of the few distinct blocks, computed once per estimate.
 struct BlockCosts {
@@ -117,17 +116,21 @@ void FillStatic(const ValidatedJob& j, double dense, double adam, double expert,
   const double gpu_opt = precision.master_bytes + precision.moment_bytes * (1 - f);
   const double host_opt = (precision.master_bytes + precision.moment_bytes) * f;
   const double extra_moments = adam * (precision.adam_moment_bytes - precision.moment_bytes);
-  s->set_dense_param_bytes(Bytes(dense * precision.param_bytes));
-  s->set_dense_grad_bytes(Bytes(dense * precision.grad_bytes));
-  s->set_dense_optimizer_bytes(Bytes((dense * gpu_opt + extra_moments * (1 - f)) / r_dense));
-  s->set_expert_param_bytes(Bytes(expert * precision.param_bytes));
-  s->set_expert_grad_bytes(Bytes(expert * precision.grad_bytes));
-  s->set_expert_optimizer_bytes(Bytes(expert * gpu_opt / r_expert));
-  s->set_host_optimizer_bytes(
-      Bytes((dense * host_opt + extra_moments * f) / r_dense + expert * host_opt / r_expert));
-  s->set_total_bytes(s->dense_param_bytes() + s->dense_grad_bytes() + s->dense_optimizer_bytes() +
-                     s->expert_param_bytes() + s->expert_grad_bytes() +
-                     s->expert_optimizer_bytes());
+  s->set_dense_param_bytes(RoundedCount(dense * precision.param_bytes));
+  s->set_dense_grad_bytes(RoundedCount(dense * precision.grad_bytes));
+  s->set_dense_optimizer_bytes(RoundedCount((dense * gpu_opt + extra_moments * (1 - f)) / r_dense));
+  s->set_expert_param_bytes(RoundedCount(expert * precision.param_bytes));
+  s->set_expert_grad_bytes(RoundedCount(expert * precision.grad_bytes));
+  s->set_expert_optimizer_bytes(RoundedCount(expert * gpu_opt / r_expert));
+  s->set_host_optimizer_bytes(RoundedCount((dense * host_opt + extra_moments * f) / r_dense +
+                                           expert * host_opt / r_expert));
+  uint64_t total = 0;
+  for (const uint64_t part :
+       {s->dense_param_bytes(), s->dense_grad_bytes(), s->dense_optimizer_bytes(),
+        s->expert_param_bytes(), s->expert_grad_bytes(), s->expert_optimizer_bytes()}) {
+    total = AddCounts(total, part);
+  }
+  s->set_total_bytes(total);
 }
 
 // The fp32 gradient copies the optimizer step makes for the master
@@ -138,14 +141,37 @@ double OptimizerStepBytes(const ValidatedJob& j, double dense, double expert) {
   return 4 * (dense / r_dense + expert / r_expert);
 }
 
+// Whether a count of `rank` (its module tree aside) reached the limit.
+bool HasCappedCount(const v1::RankReport& rank) {
+  const v1::StaticBytes& s = rank.static_();
+  for (const uint64_t count :
+       {rank.parameters(), rank.dense_parameters(), rank.expert_parameters(), rank.static_bytes(),
+        s.dense_param_bytes(), s.dense_grad_bytes(), s.dense_optimizer_bytes(),
+        s.expert_param_bytes(), s.expert_grad_bytes(), s.expert_optimizer_bytes(),
+        s.host_optimizer_bytes(), s.total_bytes(), rank.activation_bytes(), rank.transient_bytes(),
+        rank.optimizer_step_bytes(), rank.peak_allocated_bytes(), rank.peak_device_bytes()}) {
+    if (IsCapped(count)) return true;
+  }
+  for (const v1::Overhead& o : rank.overheads()) {
+    if (IsCapped(o.bytes())) return true;
+  }
+  for (const v1::ChunkReport& c : rank.chunks()) {
+    if (IsCapped(c.parameters()) || IsCapped(c.activation_bytes_per_microbatch()) ||
+        IsCapped(c.activation_bytes())) {
+      return true;
+    }
+  }
+  return false;
+}
+
 // Sums children into their parents (repeated nodes count repeat times).
 void FinalizeTree(v1::ModuleNode* node) {
   uint64_t params = node->parameters(), act = node->activation_bytes();
   for (v1::ModuleNode& child : *node->mutable_children()) {
     FinalizeTree(&child);
     const uint64_t times = std::max<uint32_t>(child.repeat(), 1);
-    params += child.parameters() * times;
-    act += child.activation_bytes() * times;
+    params = AddCounts(params, MultiplyCount(child.parameters(), times));
+    act = AddCounts(act, MultiplyCount(child.activation_bytes(), times));
   }
   node->set_parameters(params);
   node->set_activation_bytes(act);
@@ -230,6 +256,7 @@ absl::StatusOr<v1::EstimateReport> Estimate(const v1::JobSpec& job,
 
   double total_params = 0;
   uint64_t worst_peak = 0;
+  std::vector<int64_t> over_limit;  // PP ranks with a capped count.
   std::vector<ChunkCost> chunks(par.vpp);
   std::vector<double> chunk_act(par.vpp);
   for (int64_t r = 0; r < par.pp; ++r) {
@@ -261,38 +288,59 @@ absl::StatusOr<v1::EstimateReport> Estimate(const v1::JobSpec& job,
       cr->set_num_mtp_layers(st.num_mtp_layers);
       cr->set_has_embedding(st.has_embedding);
       cr->set_has_loss(st.has_loss);
-      cr->set_parameters(Bytes(chunks[c].total.params()));
+      cr->set_parameters(RoundedCount(chunks[c].total.params()));
       cr->set_in_flight_microbatches(in_flight.per_chunk[c]);
-      cr->set_activation_bytes_per_microbatch(Bytes(chunk_act[c]));
-      cr->set_activation_bytes(Bytes(count * chunk_act[c]));
+      cr->set_activation_bytes_per_microbatch(RoundedCount(chunk_act[c]));
+      cr->set_activation_bytes(RoundedCount(count * chunk_act[c]));
     }
-    rank->set_dense_parameters(Bytes(dense));
-    rank->set_expert_parameters(Bytes(expert));
-    rank->set_parameters(rank->dense_parameters() + rank->expert_parameters());
+    rank->set_dense_parameters(RoundedCount(dense));
+    rank->set_expert_parameters(RoundedCount(expert));
+    rank->set_parameters(AddCounts(rank->dense_parameters(), rank->expert_parameters()));
     FillStatic(j, dense, adam, expert, rank->mutable_static_());
     rank->set_static_bytes(rank->static_().total_bytes());
-    rank->set_activation_bytes(Bytes(in_flight.held_bytes));
-    rank->set_transient_bytes(Bytes(transient));
-    rank->set_optimizer_step_bytes(Bytes(OptimizerStepBytes(j, dense, expert)));
+    rank->set_activation_bytes(RoundedCount(in_flight.held_bytes));
+    rank->set_transient_bytes(RoundedCount(transient));
+    rank->set_optimizer_step_bytes(RoundedCount(OptimizerStepBytes(j, dense, expert)));
     AddOverheads(j, mem, options.overhead_basis, rank->mutable_overheads());
-    uint64_t allocated =
-        rank->static_bytes() +
-        std::max(rank->activation_bytes() + rank->transient_bytes(), rank->optimizer_step_bytes());
+    uint64_t allocated = AddCounts(
+        rank->static_bytes(), std::max(AddCounts(rank->activation_bytes(), rank->transient_bytes()),
+                                       rank->optimizer_step_bytes()));
     uint64_t device_only = 0;
     for (const v1::Overhead& o : rank->overheads()) {
-      (o.in_allocated() ? allocated : device_only) += o.bytes();
+      uint64_t& sum = o.in_allocated() ? allocated : device_only;
+      sum = AddCounts(sum, o.bytes());
     }
     rank->set_peak_allocated_bytes(allocated);
-    rank->set_peak_device_bytes(allocated + device_only);
+    rank->set_peak_device_bytes(AddCounts(allocated, device_only));
     if (rank->peak_device_bytes() > worst_peak) {
       worst_peak = rank->peak_device_bytes();
       report.set_worst_rank(static_cast<uint32_t>(r));
     }
     // Whole-model parameters: every rank's share times its TP/EP replication.
     total_params += dense * par.tp + expert * par.ep * par.etp;
-    if (options.module_tree) BuildRankTree(j, r, report.add_rank_trees());
+    bool capped = HasCappedCount(*rank);
+    if (options.module_tree) {
+      v1::ModuleNode* tree = report.add_rank_trees();
+      BuildRankTree(j, r, tree);
+      // Sums stop at the limit, so a capped node caps the root.
+      capped = capped || IsCapped(tree->parameters()) || IsCapped(tree->activation_bytes());
+    }
+    rank->set_exceeds_limit(capped);
+    if (capped) over_limit.push_back(r);
   }
-  report.set_total_parameters(Bytes(total_params));
+  report.set_total_parameters(RoundedCount(total_params));
+  if (!over_limit.empty()) {
+    notes.push_back(absl::StrCat("PP rank", over_limit.size() > 1 ? "s " : " ",
+                                 absl::StrJoin(over_limit, ", "),
+                                 over_limit.size() > 1 ? " need " : " needs ", kOverLimitWording,
+                                 ": counts of 2^50 or more are shown as 2^50 = ", kMaxReportedCount,
+                                 " and flagged exceeds_limit"));
+  }
+  if (IsCapped(report.total_parameters())) {
+    notes.push_back(absl::StrCat("total_parameters is 2^50 or more, shown as 2^50 = ",
+                                 kMaxReportedCount, " and flagged exceeds_limit"));
+  }
+  report.set_exceeds_limit(!over_limit.empty() || IsCapped(report.total_parameters()));
   for (std::string& n : notes) report.add_notes(std::move(n));
   return report;
 }

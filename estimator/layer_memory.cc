@@ -5,6 +5,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/string_view.h"
+#include "estimator/reported_count.h"
 
 namespace oomguard {
 namespace {
@@ -42,8 +43,8 @@ class BlockBuilder {
     v1::ModuleNode* node = host->add_children();
     node->set_name(name);
     node->set_type(type);
-    node->set_parameters(static_cast<uint64_t>(dense_params + expert_params));
-    node->set_activation_bytes(static_cast<uint64_t>(act));
+    node->set_parameters(TruncatedCount(dense_params + expert_params));
+    node->set_activation_bytes(TruncatedCount(act));
     return node;
   }
   // A grouping node with no parameters or activations of its own.

@@ -1,10 +1,10 @@
 #include "estimator/overheads.h"
 
 #include <algorithm>
-#include <cmath>
 #include <string>
 
 #include "estimator/layer_memory.h"
+#include "estimator/reported_count.h"
 
 namespace oomguard {
 namespace {
@@ -21,7 +21,7 @@ class OverheadList {
     if (bytes <= 0) return;
     v1::Overhead* o = out_->Add();
     o->set_name(name);
-    o->set_bytes(static_cast<uint64_t>(std::llround(bytes)));
+    o->set_bytes(RoundedCount(bytes));
     o->set_in_allocated(in_allocated);
     if (with_basis_) o->set_basis(basis);
   }

@@ -1,6 +1,7 @@
 #include "estimator/validated_job.h"
 
 #include <cmath>
+#include <limits>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -11,14 +12,6 @@
 namespace oomguard {
 namespace {
 
-// Upper bounds past which a value is taken as a typo, not a job.
-constexpr int64_t kMaxLayers = 100000;
-constexpr int64_t kMaxWidth = int64_t{1} << 22;  // hidden / ffn / heads ...
-constexpr int64_t kMaxVocab = int64_t{1} << 26;
-constexpr int64_t kMaxSeq = int64_t{1} << 24;
-constexpr int64_t kMaxGpus = int64_t{1} << 22;
-constexpr int64_t kMaxBatch = int64_t{1} << 30;
-
 absl::Status Bad(absl::string_view field, const auto& value, absl::string_view why) {
   return absl::InvalidArgumentError(absl::StrCat(field, " = ", value, ": ", why));
 }
@@ -28,6 +21,22 @@ absl::Status CheckSize(absl::string_view field, int64_t value, int64_t max) {
   if (value < 1) return Bad(field, value, "must be at least 1");
   if (value > max) return Bad(field, value, absl::StrCat("is absurdly large (limit ", max, ")"));
   return absl::OkStatus();
+}
+
+// a x b x c, three parallel sizes (each in [1, kMaxGpus]) whose product must
+// divide parallelism.num_gpus: `names` = "TP x PP x CP", `hint` says why.
+// a x b is below 2^45; the product of all three can reach 2^66, so it is
+// formed only when it fits in int64 (otherwise it cannot divide num_gpus).
+absl::StatusOr<int64_t> DividingProduct(int64_t num_gpus, absl::string_view names, int64_t a,
+                                        int64_t b, int64_t c, absl::string_view hint) {
+  const int64_t ab = a * b;
+  const int64_t abc = c <= std::numeric_limits<int64_t>::max() / ab ? ab * c : 0;  // 0: overflow.
+  if (abc == 0 || num_gpus % abc != 0) {
+    return Bad("parallelism.num_gpus", num_gpus,
+               absl::StrCat("not divisible by ", names, " = ", a, " x ", b, " x ", c,
+                            abc > 0 ? absl::StrCat(" = ", abc) : "", " (", hint, ")"));
+  }
+  return abc;
 }
 
 absl::Status CheckFraction(absl::string_view field, double value, bool allow_one) {
@@ -231,19 +240,13 @@ absl::Status ResolveParallelism(const v1::ParallelismSpec& spec, ValidatedJob& j
   OOMGUARD_RETURN_IF_ERROR(CheckSize("parallelism.context_parallel_size", par.cp, kMaxGpus));
   OOMGUARD_RETURN_IF_ERROR(CheckSize("parallelism.expert_model_parallel_size", par.ep, kMaxGpus));
   OOMGUARD_RETURN_IF_ERROR(CheckSize("parallelism.expert_tensor_parallel_size", par.etp, kMaxGpus));
-  const int64_t model_parallel = par.tp * par.pp * par.cp;
-  if (par.world % model_parallel != 0) {
-    return Bad("parallelism.num_gpus", par.world,
-               absl::StrCat("not divisible by TP x PP x CP = ", par.tp, " x ", par.pp, " x ",
-                            par.cp, " = ", model_parallel, " (W/PP = TP*CP*DP)"));
-  }
+  OOMGUARD_ASSIGN_OR_RETURN(
+      const int64_t model_parallel,
+      DividingProduct(par.world, "TP x PP x CP", par.tp, par.pp, par.cp, "W/PP = TP*CP*DP"));
   par.dp = par.world / model_parallel;
-  const int64_t expert_parallel = par.pp * par.ep * par.etp;
-  if (par.world % expert_parallel != 0) {
-    return Bad("parallelism.num_gpus", par.world,
-               absl::StrCat("not divisible by PP x EP x ETP = ", par.pp, " x ", par.ep, " x ",
-                            par.etp, " = ", expert_parallel, " (W/PP = EP*ETP*EDP)"));
-  }
+  OOMGUARD_ASSIGN_OR_RETURN(
+      const int64_t expert_parallel,
+      DividingProduct(par.world, "PP x EP x ETP", par.pp, par.ep, par.etp, "W/PP = EP*ETP*EDP"));
   par.edp = par.world / expert_parallel;
   if (moe.experts == 0 && par.ep > 1) {
     return Bad("parallelism.expert_model_parallel_size", par.ep,

@@ -19,6 +19,25 @@
 
 namespace oomguard {
 
+// Ranges. ValidateJob refuses a value outside its range as a typo, not a job
+// (InvalidArgument naming the field): every size is at least 1 and at most
+// its limit below. The limits keep every integer product the estimator
+// forms far inside int64: micro-batch x DP and micro-batch x heads below
+// 2^52, the padded vocabulary's multiple below 2^48; the product of three
+// parallel sizes (up to 2^66) is formed only when it fits. Token, element
+// and byte counts are formed in double, which does not wrap (an absurd
+// capacity factor may reach infinity), and become report fields only
+// through estimator/reported_count.h, which caps them, infinity included,
+// at 2^50.
+inline constexpr int64_t kMaxLayers = 100000;  // Decoder layers; layers per virtual stage.
+// Widths: hidden, FFN, heads, query groups, head dims, MLA ranks, experts.
+inline constexpr int64_t kMaxWidth = int64_t{1} << 22;
+inline constexpr int64_t kMaxVocab = int64_t{1} << 26;  // Vocabulary; its divisor.
+inline constexpr int64_t kMaxSeq = int64_t{1} << 24;    // Sequence length.
+inline constexpr int64_t kMaxGpus = int64_t{1} << 22;   // GPUs; each parallel size.
+// Micro-batch size, global batch size, micro-batch group per virtual stage.
+inline constexpr int64_t kMaxBatch = int64_t{1} << 30;
+
 // What one virtual pipeline stage (one model chunk) holds.
 struct StageContents {
   bool has_embedding = false;

@@ -2,6 +2,8 @@
 // the estimator whose savings are known, so that the verdicts, the ladder
 // order, the savings and the incompatibilities can be checked exactly.
 // (service_test checks the same against the real estimator.)
+#include "admission/admission.h"
+
 #include <cmath>
 #include <limits>
 #include <string>
@@ -9,10 +11,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "admission/admission.h"
 #include "admission/gpu_catalog.h"
+#include "estimator/reported_count.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "jobspec/job_builder.h"
 
 namespace oomguard {
 namespace {
@@ -313,6 +316,64 @@ TEST(AdmissionTest, BadPolicyOrGpuIsInvalidArgumentNamingTheField) {
   absl::StatusOr<v1::CheckResponse> r = Check(MoeJob(), Gpu(0));
   EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(r.status().message()), HasSubstr("memory_bytes = 0"));
+  // Past 2^50 bytes the usable capacity and the headroom would not be exact.
+  v1::GpuSpec huge = Gpu(80);
+  huge.set_memory_bytes(~uint64_t{0});
+  r = Check(MoeJob(), huge);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(r.status().message(),
+            "gpu memory_bytes = 18446744073709551615: must be at most 2^50 (1 PiB)");
+}
+
+// A rank the estimator flags as over its 2^50-byte limit does not fit,
+// even on a GPU the (capped) peak would seem to fit.
+TEST(AdmissionTest, RankOverTheEstimatorLimitDoesNotFit) {
+  auto over_limit = [](const v1::JobSpec& job) -> absl::StatusOr<v1::EstimateReport> {
+    absl::StatusOr<v1::EstimateReport> report = FakeEstimate(job);
+    if (!report.ok()) return report;
+    report->mutable_ranks(0)->set_peak_device_bytes(kMaxReportedCount);
+    report->mutable_ranks(0)->set_exceeds_limit(true);
+    report->set_exceeds_limit(true);
+    return report;
+  };
+  v1::GpuSpec gpu = Gpu(80);
+  gpu.set_memory_bytes(kMaxReportedCount);
+  absl::StatusOr<v1::CheckResponse> r = CheckJob(MoeJob(), gpu, {}, over_limit);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->verdict(), v1::VERDICT_DOES_NOT_FIT);
+  EXPECT_TRUE(r->recommendations().empty());
+  EXPECT_EQ(r->peak_device_bytes(), kMaxReportedCount);
+  EXPECT_EQ(r->headroom_bytes(), 0);
+  EXPECT_THAT(r->summary(), StartsWith("Does not fit: PP rank 0 needs 1 PiB (2^50 bytes) or "
+                                       "more per GPU, against 1024.00 TiB usable on TEST-GPU"));
+}
+
+// Issue 12: this job's byte counts once wrapped past 2^63 into a 45.62 GiB
+// peak, and the check answered VERDICT_FITS.
+TEST(AdmissionTest, MoonlightWithAbsurdBatchDoesNotFitOnTheRealEstimator) {
+  JobSource src;
+  src.preset = "moonlight-16b-a3b";
+  src.num_gpus = 8;
+  src.megatron_args = {"--expert-model-parallel-size",
+                       "8",
+                       "--use-distributed-optimizer",
+                       "--micro-batch-size",
+                       "16777216",
+                       "--seq-length",
+                       "16777216"};
+  absl::StatusOr<v1::JobSpec> job = BuildJob(src, nullptr);
+  ASSERT_TRUE(job.ok()) << job.status();
+  absl::StatusOr<v1::CheckResponse> r = CheckJob(*job, Gpu(80), {});
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->verdict(), v1::VERDICT_DOES_NOT_FIT);
+  EXPECT_EQ(r->peak_device_bytes(), kMaxReportedCount);
+  EXPECT_LT(r->headroom_bytes(), 0);
+  EXPECT_TRUE(r->report().ranks(0).exceeds_limit());
+  EXPECT_EQ(r->summary(),
+            "Does not fit: PP rank 0 needs 1 PiB (2^50 bytes) or more per GPU, against 80.0 GiB "
+            "usable on TEST-GPU (80.0 GiB less 0% kept free); no recommended change is measured "
+            "on an estimate that large: make the micro-batch, the sequence or the model "
+            "smaller.");
 }
 
 TEST(AdmissionTest, EstimatorErrorsPassThrough) {

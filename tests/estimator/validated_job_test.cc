@@ -115,5 +115,40 @@ TEST(ValidateJob, SequenceParallelAtTpOneIsDroppedWithANote) {
   EXPECT_NE(notes[0].find("sequence_parallel has no effect at TP=1"), std::string::npos);
 }
 
+// Each parallel size may be up to 2^22: the product of three of them once
+// overflowed int64 (2^66) before the divisibility check.
+TEST(ValidateJob, ParallelSizeProductsNeverOverflow) {
+  constexpr uint32_t kBig = 1u << 22;
+  v1::JobSpec job = MinimalJob();
+  v1::ParallelismSpec* p = job.mutable_parallelism();
+  p->set_num_gpus(kBig);
+  p->set_tensor_model_parallel_size(kBig);
+  p->set_pipeline_model_parallel_size(kBig);
+  p->set_context_parallel_size(kBig);
+  absl::StatusOr<ValidatedJob> j = ValidateJob(job, nullptr);
+  EXPECT_EQ(j.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(j.status().message(),
+            "parallelism.num_gpus = 4194304: not divisible by TP x PP x CP = 4194304 x 4194304 x "
+            "4194304 (W/PP = TP*CP*DP)");
+
+  p->set_tensor_model_parallel_size(1);
+  p->set_context_parallel_size(1);
+  p->set_expert_model_parallel_size(kBig);
+  p->set_expert_tensor_parallel_size(kBig);
+  j = ValidateJob(job, nullptr);
+  EXPECT_EQ(j.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(j.status().message(),
+            "parallelism.num_gpus = 4194304: not divisible by PP x EP x ETP = 4194304 x 4194304 x "
+            "4194304 (W/PP = EP*ETP*EDP)");
+
+  // Within num_gpus, the message still gives the product.
+  p->set_num_gpus(8);
+  p->set_pipeline_model_parallel_size(3);
+  j = ValidateJob(job, nullptr);
+  EXPECT_EQ(j.status().message(),
+            "parallelism.num_gpus = 8: not divisible by TP x PP x CP = 1 x 3 x 1 = 3 (W/PP = "
+            "TP*CP*DP)");
+}
+
 }  // namespace
 }  // namespace oomguard
