@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "estimator/reported_count.h"
 #include "nlohmann/json.hpp"
 
 namespace oomguard {
@@ -18,7 +19,15 @@ constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
 double Gib(uint64_t bytes) { return static_cast<double>(bytes) / kGiB; }
 
+// What the peak holds beyond static, activations and transients. A rank over
+// the estimator's limit holds capped counts (estimator/reported_count.h) that
+// cannot be subtracted: its overheads are their capped sum.
 uint64_t OverheadBytes(const v1::RankReport& r) {
+  if (r.exceeds_limit()) {
+    uint64_t sum = 0;
+    for (const v1::Overhead& o : r.overheads()) sum = AddCounts(sum, o.bytes());
+    return sum;
+  }
   return r.peak_device_bytes() - r.static_bytes() - r.activation_bytes() - r.transient_bytes();
 }
 
@@ -55,6 +64,8 @@ ordered_json RankJson(const v1::RankReport& r, uint64_t capacity) {
     j["headroom_bytes"] =
         static_cast<int64_t>(capacity) - static_cast<int64_t>(r.peak_device_bytes());
   }
+  // Only present on a rank whose counts reached 2^50 and are capped there.
+  if (r.exceeds_limit()) j["exceeds_limit"] = true;
   ordered_json& overheads = j["overheads"] = ordered_json::array();
   for (const v1::Overhead& o : r.overheads()) {
     overheads.push_back(
@@ -104,6 +115,7 @@ std::string FormatTable(const v1::EstimateReport& rep, uint64_t capacity) {
     if (capacity) {
       fit = r.peak_device_bytes() <= capacity ? "  fits" : "  DOES NOT FIT";
     }
+    if (r.exceeds_limit()) fit += "  (>= 1 PiB: capped)";
     absl::StrAppendFormat(&out, "%7d %10.3f %10.2f %10.2f %10.2f %10.2f %10.2f %10.2f%s\n",
                           r.pp_rank(), static_cast<double>(r.parameters()) / 1e9,
                           Gib(r.static_bytes()), Gib(r.activation_bytes()),
@@ -154,6 +166,7 @@ std::string FormatJson(const v1::EstimateReport& rep, uint64_t capacity) {
                     {"padded_vocab_size", rep.padded_vocab_size()},
                     {"worst_rank", rep.worst_rank()}};
   if (capacity) j["capacity_bytes"] = capacity;
+  if (rep.exceeds_limit()) j["exceeds_limit"] = true;
   ordered_json& ranks = j["ranks"] = ordered_json::array();
   for (const v1::RankReport& r : rep.ranks()) ranks.push_back(RankJson(r, capacity));
   if (rep.rank_trees_size() > 0) {

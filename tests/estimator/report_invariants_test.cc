@@ -27,7 +27,7 @@ namespace {
 using ::testing::HasSubstr;
 
 v1::EstimateReport SmallReport() {
-  JobSource src;
+  JobInputs src;
   src.preset = "llama3-8b";
   src.num_gpus = 16;
   src.megatron_args = {"--tensor-model-parallel-size",
@@ -168,7 +168,7 @@ struct Sweep {
 
 std::optional<v1::EstimateReport> EstimateOne(const std::string& preset, const Layout& layout,
                                               uint64_t mb, uint64_t seq, Sweep& sweep) {
-  JobSource src;
+  JobInputs src;
   src.preset = preset;
   src.num_gpus = layout.gpus;
   src.megatron_args = layout.args;

@@ -52,7 +52,7 @@ TEST(ReportedCount, SumsAndProductsStopAtTheLimit) {
 }
 
 v1::JobSpec Job(const std::string& preset, uint32_t gpus, std::vector<std::string> args) {
-  JobSource src;
+  JobInputs src;
   src.preset = preset;
   src.num_gpus = gpus;
   src.megatron_args = std::move(args);

@@ -13,6 +13,7 @@ namespace oomguard {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 using ::testing::StartsWith;
 
 v1::EstimateReport SmallReport() {
@@ -62,6 +63,28 @@ TEST(FormatJsonTest, CapacityAddsTheHeadroomWhichMayBeNegative) {
   EXPECT_THAT(json, HasSubstr("\"worst_rank\":0,\"capacity_bytes\":85899345920,\"ranks\":"));
   EXPECT_THAT(json, HasSubstr("\"peak_device_bytes\":96636764160,\"headroom_bytes\":-10737418240,"
                               "\"overheads\":"));
+}
+
+// A rank whose counts reached the estimator's 2^50 limit: flagged in the
+// JSON, its overheads their capped sum (never a wrapped subtraction), and
+// marked as capped in the table.
+TEST(FormatJsonTest, RanksOverTheLimitAreFlaggedAndNeverWrap) {
+  constexpr uint64_t kLimit = uint64_t{1} << 50;
+  v1::EstimateReport rep = SmallReport();
+  rep.set_exceeds_limit(true);
+  v1::RankReport* r = rep.mutable_ranks(0);
+  r->set_exceeds_limit(true);
+  r->set_activation_bytes(kLimit);
+  r->set_peak_allocated_bytes(kLimit);
+  r->set_peak_device_bytes(kLimit);
+  const std::string json = FormatJson(rep, uint64_t{80} << 30);
+  EXPECT_THAT(json, HasSubstr("\"capacity_bytes\":85899345920,\"exceeds_limit\":true,\"ranks\":"));
+  EXPECT_THAT(json, HasSubstr("\"headroom_bytes\":-1125813931096064,\"exceeds_limit\":true,"));
+  EXPECT_THAT(FormatJson(SmallReport(), 0), Not(HasSubstr("exceeds_limit")));
+  const std::string table = FormatTable(rep, uint64_t{80} << 30);
+  // static 5120 GiB, activations 2^50 = 1048576 GiB, overheads 512 bytes.
+  EXPECT_THAT(table, HasSubstr("    5120.00 1048576.00       0.00 1048576.00       0.00 1048576.00"
+                               "  DOES NOT FIT  (>= 1 PiB: capped)\n"));
 }
 
 TEST(FormatJsonTest, TreesAndEscapedNotes) {
