@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/quoted_value.h"
 #include "google/protobuf/text_format.h"
 
 namespace oomguard {
@@ -103,14 +104,14 @@ absl::StatusOr<GpuCatalog> GpuCatalog::Create(std::vector<v1::GpuSpec> gpus) {
     }
     if (g.memory_bytes() == 0) {
       return absl::InvalidArgumentError(
-          absl::StrCat(entry, ".memory_bytes = 0: must be > 0 (GPU '", g.name(), "')"));
+          absl::StrCat(entry, ".memory_bytes = 0: must be > 0 (GPU ", Quote(g.name(), '\''), ")"));
     }
     std::vector<std::string> keys = {g.name()};
     keys.insert(keys.end(), g.aliases().begin(), g.aliases().end());
     for (const std::string& key : keys) {
       if (!names.insert(NormalizeName(key)).second) {
-        return absl::InvalidArgumentError(
-            absl::StrCat(entry, ": name or alias '", key, "' is already used by another entry"));
+        return absl::InvalidArgumentError(absl::StrCat(entry, ": name or alias ", Quote(key, '\''),
+                                                       " is already used by another entry"));
       }
     }
   }
@@ -147,8 +148,9 @@ absl::StatusOr<v1::GpuSpec> GpuCatalog::Find(std::string_view name) const {
   }
   std::vector<std::string> known;
   for (const v1::GpuSpec& g : gpus_) known.push_back(g.name());
-  return absl::NotFoundError(
-      absl::StrCat("unknown GPU '", std::string(name), "'; known: ", absl::StrJoin(known, ", ")));
+  return absl::NotFoundError(absl::StrCat("unknown GPU ",
+                                          Quote(absl::string_view(name.data(), name.size()), '\''),
+                                          "; known: ", absl::StrJoin(known, ", ")));
 }
 
 bool NeedsNcclGraphRegisterOff(const v1::GpuSpec& gpu) {

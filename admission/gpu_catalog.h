@@ -30,7 +30,8 @@ class GpuCatalog {
   absl::StatusOr<GpuCatalog> WithOverrides(std::string_view text) const;
 
   // The entry whose name or alias matches `name`, ignoring case and treating
-  // '_' like '-'. NotFound (listing the known names) otherwise.
+  // '_' like '-'. NotFound (listing the known names, `name` quoted and cut
+  // short) otherwise.
   absl::StatusOr<v1::GpuSpec> Find(std::string_view name) const;
 
   // All entries, in catalog order.

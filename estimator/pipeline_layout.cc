@@ -1,77 +1,137 @@
 #include "estimator/pipeline_layout.h"
 
+#include <algorithm>
+#include <optional>
 #include <string>
+#include <utility>
 
 #include "absl/strings/ascii.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
+#include "common/quoted_value.h"
 #include "common/status_macros.h"
 
 namespace oomguard {
 namespace {
 
 constexpr char kLayoutField[] = "parallelism.pipeline_model_parallel_layout";
+constexpr size_t kMaxLayoutChars = 4096;
 constexpr size_t kMaxExpandedLayout = 1 << 20;
 
+// The layout grammar and its rules are Megatron-Core's, re-stated here:
+// megatron/core/transformer/pipeline_parallel_layer_layout.py, class
+// PipelineParallelLayerLayout (parse_str_to_list, which from_str reaches
+// through __init__, and validate_layer_layout).
+
 absl::Status LayoutError(absl::string_view layout, absl::string_view why) {
-  return absl::InvalidArgumentError(absl::StrCat(kLayoutField, " \"", layout, "\": ", why));
+  return absl::InvalidArgumentError(absl::StrCat(kLayoutField, " ", Quote(layout), ": ", why));
 }
 
-// Recursive-descent expansion of "(...)*n" and "x*n" repetitions.
-class LayoutExpander {
- public:
-  explicit LayoutExpander(absl::string_view text) : text_(text) {}
+bool IsAsciiDigit(char c) { return absl::ascii_isdigit(static_cast<unsigned char>(c)); }
 
-  absl::StatusOr<std::string> Expand() {
-    OOMGUARD_ASSIGN_OR_RETURN(std::string out, Sequence());
-    if (pos_ != text_.size()) return LayoutError(text_, "unbalanced ')'");
-    return out;
+// The decimal count at `text[pos]`, if a digit is there; `*end` is set past
+// it. Counts above kMaxExpandedLayout are capped there (they cannot fit).
+std::optional<size_t> CountAt(absl::string_view text, size_t pos, size_t* end) {
+  if (pos >= text.size() || !IsAsciiDigit(text[pos])) return std::nullopt;
+  size_t count = 0;
+  for (*end = pos; *end < text.size() && IsAsciiDigit(text[*end]); ++*end) {
+    count = std::min(count * 10 + static_cast<size_t>(text[*end] - '0'), kMaxExpandedLayout + 1);
   }
+  return count;
+}
 
- private:
-  absl::StatusOr<std::string> Sequence() {
-    std::string out;
-    while (pos_ < text_.size() && text_[pos_] != ')') {
-      char c = text_[pos_];
-      std::string unit;
-      if (c == '(') {
-        ++pos_;
-        OOMGUARD_ASSIGN_OR_RETURN(unit, Sequence());
-        if (pos_ >= text_.size() || text_[pos_] != ')') {
-          return LayoutError(text_, "missing ')'");
+// Appends `unit` `count` times to `out`, within kMaxExpandedLayout.
+absl::Status AppendRepeated(absl::string_view layout, absl::string_view unit, size_t count,
+                            std::string* out) {
+  if (!unit.empty() && count > (kMaxExpandedLayout - out->size()) / unit.size()) {
+    return LayoutError(layout, "expands to more than 1 MiB");
+  }
+  for (size_t i = 0; i < count; ++i) absl::StrAppend(out, unit);
+  return absl::OkStatus();
+}
+
+// The two unrolling passes of parse_str_to_list, each a left-to-right
+// rewrite of the non-overlapping matches of its pattern, as Python's re.sub
+// makes it. First "(body)*n", where body is one or more characters other
+// than ')' (so groups do not nest: an inner '(' stays and is refused later).
+// Counts are ASCII digits (Python's \d would also take other scripts').
+absl::StatusOr<std::string> UnrollGroups(absl::string_view layout, absl::string_view text) {
+  std::string out;
+  size_t next_close = 0;  // The first ')' at or after the current '(' + 1.
+  for (size_t i = 0; i < text.size();) {
+    if (text[i] == '(') {
+      if (next_close <= i) next_close = std::min(text.find(')', i + 1), text.size());
+      size_t end = 0;
+      if (next_close > i + 1 && next_close + 1 < text.size() && text[next_close + 1] == '*') {
+        if (std::optional<size_t> count = CountAt(text, next_close + 2, &end)) {
+          OOMGUARD_RETURN_IF_ERROR(
+              AppendRepeated(layout, text.substr(i + 1, next_close - i - 1), *count, &out));
+          i = end;
+          continue;
         }
-        ++pos_;
-      } else if (c == 'E' || c == 't' || c == 'm' || c == 'L' || c == '|') {
-        unit = std::string(1, c);
-        ++pos_;
-      } else if (absl::ascii_isspace(static_cast<unsigned char>(c))) {
-        ++pos_;
-        continue;
-      } else {
-        return LayoutError(text_, absl::StrCat("unexpected character '", std::string(1, c), "'"));
       }
-      int64_t times = 1;
-      if (pos_ < text_.size() && text_[pos_] == '*') {
-        ++pos_;
-        size_t start = pos_;
-        while (pos_ < text_.size() && absl::ascii_isdigit(text_[pos_])) ++pos_;
-        if (!absl::SimpleAtoi(text_.substr(start, pos_ - start), &times) || times < 0) {
-          return LayoutError(text_, "'*' must be followed by a count");
-        }
-      }
-      if (unit.size() * static_cast<size_t>(times) + out.size() > kMaxExpandedLayout) {
-        return LayoutError(text_, "expands to more than 1 MiB");
-      }
-      for (int64_t i = 0; i < times; ++i) out += unit;
     }
-    return out;
+    out.push_back(text[i++]);
   }
+  return out;
+}
 
-  absl::string_view text_;
-  size_t pos_ = 0;
-};
+// Then "x*n", where x is any one character but a newline.
+absl::StatusOr<std::string> UnrollCharacters(absl::string_view layout, absl::string_view text) {
+  std::string out;
+  for (size_t i = 0; i < text.size();) {
+    size_t end = 0;
+    if (text[i] != '\n' && i + 1 < text.size() && text[i + 1] == '*') {
+      if (std::optional<size_t> count = CountAt(text, i + 2, &end)) {
+        OOMGUARD_RETURN_IF_ERROR(AppendRepeated(layout, text.substr(i, 1), *count, &out));
+        i = end;
+        continue;
+      }
+    }
+    out.push_back(text[i++]);
+  }
+  return out;
+}
 
+// validate_layer_layout's rules on the MTP layers: after every decoder
+// layer, all in one virtual stage, and that stage the last of its pipeline
+// rank (stage index = pp_rank + chunk * pp).
+absl::Status CheckMtpPlacement(const PlacementInput& in, const std::vector<std::string>& stages) {
+  const size_t pp = static_cast<size_t>(in.pp);
+  const size_t last_chunk = stages.size() / pp - 1;
+  bool mtp_seen = false;
+  for (size_t i = 0; i < stages.size(); ++i) {
+    const int64_t mtp = std::count(stages[i].begin(), stages[i].end(), 'm');
+    for (char c : stages[i]) {
+      mtp_seen = mtp_seen || c == 'm';
+      if (mtp_seen && c == 't') {
+        return LayoutError(in.layout, "decoder layers 't' must all come before the MTP layers 'm'");
+      }
+    }
+    if (mtp == 0) continue;
+    if (i / pp != last_chunk) {
+      return LayoutError(
+          in.layout, absl::StrCat("MTP layers 'm' must be in the last virtual stage of their "
+                                  "pipeline rank; stage ",
+                                  i, " is virtual stage ", i / pp, " of pipeline rank ", i % pp));
+    }
+    if (mtp != in.mtp_layers) {
+      return LayoutError(
+          in.layout, absl::StrCat("all MTP layers must be in one stage; stage ", i, " has ", mtp,
+                                  " of model.mtp_num_layers ", in.mtp_layers));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// The layout's checks (__init__ and validate_layer_layout), then the
+// placement. Megatron-LM builds the embedding on the first virtual stage and
+// the output layer and loss on the last whatever the layout says
+// (megatron/training/training.py, build_model: pre_process / post_process);
+// the layout must list 'E' first and 'L' last, so they are there unless
+// stages before 'E' or after 'L' are empty.
 absl::StatusOr<std::vector<StageContents>> PlaceFromLayout(const PlacementInput& in) {
   OOMGUARD_ASSIGN_OR_RETURN(const std::vector<std::string> stages, ExpandLayout(in.layout));
   const int64_t n = static_cast<int64_t>(stages.size());
@@ -81,45 +141,41 @@ absl::StatusOr<std::vector<StageContents>> PlaceFromLayout(const PlacementInput&
                                                "pipeline_model_parallel_size ",
                                                in.pp));
   }
-  std::vector<StageContents> out(n);
-  int layer = 0;
-  int64_t mtp = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    StageContents& st = out[i];
-    st.first_layer = layer;
-    for (char c : stages[i]) {
-      switch (c) {
-        case 'E':
-          if (i != 0) return LayoutError(in.layout, "'E' must be in the first stage");
-          st.has_embedding = true;
-          break;
-        case 'L':
-          if (i != n - 1) return LayoutError(in.layout, "'L' must be in the last stage");
-          st.has_loss = true;
-          break;
-        case 't':
-          ++st.num_layers;
-          ++layer;
-          break;
-        case 'm':
-          ++st.num_mtp_layers;
-          ++mtp;
-          break;
-      }
+  const std::string flat = absl::StrJoin(stages, "");
+  if (flat.empty() || flat.front() != 'E') {
+    return LayoutError(in.layout, "must start with the embedding 'E'");
+  }
+  if (flat.back() != 'L') return LayoutError(in.layout, "must end with the loss 'L'");
+  for (const auto& [symbol, what] : {std::pair{'E', "embedding"}, std::pair{'L', "loss"}}) {
+    if (const int64_t times = std::count(flat.begin(), flat.end(), symbol); times != 1) {
+      return LayoutError(in.layout, absl::StrCat("has the ", what, " '", std::string(1, symbol),
+                                                 "' ", times, " times; it must be there once"));
     }
   }
-  if (layer != in.num_layers) {
+  const int64_t layers = std::count(flat.begin(), flat.end(), 't');
+  if (layers != in.num_layers) {
     return LayoutError(
         in.layout,
-        absl::StrCat("places ", layer, " decoder layers but model.num_layers is ", in.num_layers));
+        absl::StrCat("places ", layers, " decoder layers but model.num_layers is ", in.num_layers));
   }
+  const int64_t mtp = std::count(flat.begin(), flat.end(), 'm');
   if (mtp != in.mtp_layers) {
     return LayoutError(
         in.layout,
         absl::StrCat("places ", mtp, " MTP layers but model.mtp_num_layers is ", in.mtp_layers));
   }
-  if (!out.front().has_embedding || !out.back().has_loss) {
-    return LayoutError(in.layout, "needs 'E' in the first stage and 'L' in the last");
+  OOMGUARD_RETURN_IF_ERROR(CheckMtpPlacement(in, stages));
+
+  std::vector<StageContents> out(n);
+  out.front().has_embedding = true;
+  out.back().has_loss = true;
+  int layer = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    StageContents& st = out[i];
+    st.first_layer = layer;
+    st.num_layers = static_cast<int>(std::count(stages[i].begin(), stages[i].end(), 't'));
+    st.num_mtp_layers = static_cast<int>(std::count(stages[i].begin(), stages[i].end(), 'm'));
+    layer += st.num_layers;
   }
   return out;
 }
@@ -177,9 +233,26 @@ absl::StatusOr<std::vector<int64_t>> LayersPerRank(const PlacementInput& in) {
 }  // namespace
 
 absl::StatusOr<std::vector<std::string>> ExpandLayout(absl::string_view layout) {
-  if (layout.size() > 4096) return LayoutError(layout.substr(0, 32), "longer than 4096 characters");
-  OOMGUARD_ASSIGN_OR_RETURN(const std::string flat, LayoutExpander(layout).Expand());
-  return std::vector<std::string>(absl::StrSplit(flat, '|'));
+  if (layout.size() > kMaxLayoutChars) {
+    return LayoutError(layout, absl::StrCat("longer than ", kMaxLayoutChars, " characters"));
+  }
+  // Commas are cosmetic.
+  const std::string text = absl::StrReplaceAll(layout, {{",", ""}});
+  OOMGUARD_ASSIGN_OR_RETURN(const std::string groups, UnrollGroups(layout, text));
+  OOMGUARD_ASSIGN_OR_RETURN(const std::string flat, UnrollCharacters(layout, groups));
+  std::vector<std::string> stages = absl::StrSplit(flat, '|');
+  for (size_t i = 0; i < stages.size(); ++i) {
+    for (char c : stages[i]) {
+      if (c != 'E' && c != 't' && c != 'm' && c != 'L') {
+        return LayoutError(layout, absl::StrCat("unexpected character ",
+                                                Quote(std::string(1, c), '\''), " in stage ", i,
+                                                "; a stage holds E (embedding), t (decoder layer), "
+                                                "m (MTP layer) and L (loss), repeated with "
+                                                "\"x*n\" or \"(...)*n\""));
+      }
+    }
+  }
+  return stages;
 }
 
 absl::StatusOr<std::vector<StageContents>> PlaceLayers(const PlacementInput& in) {

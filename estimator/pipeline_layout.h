@@ -5,6 +5,7 @@
 #ifndef OOMGUARD_ESTIMATOR_PIPELINE_LAYOUT_H_
 #define OOMGUARD_ESTIMATOR_PIPELINE_LAYOUT_H_
 
+#include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -31,7 +32,12 @@ struct PlacementInput {
 absl::StatusOr<std::vector<StageContents>> PlaceLayers(const PlacementInput& in);
 
 // Expands a layout string ("Et|(tt|)*30mL") into its virtual stages, each a
-// string of the symbols E, t, m, L. InvalidArgument on bad syntax.
+// string of the symbols E, t, m, L, with Megatron-Core's grammar: commas are
+// cosmetic, "(...)*n" then "x*n" are unrolled, groups do not nest, nothing
+// else (no spaces) may appear. InvalidArgument on what Megatron-Core would
+// refuse. PlaceLayers then applies its rules: 'E' first and 'L' last, each
+// once; the decoder and MTP layer counts; the MTP layers after the decoder
+// layers, together, in the last virtual stage of a pipeline rank.
 absl::StatusOr<std::vector<std::string>> ExpandLayout(absl::string_view layout);
 
 }  // namespace oomguard

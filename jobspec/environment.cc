@@ -4,14 +4,25 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
+#include "common/quoted_value.h"
+#include "common/status_macros.h"
 
 namespace oomguard {
 namespace {
 
-// Applies a PyTorch allocator configuration ("key:value,key:value").
-void ApplyAllocatorConfig(absl::string_view config, v1::RuntimeSpec* runtime) {
+// Applies the PyTorch allocator configuration ("key:value,key:value") held
+// by the variable `name`. PyTorch's parser (c10/core/AllocatorConfig.cpp,
+// AcceleratorAllocatorConfig::parseArgs; c10/cuda/CUDAAllocatorConfig.cpp
+// before 2.9) refuses an expandable_segments value other than True or False
+// at start-up ("Expected a single True/False argument for
+// expandable_segments"), so such a value is refused here too. PyTorch
+// compares case-sensitively; "true" and "TRUE" are read here as meant. Other
+// keys do not change what oomguard models and are not checked.
+absl::Status ApplyAllocatorConfig(absl::string_view name, absl::string_view config,
+                                  v1::RuntimeSpec* runtime) {
   for (absl::string_view option : absl::StrSplit(config, ',')) {
     std::pair<absl::string_view, absl::string_view> key_value =
         absl::StrSplit(option, absl::MaxSplits(':', 1));
@@ -23,25 +34,32 @@ void ApplyAllocatorConfig(absl::string_view config, v1::RuntimeSpec* runtime) {
       runtime->set_expandable_segments(true);
     } else if (absl::EqualsIgnoreCase(value, "false")) {
       runtime->set_expandable_segments(false);
+    } else {
+      return absl::InvalidArgumentError(
+          absl::StrCat(name, ": expandable_segments must be True or False, got ", Quote(value),
+                       " (PyTorch refuses it at start-up)"));
     }
   }
+  return absl::OkStatus();
 }
 
 }  // namespace
 
-void ApplyEnvironment(const std::map<std::string, std::string>& env, v1::JobSpec* job) {
-  if (job == nullptr) return;
+absl::Status ApplyEnvironment(const std::map<std::string, std::string>& env, v1::JobSpec* job) {
+  if (job == nullptr) return absl::InvalidArgumentError("job is null");
   // PyTorch >= 2.9 reads PYTORCH_ALLOC_CONF first and falls back to the
   // older PYTORCH_CUDA_ALLOC_CONF.
   auto config = env.find("PYTORCH_ALLOC_CONF");
   if (config == env.end()) config = env.find("PYTORCH_CUDA_ALLOC_CONF");
   if (config != env.end()) {
-    ApplyAllocatorConfig(config->second, job->mutable_runtime());
+    OOMGUARD_RETURN_IF_ERROR(
+        ApplyAllocatorConfig(config->first, config->second, job->mutable_runtime()));
   }
   if (auto nccl = env.find("NCCL_GRAPH_REGISTER"); nccl != env.end()) {
     job->mutable_runtime()->set_nccl_graph_register_disabled(
         absl::StripAsciiWhitespace(nccl->second) == "0");
   }
+  return absl::OkStatus();
 }
 
 }  // namespace oomguard

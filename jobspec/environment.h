@@ -7,14 +7,17 @@
 #include <map>
 #include <string>
 
+#include "absl/status/status.h"
 #include "oomguard/v1/job.pb.h"
 
 namespace oomguard {
 
 // Applies the environment variables that change memory:
-// PYTORCH_CUDA_ALLOC_CONF (expandable_segments:True) and
-// NCCL_GRAPH_REGISTER (=0).
-void ApplyEnvironment(const std::map<std::string, std::string>& env, v1::JobSpec* job);
+// PYTORCH_ALLOC_CONF / PYTORCH_CUDA_ALLOC_CONF (expandable_segments:True)
+// and NCCL_GRAPH_REGISTER (=0). An expandable_segments value other than
+// True or False, which PyTorch refuses at start-up, is InvalidArgument
+// naming the variable and the value.
+absl::Status ApplyEnvironment(const std::map<std::string, std::string>& env, v1::JobSpec* job);
 
 }  // namespace oomguard
 

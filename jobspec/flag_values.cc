@@ -10,24 +10,6 @@
 
 namespace oomguard {
 
-std::string Quote(absl::string_view text) {
-  constexpr size_t kMaxShown = 80;
-  std::string quoted = "\"";
-  for (const char c : text.substr(0, kMaxShown)) {
-    const auto byte = static_cast<unsigned char>(c);
-    if (c == '"' || c == '\\') {
-      absl::StrAppend(&quoted, "\\", absl::string_view(&c, 1));
-    } else if (byte < 0x20 || byte >= 0x7f) {
-      absl::StrAppend(&quoted, "\\x", absl::Hex(byte, absl::kZeroPad2));
-    } else {
-      quoted.push_back(c);
-    }
-  }
-  if (text.size() > kMaxShown) quoted.append("...");
-  quoted.push_back('"');
-  return quoted;
-}
-
 absl::Status BadValue(const FlagUse& flag, absl::string_view expected, absl::string_view value) {
   return absl::InvalidArgumentError(
       absl::StrCat(flag.display, ": expected ", expected, ", got ", Quote(value)));
@@ -40,9 +22,10 @@ bool IsDigits(absl::string_view text) {
 }
 
 absl::StatusOr<uint32_t> ParseUint32(const FlagUse& flag) {
+  if (!IsDigits(flag.value())) return BadValue(flag, "a non-negative integer", flag.value());
   uint32_t out = 0;
-  if (!IsDigits(flag.value()) || !absl::SimpleAtoi(flag.value(), &out)) {
-    return BadValue(flag, "a non-negative integer", flag.value());
+  if (!absl::SimpleAtoi(flag.value(), &out)) {
+    return BadValue(flag, "an integer in [0, 4294967295]", flag.value());
   }
   return out;
 }

@@ -13,6 +13,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "common/quoted_value.h"
 
 namespace oomguard {
 
@@ -24,16 +25,15 @@ struct FlagUse {
   absl::string_view value() const { return values.front(); }
 };
 
-// A value for an error message: quoted, escaped, at most 80 characters.
-std::string Quote(absl::string_view text);
-
-// "<flag>: expected <expected>, got <value>".
+// "<flag>: expected <expected>, got <value>", the value quoted (Quote in
+// common/quoted_value.h).
 absl::Status BadValue(const FlagUse& flag, absl::string_view expected, absl::string_view value);
 
 // Whether `text` is one or more decimal digits.
 bool IsDigits(absl::string_view text);
 
-// The flag's value as a non-negative integer.
+// The flag's value as an integer in [0, 4294967295]; a larger one is
+// refused as out of that range, anything else as not a non-negative integer.
 absl::StatusOr<uint32_t> ParseUint32(const FlagUse& flag);
 
 // An allowed interval for a floating-point flag.

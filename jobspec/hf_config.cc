@@ -2,9 +2,6 @@
 // Megatron-Bridge / mbridge do (see design/ACCOUNTING.md, section a.1).
 #include "jobspec/hf_config.h"
 
-#include <google/protobuf/struct.pb.h>
-#include <google/protobuf/util/json_util.h>
-
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -17,21 +14,20 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "absl/strings/str_split.h"
+#include "common/quoted_value.h"
 #include "common/status_macros.h"
+#include "jobspec/config_json.h"
 
 namespace oomguard {
 namespace {
 
-using ::google::protobuf::Struct;
-using ::google::protobuf::Value;
+using Json = ::nlohmann::json;
 
-constexpr size_t kMaxConfigBytes = size_t{4} << 20;  // 4 MiB.
-constexpr size_t kMaxValueTextChars = 64;
+constexpr std::string_view kNonNegativeInteger = "a non-negative integer";
+constexpr std::string_view kUint32Range = "an integer in [0, 4294967295]";
 
 // The model families this reader knows, by HF `model_type`.
 enum class Family {
@@ -82,114 +78,107 @@ std::string NumberText(double number) {
   return absl::StrFormat("%.15g", number);
 }
 
-// A JSON value as short text for error messages.
-std::string ValueText(const Value& value) {
-  std::string text;
-  switch (value.kind_case()) {
-    case Value::kNullValue:
+// A JSON value as short text for error messages: strings quoted, every
+// value escaped and cut short (common/quoted_value.h).
+std::string ValueText(const Json& value) {
+  switch (value.type()) {
+    case Json::value_t::null:
       return "null";
-    case Value::kBoolValue:
-      return value.bool_value() ? "true" : "false";
-    case Value::kNumberValue:
-      return NumberText(value.number_value());
-    case Value::kStringValue:
-      text = absl::StrCat("\"", value.string_value(), "\"");
-      break;
+    case Json::value_t::boolean:
+      return value.get<bool>() ? "true" : "false";
+    case Json::value_t::number_unsigned:
+      return absl::StrCat(value.get<uint64_t>());
+    case Json::value_t::number_integer:
+      return absl::StrCat(value.get<int64_t>());
+    case Json::value_t::number_float:
+      return NumberText(value.get<double>());
+    case Json::value_t::string:
+      return Quote(value.get_ref<const std::string&>());
     default:
-      if (!google::protobuf::util::MessageToJsonString(value, &text).ok()) {
-        return "<unprintable>";
-      }
-      break;
+      return EscapedValue(value.dump(-1, ' ', false, Json::error_handler_t::replace));
   }
-  if (text.size() > kMaxValueTextChars) {
-    text.resize(kMaxValueTextChars);
-    text += "...";
-  }
-  return text;
 }
 
 // Typed access to the keys of one config object; errors name the key, the
 // value and the model_type.
 class ConfigReader {
  public:
-  ConfigReader(const Struct& config, std::string model_type)
+  ConfigReader(const Json& config, std::string model_type)
       : config_(config), model_type_(std::move(model_type)) {}
 
   const std::string& model_type() const { return model_type_; }
 
   // The value of `key`, or null when absent or JSON null.
-  const Value* Find(std::string_view key) const {
-    auto it = config_.fields().find(std::string(key));
-    if (it == config_.fields().end()) return nullptr;
-    if (it->second.kind_case() == Value::kNullValue) return nullptr;
-    return &it->second;
+  const Json* Find(std::string_view key) const {
+    auto it = config_.find(std::string(key));
+    if (it == config_.end() || it->is_null()) return nullptr;
+    return &*it;
   }
 
   absl::Status Missing(std::string_view key) const {
     return absl::InvalidArgumentError(absl::StrFormat("%s: missing \"%s\"", Prefix(), key));
   }
 
-  absl::Status BadValue(std::string_view key, std::string_view expected, const Value& value) const {
+  absl::Status BadValue(std::string_view key, std::string_view expected, const Json& value) const {
     return absl::InvalidArgumentError(absl::StrFormat("%s: \"%s\" must be %s, got %s", Prefix(),
                                                       key, expected, ValueText(value)));
   }
 
-  absl::StatusOr<uint32_t> ToUint(std::string_view key, const Value& value) const {
-    constexpr std::string_view kExpected = "a non-negative integer";
-    if (value.kind_case() != Value::kNumberValue) {
-      return BadValue(key, kExpected, value);
+  // A whole number in 32 bits; 4096.0 counts as 4096.
+  absl::StatusOr<uint32_t> ToUint(std::string_view key, const Json& value) const {
+    constexpr uint32_t kMax = std::numeric_limits<uint32_t>::max();
+    if (value.is_number_unsigned()) {
+      const uint64_t number = value.get<uint64_t>();
+      if (number > kMax) return BadValue(key, kUint32Range, value);
+      return static_cast<uint32_t>(number);
     }
-    const double number = value.number_value();
-    if (!std::isfinite(number) || number < 0 || std::floor(number) != number ||
-        number > std::numeric_limits<uint32_t>::max()) {
-      return BadValue(key, kExpected, value);
+    if (!value.is_number_float()) return BadValue(key, kNonNegativeInteger, value);
+    const double number = value.get<double>();
+    if (!std::isfinite(number) || number < 0 || std::floor(number) != number) {
+      return BadValue(key, kNonNegativeInteger, value);
     }
+    if (number > kMax) return BadValue(key, kUint32Range, value);
     return static_cast<uint32_t>(number);
   }
 
   absl::StatusOr<uint32_t> RequiredUint(std::string_view key) const {
-    const Value* value = Find(key);
+    const Json* value = Find(key);
     if (value == nullptr) return MissingOrNull(key);
     return ToUint(key, *value);
   }
 
   absl::StatusOr<std::optional<uint32_t>> OptionalUint(std::string_view key) const {
-    const Value* value = Find(key);
+    const Json* value = Find(key);
     if (value == nullptr) return std::optional<uint32_t>();
     OOMGUARD_ASSIGN_OR_RETURN(uint32_t number, ToUint(key, *value));
     return std::optional<uint32_t>(number);
   }
 
   absl::StatusOr<std::optional<bool>> OptionalBool(std::string_view key) const {
-    const Value* value = Find(key);
+    const Json* value = Find(key);
     if (value == nullptr) return std::optional<bool>();
-    if (value->kind_case() != Value::kBoolValue) {
-      return BadValue(key, "true or false", *value);
-    }
-    return std::optional<bool>(value->bool_value());
+    if (!value->is_boolean()) return BadValue(key, "true or false", *value);
+    return std::optional<bool>(value->get<bool>());
   }
 
   // A probability in [0, 1].
   absl::StatusOr<std::optional<double>> OptionalFraction(std::string_view key) const {
-    const Value* value = Find(key);
+    const Json* value = Find(key);
     if (value == nullptr) return std::optional<double>();
-    if (value->kind_case() != Value::kNumberValue || !(value->number_value() >= 0) ||
-        !(value->number_value() <= 1)) {
+    if (!value->is_number() || !(value->get<double>() >= 0) || !(value->get<double>() <= 1)) {
       return BadValue(key, "a number in [0, 1]", *value);
     }
-    return std::optional<double>(value->number_value());
+    return std::optional<double>(value->get<double>());
   }
 
   // A list of layer indices, each < `num_layers`.
   absl::StatusOr<std::vector<uint32_t>> OptionalLayerList(std::string_view key,
                                                           uint32_t num_layers) const {
     std::vector<uint32_t> layers;
-    const Value* value = Find(key);
+    const Json* value = Find(key);
     if (value == nullptr) return layers;
-    if (value->kind_case() != Value::kListValue) {
-      return BadValue(key, "a list of layer indices", *value);
-    }
-    for (const Value& item : value->list_value().values()) {
+    if (!value->is_array()) return BadValue(key, "a list of layer indices", *value);
+    for (const Json& item : *value) {
       OOMGUARD_ASSIGN_OR_RETURN(uint32_t layer, ToUint(key, item));
       if (layer >= num_layers) {
         return BadValue(key, absl::StrCat("layer indices < ", num_layers), item);
@@ -203,70 +192,34 @@ class ConfigReader {
   std::string Prefix() const { return absl::StrCat("config.json (", model_type_, ")"); }
 
   absl::Status MissingOrNull(std::string_view key) const {
-    auto it = config_.fields().find(std::string(key));
-    if (it == config_.fields().end()) return Missing(key);
-    return BadValue(key, "a non-negative integer", it->second);
+    auto it = config_.find(std::string(key));
+    if (it == config_.end()) return Missing(key);
+    return BadValue(key, kNonNegativeInteger, *it);
   }
 
-  const Struct& config_;
+  const Json& config_;
   std::string model_type_;
 };
 
-// The JSON parser's message ("what\n<context>\n^") on one line.
-std::string OneLine(const std::string& message) {
-  const std::vector<std::string> lines = absl::StrSplit(message, '\n');
-  std::string text(absl::StripAsciiWhitespace(lines[0]));
-  if (lines.size() > 1) {
-    const std::string context(absl::StripAsciiWhitespace(lines[1]));
-    if (!context.empty()) {
-      absl::StrAppend(&text, " (near \"", context.substr(0, kMaxValueTextChars), "\")");
-    }
-  }
-  return text;
-}
-
-// Parses the text into a Struct; bounds the size first.
-absl::StatusOr<Struct> ParseJsonObject(std::string_view json) {
-  if (json.size() > kMaxConfigBytes) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "config.json: %d bytes exceeds the limit of %d bytes", json.size(), kMaxConfigBytes));
-  }
-  const size_t first = json.find_first_not_of(" \t\r\n");
-  if (first != std::string_view::npos && json[first] != '{') {
-    return absl::InvalidArgumentError("config.json: the top level must be a JSON object");
-  }
-  Struct config;
-  const auto status = google::protobuf::util::JsonStringToMessage(
-      google::protobuf::StringPiece(json.data(), json.size()), &config);
-  if (!status.ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("config.json: ", OneLine(std::string(status.message()))));
-  }
-  return config;
-}
-
 // The non-empty string value of `key` in `config`, if any.
-std::optional<std::string> StringField(const Struct& config, std::string_view key) {
-  auto it = config.fields().find(std::string(key));
-  if (it == config.fields().end() || it->second.kind_case() != Value::kStringValue ||
-      it->second.string_value().empty()) {
+std::optional<std::string> StringField(const Json& config, std::string_view key) {
+  auto it = config.find(std::string(key));
+  if (it == config.end() || !it->is_string() || it->get_ref<const std::string&>().empty()) {
     return std::nullopt;
   }
-  return it->second.string_value();
+  return it->get<std::string>();
 }
 
 // The object holding the language model: `text_config` for vision-language
 // configs, else the top level.
-absl::StatusOr<const Struct*> LanguageConfig(const Struct& top) {
-  auto it = top.fields().find("text_config");
-  if (it == top.fields().end() || it->second.kind_case() == Value::kNullValue) {
-    return &top;
+absl::StatusOr<const Json*> LanguageConfig(const Json& top) {
+  auto it = top.find("text_config");
+  if (it == top.end() || it->is_null()) return &top;
+  if (!it->is_object()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("config.json: \"text_config\" must be an object, got ", ValueText(*it)));
   }
-  if (it->second.kind_case() != Value::kStructValue) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "config.json: \"text_config\" must be an object, got ", ValueText(it->second)));
-  }
-  return &it->second.struct_value();
+  return &*it;
 }
 
 // Keys every supported family shares, plus the settings Megatron-Bridge
@@ -480,8 +433,8 @@ absl::Status ApplyFamily(Family family, const ConfigReader& cfg, v1::ModelSpec* 
 }  // namespace
 
 absl::StatusOr<v1::ModelSpec> ParseHfConfig(std::string_view json) {
-  OOMGUARD_ASSIGN_OR_RETURN(const Struct top, ParseJsonObject(json));
-  OOMGUARD_ASSIGN_OR_RETURN(const Struct* text, LanguageConfig(top));
+  OOMGUARD_ASSIGN_OR_RETURN(const Json top, ReadConfigJson(json));
+  OOMGUARD_ASSIGN_OR_RETURN(const Json* text, LanguageConfig(top));
   std::optional<std::string> model_type = StringField(*text, "model_type");
   if (!model_type.has_value()) model_type = StringField(top, "model_type");
   if (!model_type.has_value()) {
@@ -490,7 +443,7 @@ absl::StatusOr<v1::ModelSpec> ParseHfConfig(std::string_view json) {
   const std::optional<Family> family = FindFamily(*model_type);
   if (!family.has_value()) {
     return absl::InvalidArgumentError(
-        absl::StrFormat("config.json: unsupported model_type \"%s\"; supported: %s", *model_type,
+        absl::StrFormat("config.json: unsupported model_type %s; supported: %s", Quote(*model_type),
                         SupportedModelTypes()));
   }
 

@@ -5,6 +5,8 @@
 // Moonlight, which is deepseek_v3). Vision-language configs fall back to
 // their `text_config`. Malformed JSON, a missing required key or an
 // unsupported model_type is an InvalidArgument naming the key and value.
+// The text is read in linear time within the bounds of config_json.h (4 MiB,
+// 64 levels of nesting).
 #ifndef OOMGUARD_JOBSPEC_HF_CONFIG_H_
 #define OOMGUARD_JOBSPEC_HF_CONFIG_H_
 

@@ -1,6 +1,7 @@
 #include "jobspec/job_builder.h"
 
 #include "common/status_macros.h"
+#include "jobspec/environment.h"
 #include "jobspec/hf_config.h"
 #include "jobspec/megatron_args.h"
 #include "jobspec/presets.h"
@@ -25,7 +26,7 @@ absl::StatusOr<v1::JobSpec> BuildJob(const JobInputs& inputs, std::vector<std::s
     job.mutable_precision()->set_params_dtype(v1::DTYPE_BF16);
   }
   OOMGUARD_RETURN_IF_ERROR(ApplyMegatronArgs(inputs.megatron_args, mode, &job, notes));
-  ApplyEnvironment(inputs.env, &job);
+  OOMGUARD_RETURN_IF_ERROR(ApplyEnvironment(inputs.env, &job));
   job.mutable_parallelism()->set_num_gpus(inputs.num_gpus);
   return job;
 }

@@ -92,7 +92,7 @@ absl::StatusOr<size_t> ApplyFlag(absl::string_view token, absl::Span<const std::
   if (std::optional<absl::string_view> reason = UnmodelledFlagReason(name)) {
     s.Note(absl::StrCat(use.display, ": ", *reason, "; ignored"));
   } else if (!IsSilentFlag(name)) {
-    s.Note(absl::StrCat("ignored unknown flag ", use.display));
+    s.Note(absl::StrCat("ignored unknown flag ", EscapedValue(use.display)));
   }
   return following.size();
 }
@@ -108,9 +108,10 @@ absl::Status ApplyMegatronArgs(absl::Span<const std::string> args, ArgsMode mode
   while (pos < args.size()) {
     const absl::string_view token = args[pos];
     if (!IsFlagToken(token)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "unexpected argument ", Quote(token),
-          last_flag.empty() ? " (flags start with \"--\")" : absl::StrCat(" after ", last_flag)));
+      return absl::InvalidArgumentError(
+          absl::StrCat("unexpected argument ", Quote(token),
+                       last_flag.empty() ? " (flags start with \"--\")"
+                                         : absl::StrCat(" after ", EscapedValue(last_flag))));
     }
     size_t end = pos + 1;
     while (end < args.size() && IsValueToken(args[end])) ++end;

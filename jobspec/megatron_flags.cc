@@ -145,6 +145,12 @@ absl::Status RecordCrossEntropyFusionImpl(const FlagUse& flag, ParseState& s) {
   return absl::OkStatus();
 }
 
+void NoteVirtualPipelineSpelling(ParseState& s) {
+  s.Note(
+      "--virtual-pipeline-model-parallel-size: read as --num-virtual-stages-per-pipeline-rank; "
+      "Megatron-LM itself refuses this spelling as an unrecognized argument");
+}
+
 absl::Status Accept(const FlagUse&, ParseState&) { return absl::OkStatus(); }
 
 // ---------------------------------------------------------------------------
@@ -254,6 +260,14 @@ void AddParallelismFlags(FlagTable& t) {
         Uint("parallelism.num_layers_per_virtual_pipeline_stage"));
   t.Add("num-virtual-stages-per-pipeline-rank",
         Uint("parallelism.num_virtual_stages_per_pipeline_rank"));
+  // Its legacy spelling: Megatron-LM's flag for four days of February 2021
+  // (commits dd88906264 to dcef906978). Its README showed it until 2026 and
+  // some forks still register it, but Megatron-LM's own parser refuses it
+  // (megatron/training/arguments.py lists virtual_pipeline_model_parallel_size
+  // among the config fields with "no CLI argument"), hence the note.
+  t.Add("virtual-pipeline-model-parallel-size",
+        AlsoRecord(Uint("parallelism.num_virtual_stages_per_pipeline_rank"),
+                   NoteVirtualPipelineSpelling));
   t.Add("microbatch-group-size-per-virtual-pipeline-stage",
         Uint("parallelism.microbatch_group_size_per_vp_stage"));
   t.Add("decoder-first-pipeline-num-layers", Uint("parallelism.decoder_first_pipeline_num_layers"));

@@ -12,6 +12,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/quoted_value.h"
 #include "jobspec/hf_config.h"
 
 namespace oomguard {
@@ -100,8 +101,9 @@ const std::vector<PresetInfo>& ListPresets() {
 absl::StatusOr<v1::ModelSpec> FindPreset(std::string_view name) {
   const PresetEntry* entry = FindEntry(name);
   if (entry == nullptr) {
-    return absl::NotFoundError(
-        absl::StrCat("unknown preset \"", std::string(name), "\"; known presets: ", KnownNames()));
+    return absl::NotFoundError(absl::StrCat("unknown preset ",
+                                            Quote(absl::string_view(name.data(), name.size())),
+                                            "; known presets: ", KnownNames()));
   }
   return ParsedPresets()[entry - kPresetTable];
 }

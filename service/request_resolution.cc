@@ -73,7 +73,9 @@ absl::StatusOr<ResolvedJob> ResolveJobSource(const v1::JobSource& source, absl::
   switch (source.source_case()) {
     case v1::JobSource::kSpec:
       job.spec = source.spec();
-      ApplyEnvironment(env, &job.spec);
+      if (absl::Status status = ApplyEnvironment(env, &job.spec); !status.ok()) {
+        return FieldError(absl::StrCat(field, ".env"), status);
+      }
       break;
     case v1::JobSource::kMegatron: {
       OOMGUARD_ASSIGN_OR_RETURN(

@@ -1,5 +1,8 @@
 // Tests of the GPU catalog (admission/gpu_catalog.h).
 #include "admission/gpu_catalog.h"
+
+#include <string>
+
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -33,6 +36,19 @@ TEST(GpuCatalogTest, FindIgnoresCaseAndUnderscoresAndKnowsAliases) {
   EXPECT_EQ(unknown.status().code(), absl::StatusCode::kNotFound);
   EXPECT_THAT(std::string(unknown.status().message()), HasSubstr("'V100'"));
   EXPECT_THAT(std::string(unknown.status().message()), HasSubstr("B200-192GB"));
+}
+
+// Issue 12 (C): a 10,000-character name is echoed cut short, so that the
+// status message stays within a client's metadata limit.
+TEST(GpuCatalogTest, UnknownLongNameIsEchoedCutShort) {
+  const GpuCatalog catalog = GpuCatalog::Builtin();
+  absl::StatusOr<v1::GpuSpec> unknown = catalog.Find(std::string(10000, 'G'));
+  EXPECT_EQ(unknown.status().code(), absl::StatusCode::kNotFound);
+  const std::string message(unknown.status().message());
+  EXPECT_THAT(message, HasSubstr("unknown GPU '" + std::string(80, 'G') + "...'; known: "));
+  EXPECT_LT(message.size(), 300u);
+  EXPECT_THAT(std::string(catalog.Find("H900\n").status().message()),
+              HasSubstr(R"(unknown GPU 'H900\x0a')"));
 }
 
 TEST(GpuCatalogTest, OverridesReplaceByNameAndAdd) {

@@ -1,13 +1,17 @@
 #include "jobspec/environment.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <string>
 
+#include "absl/status/status.h"
 #include "oomguard/v1/job.pb.h"
 
 namespace oomguard {
 namespace {
+
+using ::testing::HasSubstr;
 
 TEST(ApplyEnvironmentTest, ExpandableSegments) {
   struct Case {
@@ -25,25 +29,49 @@ TEST(ApplyEnvironmentTest, ExpandableSegments) {
   };
   for (const Case& c : cases) {
     v1::JobSpec job;
-    ApplyEnvironment({{"PYTORCH_CUDA_ALLOC_CONF", std::string(c.conf)}}, &job);
+    ASSERT_TRUE(ApplyEnvironment({{"PYTORCH_CUDA_ALLOC_CONF", std::string(c.conf)}}, &job).ok())
+        << c.conf;
     EXPECT_EQ(job.runtime().expandable_segments(), c.expandable) << c.conf;
   }
   v1::JobSpec preset;
   preset.mutable_runtime()->set_expandable_segments(true);
-  ApplyEnvironment({{"PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:False"}}, &preset);
+  ASSERT_TRUE(
+      ApplyEnvironment({{"PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:False"}}, &preset).ok());
   EXPECT_FALSE(preset.runtime().expandable_segments());
-  ApplyEnvironment({{"PYTORCH_ALLOC_CONF", "expandable_segments:True"}}, &preset);
+  ASSERT_TRUE(ApplyEnvironment({{"PYTORCH_ALLOC_CONF", "expandable_segments:True"}}, &preset).ok());
   EXPECT_TRUE(preset.runtime().expandable_segments());
+}
+
+// Issue 12 (E): PyTorch refuses an expandable_segments value other than
+// True/False at start-up; so does oomguard, naming the variable and value.
+TEST(ApplyEnvironmentTest, ExpandableSegmentsOtherThanTrueOrFalseIsRefused) {
+  v1::JobSpec job;
+  absl::Status status =
+      ApplyEnvironment({{"PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:Maybe"}}, &job);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(status.message(),
+            "PYTORCH_CUDA_ALLOC_CONF: expandable_segments must be True or False, got \"Maybe\" "
+            "(PyTorch refuses it at start-up)");
+  for (const char* conf : {"expandable_segments", "expandable_segments:", "expandable_segments:1",
+                           "max_split_size_mb:512,expandable_segments:yes"}) {
+    status = ApplyEnvironment({{"PYTORCH_ALLOC_CONF", conf}}, &job);
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << conf;
+    EXPECT_THAT(status.message(), HasSubstr("PYTORCH_ALLOC_CONF: expandable_segments")) << conf;
+  }
+  // The value is echoed cut short.
+  status = ApplyEnvironment(
+      {{"PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:" + std::string(10000, 'x')}}, &job);
+  EXPECT_LT(status.message().size(), 200u);
 }
 
 TEST(ApplyEnvironmentTest, NcclGraphRegister) {
   v1::JobSpec job;
-  ApplyEnvironment({{"CUDA_DEVICE_MAX_CONNECTIONS", "1"}}, &job);
+  ASSERT_TRUE(ApplyEnvironment({{"CUDA_DEVICE_MAX_CONNECTIONS", "1"}}, &job).ok());
   EXPECT_FALSE(job.runtime().nccl_graph_register_disabled());
   EXPECT_FALSE(job.runtime().expandable_segments());
-  ApplyEnvironment({{"NCCL_GRAPH_REGISTER", "0"}}, &job);
+  ASSERT_TRUE(ApplyEnvironment({{"NCCL_GRAPH_REGISTER", "0"}}, &job).ok());
   EXPECT_TRUE(job.runtime().nccl_graph_register_disabled());
-  ApplyEnvironment({{"NCCL_GRAPH_REGISTER", "1"}}, &job);
+  ASSERT_TRUE(ApplyEnvironment({{"NCCL_GRAPH_REGISTER", "1"}}, &job).ok());
   EXPECT_FALSE(job.runtime().nccl_graph_register_disabled());
 }
 

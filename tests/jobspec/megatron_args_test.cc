@@ -205,8 +205,11 @@ TEST(ApplyMegatronArgsTest, BadValuesNameTheFlagAndTheValue) {
   const Case cases[] = {
       {"--num-layers -4", R"(--num-layers: expected a non-negative integer, got "-4")"},
       {"--num-layers 4x", R"(--num-layers: expected a non-negative integer, got "4x")"},
+      // Issue 12 (D): above 32 bits is out of range, and the message says so.
       {"--hidden-size 99999999999",
-       R"(--hidden-size: expected a non-negative integer, got "99999999999")"},
+       R"(--hidden-size: expected an integer in [0, 4294967295], got "99999999999")"},
+      {"--micro-batch-size 4294967296",
+       R"(--micro-batch-size: expected an integer in [0, 4294967295], got "4294967296")"},
       {"--num_layers=+4", R"(--num_layers: expected a non-negative integer, got "+4")"},
       {"--seq-length 1.5", R"(--seq-length: expected a non-negative integer)"},
       {"--hidden-dropout 1.0", R"(--hidden-dropout: expected a number in [0, 1), got "1.0")"},
@@ -257,6 +260,26 @@ TEST(ApplyMegatronArgsTest, LongBadValuesAreTruncatedInMessages) {
                                           ArgsMode::kFullCommandLine, &job, nullptr);
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_LT(status.message().size(), 200u);
+}
+
+// Issue 12 (C): a long flag name or value is echoed cut short, in errors
+// and in notes.
+TEST(ApplyMegatronArgsTest, LongFlagsAreTruncatedInMessagesAndNotes) {
+  v1::JobSpec job;
+  absl::Status status =
+      ApplyMegatronArgs({"--pipeline-model-parallel-layout=" + std::string(10000, 't'), "extra"},
+                        ArgsMode::kFullCommandLine, &job, nullptr);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("unexpected argument \"extra\" after "
+                                          "--pipeline-model-parallel-layout=ttt"));
+  EXPECT_LT(status.message().size(), 200u);
+
+  std::vector<std::string> notes;
+  ASSERT_TRUE(ApplyMegatronArgs({"--" + std::string(10000, 'x'), "--vocab-size", "8"},
+                                ArgsMode::kFullCommandLine, &job, &notes)
+                  .ok());
+  ASSERT_THAT(notes, SizeIs(1));
+  EXPECT_EQ(notes[0], "ignored unknown flag --" + std::string(78, 'x') + "...");
 }
 
 TEST(ApplyMegatronArgsTest, FsdpIsUnimplemented) {
@@ -399,7 +422,7 @@ TEST(CalibrationTest, EveryMegatronCiLineParses) {
     for (const auto& [key, value] : record.fields().at("env").struct_value().fields()) {
       env[key] = value.string_value();
     }
-    ApplyEnvironment(env, &job);
+    ASSERT_TRUE(ApplyEnvironment(env, &job).ok()) << name;
     EXPECT_EQ(job.runtime().expandable_segments(),
               absl::StrContains(env["PYTORCH_CUDA_ALLOC_CONF"], "expandable_segments:True"))
         << name;

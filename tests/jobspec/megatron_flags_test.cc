@@ -237,6 +237,26 @@ TEST(MegatronFlagsTest, ParallelismFlags) {
   EXPECT_FALSE(p.has_tensor_model_parallel_size());
 }
 
+// Issue 12 (G): the legacy spelling of the number of virtual stages per
+// pipeline rank sets the same field, with a note that Megatron-LM itself
+// refuses it; the field's main flag stays --num-virtual-stages-per-pipeline-rank.
+TEST(MegatronFlagsTest, VirtualPipelineModelParallelSizeIsTheVirtualStageCount) {
+  std::vector<std::string> notes;
+  const v1::JobSpec job =
+      ParseFull("--vocab-size 8 --virtual-pipeline-model-parallel-size 4", &notes);
+  EXPECT_EQ(job.parallelism().num_virtual_stages_per_pipeline_rank(), 4u);
+  EXPECT_THAT(notes, ElementsAre("--virtual-pipeline-model-parallel-size: read as "
+                                 "--num-virtual-stages-per-pipeline-rank; Megatron-LM itself "
+                                 "refuses this spelling as an unrecognized argument"));
+  EXPECT_EQ(ParseFull("--vocab-size 8 --virtual_pipeline_model_parallel_size=2")
+                .parallelism()
+                .num_virtual_stages_per_pipeline_rank(),
+            2u);
+  EXPECT_EQ(
+      FindMegatronFlagForField("parallelism.num_virtual_stages_per_pipeline_rank")->Spelling(),
+      "--num-virtual-stages-per-pipeline-rank");
+}
+
 TEST(MegatronFlagsTest, ModelFlagsWithoutDefaults) {
   const v1::JobSpec job = ParseFull(
       "--add-qkv-bias --position-embedding-type yarn "

@@ -102,6 +102,16 @@ TEST(PresetsTest, UnknownNameListsKnownNames) {
   EXPECT_EQ(FindPreset("").status().code(), absl::StatusCode::kNotFound);
 }
 
+// Issue 12 (C): a 10,000-character name is echoed cut short, so that the
+// status message stays within a client's metadata limit.
+TEST(PresetsTest, UnknownLongNameIsEchoedCutShort) {
+  absl::StatusOr<v1::ModelSpec> model = FindPreset(std::string(10000, 'p'));
+  EXPECT_EQ(model.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(model.status().message(),
+              HasSubstr("unknown preset \"" + std::string(80, 'p') + "...\"; known presets: "));
+  EXPECT_LT(model.status().message().size(), 1000u);
+}
+
 TEST(PresetsTest, Qwen3_30bA3bMatchesConfigFile) {
   ExpectSameAsExample("qwen3-30b-a3b", "qwen3_30b_a3b_config.json");
   const v1::ModelSpec m = PresetOk("qwen3-30b-a3b");
