@@ -17,6 +17,7 @@
 #include "common/status_macros.h"
 #include "service/request_log.h"
 #include "webhook/admission_webhook.h"
+#include "webhook/guarded_http_server.h"
 
 namespace oomguard::webhook {
 
@@ -74,14 +75,28 @@ absl::StatusOr<std::unique_ptr<WebhookServer>> WebhookServer::Start(WebhookServe
     return absl::InvalidArgumentError(absl::StrCat(
         "webhook_check_timeout = ", absl::FormatDuration(options.check_timeout), ": must be > 0"));
   }
+  if (options.max_connections < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("webhook max_connections = ", options.max_connections, ": must be >= 1"));
+  }
+  if (options.header_timeout <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("webhook header_timeout = ", absl::FormatDuration(options.header_timeout),
+                     ": must be > 0"));
+  }
   std::unique_ptr<WebhookServer> server(new WebhookServer);
+  const ConnectionLimits limits{.max_connections = options.max_connections,
+                                .header_timeout = options.header_timeout,
+                                .max_header_bytes = options.max_header_bytes,
+                                .io_timeout = options.io_timeout,
+                                .keep_alive_timeout = options.keep_alive_timeout};
   if (options.insecure_http) {
     if (!options.tls_cert_file.empty() || !options.tls_key_file.empty()) {
       return absl::InvalidArgumentError(
           "webhook_insecure_http_for_testing: cannot be combined with "
           "webhook_tls_cert/key");
     }
-    server->server_ = std::make_unique<httplib::Server>();
+    server->server_ = std::make_unique<GuardedHttpServer>(limits, nullptr);
   } else {
     if (options.tls_cert_file.empty() || options.tls_key_file.empty()) {
       return absl::InvalidArgumentError(
@@ -94,8 +109,8 @@ absl::StatusOr<std::unique_ptr<WebhookServer>> WebhookServer::Start(WebhookServe
         CertificateReloader::Create(options.tls_cert_file, options.tls_key_file,
                                     options.tls_reload_interval));
     CertificateReloader* reloader = server->certificates_.get();
-    server->server_ = std::make_unique<httplib::SSLServer>(
-        [reloader](SSL_CTX& ctx) { return reloader->Configure(ctx); });
+    server->server_ = std::make_unique<GuardedHttpServer>(
+        limits, [reloader](SSL_CTX& ctx) { return reloader->Configure(ctx); });
   }
   if (!server->server_->is_valid()) {
     return absl::InternalError("webhook: cannot set up the TLS context");
@@ -106,20 +121,12 @@ absl::StatusOr<std::unique_ptr<WebhookServer>> WebhookServer::Start(WebhookServe
   server->metrics_ = metrics;
 
   httplib::Server& http = *server->server_;
-  const int threads = server->options_.threads;
-  http.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
-  http.set_tcp_nodelay(true);  // Else keep-alive clients stall ~40 ms a request.
   // SO_REUSEADDR only: httplib's default also sets SO_REUSEPORT, which would
   // let a second server share (and steal requests from) the port.
   http.set_socket_options([](int sock) {
     const int yes = 1;
     setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
   });
-  const auto io = absl::ToChronoMicroseconds(server->options_.io_timeout);
-  http.set_read_timeout(io);
-  http.set_write_timeout(io);
-  http.set_keep_alive_timeout(5);
-  http.set_keep_alive_max_count(1000);
   http.set_payload_max_length(server->options_.max_body_bytes);
   WebhookServer* self = server.get();
   http.Post("/validate", [self](const httplib::Request& request, httplib::Response& response) {
@@ -134,8 +141,7 @@ absl::StatusOr<std::unique_ptr<WebhookServer>> WebhookServer::Start(WebhookServe
         response.set_content("internal error\n", "text/plain");
       });
 
-  server->port_ =
-      port == 0 ? http.bind_to_any_port(host) : (http.bind_to_port(host, port) ? port : -1);
+  server->port_ = server->server_->Bind(host, port);
   if (server->port_ <= 0) {
     return absl::UnavailableError(
         absl::StrCat("webhook_address = ", server->options_.address, ": cannot listen there"));
@@ -154,7 +160,7 @@ void WebhookServer::HandleValidate(const httplib::Request& request, httplib::Res
   const AdmissionAnswer answer = ReviewAdmission(
       request.body, catalog_, deadline,
       [this](const v1::CheckRequest& check, absl::Time check_deadline, v1::CheckResponse* checked) {
-        return service_->RunCheck(check, check_deadline, checked);
+        return RunCheck(check, check_deadline, checked);
       });
   response.status = answer.http_status;
   response.set_content(
@@ -189,12 +195,32 @@ void WebhookServer::HandleValidate(const httplib::Request& request, httplib::Res
   WriteLogLine(FormatEventLine("admission", fields, absl::Now()));
 }
 
+absl::Status WebhookServer::RunCheck(const v1::CheckRequest& check, absl::Time deadline,
+                                     v1::CheckResponse* checked) {
+  {
+    absl::MutexLock lock(&checks_mu_);
+    if (!checks_mu_.AwaitWithDeadline(absl::Condition(this, &WebhookServer::CheckTurnFree),
+                                      deadline)) {
+      return absl::DeadlineExceededError(
+          absl::StrCat("no check turn free (threads = ", options_.threads, ")"));
+    }
+    ++checks_running_;
+  }
+  absl::Status status = service_->RunCheck(check, deadline, checked);
+  absl::MutexLock lock(&checks_mu_);
+  --checks_running_;
+  return status;
+}
+
 void WebhookServer::Stop() {
-  if (server_ != nullptr) server_->stop();
+  if (server_ == nullptr) return;
+  server_->stop();
+  server_->CloseConnections();
 }
 
 void WebhookServer::Wait() {
   if (thread_.joinable()) thread_.join();
+  if (server_ != nullptr) server_->WaitForConnections();
 }
 
 WebhookServer::~WebhookServer() {

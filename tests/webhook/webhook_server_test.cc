@@ -1,25 +1,18 @@
-// Admission webhook over HTTPS: the real server (server::Server with the
-// webhook on 127.0.0.1:0 and a self-signed certificate made here with
-// OpenSSL), real AdmissionReview documents posted with an httplib SSLClient
-// that verifies the certificate, the answers checked field by field;
-// latency, concurrency, limits, metrics, certificate rotation, shutdown, and
-// the `oomguard serve` flags in a process.
+// Admission webhook over HTTPS (the fixture: webhook_server_fixture.h): real
+// AdmissionReview documents posted with an httplib SSLClient that verifies
+// the certificate, the answers checked field by field; latency, concurrency,
+// limits, metrics, certificate rotation, shutdown, and the `oomguard serve`
+// flags in a process.
 #include <httplib.h>
-#include <openssl/ec.h>
-#include <openssl/evp.h>
-#include <openssl/pem.h>
-#include <openssl/x509.h>
-#include <openssl/x509v3.h>
 #include <signal.h>
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <future>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -31,66 +24,18 @@
 #include "prometheus/metric_family.h"
 #include "server/server.h"
 #include "tests/testing/service_test_util.h"
+#include "tests/webhook/webhook_server_fixture.h"
 
 namespace oomguard {
 namespace {
 
 using json = nlohmann::json;
 using ::testing::HasSubstr;
+using testing::MakeCertificate;
+using testing::ReadAdmissionData;
 using ::testing::StartsWith;
-
-std::string ReadData(const std::string& name) {
-  return testing::ReadFile(absl::StrCat(OOMGUARD_SOURCE_DIR, "/tests/data/admission/", name));
-}
-
-// A self-signed EC P-256 certificate for 127.0.0.1 and localhost, valid for
-// a day: its own CA.
-struct TestCertificate {
-  std::string cert_pem;
-  std::string key_pem;
-};
-
-std::string BioText(BIO* bio) {
-  char* data = nullptr;
-  const long size = BIO_get_mem_data(bio, &data);
-  return std::string(data, static_cast<size_t>(size));
-}
-
-TestCertificate MakeCertificate(const std::string& common_name) {
-  EVP_PKEY* key = EVP_EC_gen("P-256");
-  X509* cert = X509_new();
-  X509_set_version(cert, 2);
-  ASN1_INTEGER_set(X509_get_serialNumber(cert), static_cast<long>(absl::ToUnixMicros(absl::Now())));
-  X509_gmtime_adj(X509_getm_notBefore(cert), -3600);
-  X509_gmtime_adj(X509_getm_notAfter(cert), 24 * 3600);
-  X509_set_pubkey(cert, key);
-  X509_NAME* name = X509_get_subject_name(cert);
-  X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC,
-                             reinterpret_cast<const unsigned char*>(common_name.c_str()), -1, -1,
-                             0);
-  X509_set_issuer_name(cert, name);
-  X509V3_CTX ctx;
-  X509V3_set_ctx(&ctx, cert, cert, nullptr, nullptr, 0);
-  for (const auto& [nid, value] : std::vector<std::pair<int, const char*>>{
-           {NID_subject_alt_name, "IP:127.0.0.1,DNS:localhost"},
-           {NID_basic_constraints, "critical,CA:TRUE"},
-           {NID_key_usage, "critical,digitalSignature,keyCertSign"}}) {
-    X509_EXTENSION* ext = X509V3_EXT_conf_nid(nullptr, &ctx, nid, value);
-    X509_add_ext(cert, ext, -1);
-    X509_EXTENSION_free(ext);
-  }
-  X509_sign(cert, key, EVP_sha256());
-  BIO* cert_bio = BIO_new(BIO_s_mem());
-  PEM_write_bio_X509(cert_bio, cert);
-  BIO* key_bio = BIO_new(BIO_s_mem());
-  PEM_write_bio_PrivateKey(key_bio, key, nullptr, nullptr, 0, nullptr, nullptr);
-  TestCertificate out{BioText(cert_bio), BioText(key_bio)};
-  BIO_free(cert_bio);
-  BIO_free(key_bio);
-  X509_free(cert);
-  EVP_PKEY_free(key);
-  return out;
-}
+using testing::TestCertificate;
+using testing::WebhookServerTest;
 
 // Replaces `path` atomically, as the kubelet swaps a Secret volume.
 void ReplaceFile(const std::string& path, const std::string& contents) {
@@ -98,69 +43,12 @@ void ReplaceFile(const std::string& path, const std::string& contents) {
   std::filesystem::rename(path + ".new", path);
 }
 
-class WebhookServerTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    dir_ = testing::MakeTempDir();
-    certificate_ = MakeCertificate("oomguard webhook test");
-    cert_file_ = absl::StrCat(dir_, "/tls.crt");
-    key_file_ = absl::StrCat(dir_, "/tls.key");
-    ca_file_ = absl::StrCat(dir_, "/ca.crt");
-    testing::WriteFile(cert_file_, certificate_.cert_pem);
-    testing::WriteFile(key_file_, certificate_.key_pem);
-    testing::WriteFile(ca_file_, certificate_.cert_pem);
-  }
-  void TearDown() override {
-    server_.reset();
-    std::filesystem::remove_all(dir_);
-  }
-
-  server::ServerOptions Options() {
-    server::ServerOptions options;
-    options.grpc_address = "127.0.0.1:0";
-    options.metrics_address = "";
-    options.threads = 2;
-    options.service.log_requests = false;
-    options.webhook.address = "127.0.0.1:0";
-    options.webhook.tls_cert_file = cert_file_;
-    options.webhook.tls_key_file = key_file_;
-    return options;
-  }
-
-  void Start(server::ServerOptions options) {
-    absl::StatusOr<std::unique_ptr<server::Server>> server =
-        server::Server::Start(std::move(options));
-    ASSERT_TRUE(server.ok()) << server.status();
-    server_ = *std::move(server);
-    ASSERT_GT(server_->webhook_port(), 0);
-  }
-  void Start() { Start(Options()); }
-
-  // A client that trusts only `ca_file` and checks the host name.
-  std::unique_ptr<httplib::SSLClient> Client(const std::string& ca_file) {
-    auto client = std::make_unique<httplib::SSLClient>("127.0.0.1", server_->webhook_port());
-    client->set_ca_cert_path(ca_file.c_str());
-    client->enable_server_certificate_verification(true);
-    client->set_connection_timeout(5);
-    client->set_read_timeout(10);
-    client->set_keep_alive(true);
-    client->set_tcp_nodelay(true);  // As Go's client (the API server) does.
-    return client;
-  }
-  std::unique_ptr<httplib::SSLClient> Client() { return Client(ca_file_); }
-
-  std::string dir_;
-  TestCertificate certificate_;
-  std::string cert_file_, key_file_, ca_file_;
-  std::unique_ptr<server::Server> server_;
-};
-
 TEST_F(WebhookServerTest, AnswersRealReviewsOverHttps) {
   Start();
   auto client = Client();
 
   // Does not fit: denied, field by field.
-  const std::string pod = ReadData("pod_deepseek_v3_8gpu.json");
+  const std::string pod = ReadAdmissionData("pod_deepseek_v3_8gpu.json");
   httplib::Result result = client->Post("/validate?timeout=3s", pod, "application/json");
   ASSERT_TRUE(result) << httplib::to_string(result.error());
   EXPECT_EQ(result->status, 200);
@@ -177,8 +65,9 @@ TEST_F(WebhookServerTest, AnswersRealReviewsOverHttps) {
   EXPECT_EQ(denied["auditAnnotations"]["verdict"], "DOES_NOT_FIT");
 
   // Fits with settings: allowed, with the warning.
-  result = client->Post("/validate?timeout=3s", ReadData("pytorchjob_deepseek_v3_1024gpu.json"),
-                        "application/json");
+  result =
+      client->Post("/validate?timeout=3s", ReadAdmissionData("pytorchjob_deepseek_v3_1024gpu.json"),
+                   "application/json");
   ASSERT_TRUE(result) << httplib::to_string(result.error());
   EXPECT_EQ(result->status, 200);
   std::cout << "FITS_WITH_SETTINGS answer: " << result->body << "\n";
@@ -194,7 +83,7 @@ TEST_F(WebhookServerTest, AnswersRealReviewsOverHttps) {
   for (const char* name :
        {"pod_deepseek_v3_8gpu.json", "pytorchjob_deepseek_v3_1024gpu.json",
         "job_llama3_8b_8gpu.json", "jobset_deepseek_v3_256gpu.json", "pod_not_training.json"}) {
-    const std::string body = ReadData(name);
+    const std::string body = ReadAdmissionData(name);
     std::vector<double> ms;
     for (int i = 0; i < 20; ++i) {
       const absl::Time start = absl::Now();
@@ -212,8 +101,8 @@ TEST_F(WebhookServerTest, AnswersRealReviewsOverHttps) {
 
 TEST_F(WebhookServerTest, ConcurrentReviewsAreAllAnswered) {
   Start();
-  const std::string pod = ReadData("pod_deepseek_v3_8gpu.json");
-  const std::string job = ReadData("job_llama3_8b_8gpu.json");
+  const std::string pod = ReadAdmissionData("pod_deepseek_v3_8gpu.json");
+  const std::string job = ReadAdmissionData("job_llama3_8b_8gpu.json");
   std::vector<std::future<int>> clients;
   for (int c = 0; c < 6; ++c) {
     clients.push_back(std::async(std::launch::async, [&, c] {
@@ -258,15 +147,15 @@ TEST_F(WebhookServerTest, BadAndOversizedBodiesAreRefused) {
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 413);
   // Still serving.
-  r = client->Post("/validate", ReadData("pod_not_training.json"), "application/json");
+  r = client->Post("/validate", ReadAdmissionData("pod_not_training.json"), "application/json");
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 200);
 }
 
 TEST_F(WebhookServerTest, TheApiServerTimeoutBoundsTheCheck) {
   Start();
-  httplib::Result r = Client()->Post("/validate?timeout=1ns", ReadData("pod_deepseek_v3_8gpu.json"),
-                                     "application/json");
+  httplib::Result r = Client()->Post(
+      "/validate?timeout=1ns", ReadAdmissionData("pod_deepseek_v3_8gpu.json"), "application/json");
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 200);
   const json response = json::parse(r->body)["response"];
@@ -311,8 +200,10 @@ TEST_F(WebhookServerTest, RotatedCertificateIsServedWithoutARestart) {
 TEST_F(WebhookServerTest, MetricsCountWebhookReviews) {
   Start();
   auto client = Client();
-  ASSERT_TRUE(client->Post("/validate", ReadData("pod_deepseek_v3_8gpu.json"), "application/json"));
-  ASSERT_TRUE(client->Post("/validate", ReadData("job_llama3_8b_8gpu.json"), "application/json"));
+  ASSERT_TRUE(client->Post("/validate", ReadAdmissionData("pod_deepseek_v3_8gpu.json"),
+                           "application/json"));
+  ASSERT_TRUE(
+      client->Post("/validate", ReadAdmissionData("job_llama3_8b_8gpu.json"), "application/json"));
   ASSERT_TRUE(client->Post("/validate", "[", "application/json"));
   std::map<std::string, double> counts;
   for (const prometheus::MetricFamily& family : server_->metrics().registry()->Collect()) {
@@ -378,6 +269,18 @@ TEST_F(WebhookServerTest, BadOptionsAreRefused) {
   EXPECT_EQ(server::Server::Start(options).status().code(), absl::StatusCode::kInvalidArgument);
 
   options = Options();
+  options.webhook.max_connections = 0;
+  status = server::Server::Start(options).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("max_connections = 0"));
+
+  options = Options();
+  options.webhook.header_timeout = absl::ZeroDuration();
+  status = server::Server::Start(options).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("header_timeout = 0"));
+
+  options = Options();
   options.webhook.insecure_http = true;  // With TLS files too.
   EXPECT_EQ(server::Server::Start(options).status().code(), absl::StatusCode::kInvalidArgument);
 
@@ -407,7 +310,7 @@ TEST_F(WebhookServerTest, ServeFlagsStartAndStopTheWebhook) {
   EXPECT_EQ(*health, "ok\n");
   httplib::Client client("127.0.0.1", port);
   httplib::Result r =
-      client.Post("/validate", ReadData("pod_deepseek_v3_8gpu.json"), "application/json");
+      client.Post("/validate", ReadAdmissionData("pod_deepseek_v3_8gpu.json"), "application/json");
   ASSERT_TRUE(r);
   EXPECT_THAT(r->body, HasSubstr("\"allowed\":false"));
   (*child)->Signal(SIGTERM);

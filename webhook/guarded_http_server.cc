@@ -1,0 +1,193 @@
+// The webhook's guarded HTTP(S) server (see guarded_http_server.h).
+#include "webhook/guarded_http_server.h"
+
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <openssl/ssl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <system_error>
+#include <thread>
+#include <utility>
+
+#include "absl/time/clock.h"
+#include "webhook/connection_stream.h"
+
+namespace oomguard::webhook {
+namespace {
+
+// httplib's accept loop hands each accepted socket to its task queue; this
+// one runs the hand-off (process_and_close_socket) at once, on the accept
+// thread, which only admits the connection and starts its thread.
+class InlineTaskQueue : public httplib::TaskQueue {
+ public:
+  void enqueue(std::function<void()> fn) override { fn(); }
+  void shutdown() override {}
+};
+
+}  // namespace
+
+GuardedHttpServer::GuardedHttpServer(ConnectionLimits limits,
+                                     std::function<bool(SSL_CTX&)> configure_tls)
+    : limits_(limits), tls_(configure_tls != nullptr) {
+  if (tls_) {
+    tls_context_ = SSL_CTX_new(TLS_server_method());
+    if (tls_context_ != nullptr && !configure_tls(*tls_context_)) {
+      SSL_CTX_free(tls_context_);
+      tls_context_ = nullptr;
+    }
+  }
+  new_task_queue = [] { return new InlineTaskQueue; };
+}
+
+GuardedHttpServer::~GuardedHttpServer() {
+  CloseConnections();
+  WaitForConnections();
+  SSL_CTX_free(tls_context_);
+}
+
+bool GuardedHttpServer::is_valid() const { return !tls_ || tls_context_ != nullptr; }
+
+int GuardedHttpServer::Bind(const std::string& host, int port) {
+  const int bound = port == 0 ? bind_to_any_port(host) : (bind_to_port(host, port) ? port : -1);
+  if (bound <= 0 || ::listen(svr_sock_, SOMAXCONN) != 0) return -1;
+  return bound;
+}
+
+void GuardedHttpServer::CloseLocked(ConnectionList::iterator connection) {
+  connection->closing = true;
+  --open_;
+  // Its thread, waiting in poll(), wakes to the end of the stream.
+  ::shutdown(connection->fd, SHUT_RDWR);
+}
+
+bool GuardedHttpServer::process_and_close_socket(int sock) {
+  const absl::Time now = absl::Now();
+  std::vector<std::thread> ended;
+  bool admitted = false;
+  {
+    absl::MutexLock lock(&mu_);
+    ended.swap(ended_);
+    if (!stopping_ && open_ >= limits_.max_connections) {
+      ConnectionList::iterator longest = connections_.end();
+      for (auto c = connections_.begin(); c != connections_.end(); ++c) {
+        if (!c->in_request && !c->closing &&
+            (longest == connections_.end() || c->waiting_since < longest->waiting_since)) {
+          longest = c;
+        }
+      }
+      if (longest != connections_.end()) CloseLocked(longest);
+    }
+    if (!stopping_ && open_ < limits_.max_connections) {
+      const auto connection =
+          connections_.insert(connections_.end(), Connection{sock, false, false, now, {}});
+      try {
+        // Its end waits for this lock: the handle is stored first.
+        connection->thread =
+            std::thread([this, connection, sock, now] { Serve(connection, sock, now); });
+        ++open_;
+        admitted = true;
+      } catch (const std::system_error&) {  // No thread to be had.
+        connections_.erase(connection);
+      }
+    }
+  }
+  if (!admitted) ::close(sock);
+  for (std::thread& thread : ended) thread.join();
+  return admitted;
+}
+
+void GuardedHttpServer::Serve(ConnectionList::iterator connection, int fd, absl::Time accepted) {
+  // A write to a peer that is gone fails with EPIPE instead of killing the
+  // process (OpenSSL writes with write(), which cannot say MSG_NOSIGNAL). A
+  // SIGPIPE raised here stays pending on this thread and goes with it.
+  sigset_t pipe;
+  sigemptyset(&pipe);
+  sigaddset(&pipe, SIGPIPE);
+  pthread_sigmask(SIG_BLOCK, &pipe, nullptr);
+
+  // Else keep-alive clients stall ~40 ms a request.
+  const int one = 1;
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+  fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+  SSL* ssl = nullptr;
+  if (tls_) {
+    ssl = SSL_new(tls_context_);
+    if (ssl != nullptr) SSL_set_fd(ssl, fd);
+  }
+  if (!tls_ || ssl != nullptr) {
+    ConnectionStream stream(fd, ssl);
+    const bool answered = (ssl == nullptr || stream.Handshake(accepted + limits_.header_timeout)) &&
+                          ServeRequests(stream, connection, accepted);
+    if (ssl != nullptr) {
+      if (answered) SSL_shutdown(ssl);  // One try: close_notify, no waiting for the peer's.
+      SSL_free(ssl);
+    }
+  }
+  {
+    absl::MutexLock lock(&mu_);
+    if (!connection->closing) --open_;
+    ended_.push_back(std::move(connection->thread));
+    connections_.erase(connection);
+  }
+  ::close(fd);  // Nothing names it any more.
+}
+
+bool GuardedHttpServer::ServeRequests(ConnectionStream& stream, ConnectionList::iterator connection,
+                                      absl::Time accepted) {
+  bool answered = false;
+  absl::Time head_deadline = accepted + limits_.header_timeout;
+  for (int served = 0; served < limits_.keep_alive_max_requests; ++served) {
+    if (served > 0) {
+      if (!stream.WaitForRequest(absl::Now() + limits_.keep_alive_timeout)) return answered;
+      head_deadline = absl::Now() + limits_.header_timeout;
+    }
+    if (!stream.ReadHead(head_deadline, limits_.max_header_bytes) || !BeginRequest(connection)) {
+      return false;
+    }
+    stream.SetDeadlines(absl::Now() + limits_.io_timeout, limits_.io_timeout);
+    bool close = false;
+    answered =
+        process_request(stream, served + 1 == limits_.keep_alive_max_requests, close, nullptr);
+    if (!EndRequest(connection) || !answered || close) return answered;
+  }
+  return answered;
+}
+
+bool GuardedHttpServer::BeginRequest(ConnectionList::iterator connection) {
+  absl::MutexLock lock(&mu_);
+  if (connection->closing) return false;
+  connection->in_request = true;
+  return true;
+}
+
+bool GuardedHttpServer::EndRequest(ConnectionList::iterator connection) {
+  absl::MutexLock lock(&mu_);
+  connection->in_request = false;
+  connection->waiting_since = absl::Now();
+  if (stopping_ && !connection->closing) CloseLocked(connection);
+  return !connection->closing;
+}
+
+void GuardedHttpServer::CloseConnections() {
+  absl::MutexLock lock(&mu_);
+  stopping_ = true;
+  for (auto c = connections_.begin(); c != connections_.end(); ++c) {
+    if (!c->in_request && !c->closing) CloseLocked(c);
+  }
+}
+
+void GuardedHttpServer::WaitForConnections() {
+  std::vector<std::thread> ended;
+  {
+    absl::MutexLock lock(&mu_, absl::Condition(this, &GuardedHttpServer::NoConnections));
+    ended.swap(ended_);
+  }
+  for (std::thread& thread : ended) thread.join();
+}
+
+}  // namespace oomguard::webhook
