@@ -351,7 +351,7 @@ TEST(AdmissionTest, RankOverTheEstimatorLimitDoesNotFit) {
 // Issue 12: this job's byte counts once wrapped past 2^63 into a 45.62 GiB
 // peak, and the check answered VERDICT_FITS.
 TEST(AdmissionTest, MoonlightWithAbsurdBatchDoesNotFitOnTheRealEstimator) {
-  JobSource src;
+  JobInputs src;
   src.preset = "moonlight-16b-a3b";
   src.num_gpus = 8;
   src.megatron_args = {"--expert-model-parallel-size",

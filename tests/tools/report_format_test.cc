@@ -79,7 +79,7 @@ TEST(FormatJsonTest, RanksOverTheLimitAreFlaggedAndNeverWrap) {
   r->set_peak_device_bytes(kLimit);
   const std::string json = FormatJson(rep, uint64_t{80} << 30);
   EXPECT_THAT(json, HasSubstr("\"capacity_bytes\":85899345920,\"exceeds_limit\":true,\"ranks\":"));
-  EXPECT_THAT(json, HasSubstr("\"headroom_bytes\":-1125813931096064,\"exceeds_limit\":true,"));
+  EXPECT_THAT(json, HasSubstr("\"headroom_bytes\":-1125814007496704,\"exceeds_limit\":true,"));
   EXPECT_THAT(FormatJson(SmallReport(), 0), Not(HasSubstr("exceeds_limit")));
   const std::string table = FormatTable(rep, uint64_t{80} << 30);
   // static 5120 GiB, activations 2^50 = 1048576 GiB, overheads 512 bytes.
