@@ -2,8 +2,6 @@
 #include "tools/estimate_command.h"
 
 #include <cmath>
-#include <fstream>
-#include <sstream>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -11,9 +9,12 @@
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "estimator/estimator.h"
+#include "jobspec/config_json.h"
 #include "jobspec/job_builder.h"
+#include "tools/bounded_file.h"
 #include "tools/command_flags.h"
 #include "tools/report_format.h"
+#include "tools/shown_value.h"
 
 namespace oomguard {
 namespace {
@@ -83,14 +84,17 @@ absl::StatusOr<EstimateFlags> ParseFlags(const std::vector<std::string>& args) {
   return f;
 }
 
+// The text of the --hf-config file: at most kMaxConfigBytes (the reader's
+// own limit) are read, and an empty file is an error (the job builder reads
+// empty config text as "no config").
 absl::StatusOr<std::string> ReadHfConfig(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    return absl::InvalidArgumentError(absl::StrCat("--hf-config: cannot read \"", path, "\""));
+  OOMGUARD_ASSIGN_OR_RETURN(std::string text,
+                            ReadBoundedFile("--hf-config", path, kMaxConfigBytes));
+  if (text.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--hf-config: \"", ShownValue(path), "\" is empty; expected a config.json"));
   }
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
+  return text;
 }
 
 // The report of the job the flags describe, with the parsers' notes.

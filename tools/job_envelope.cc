@@ -10,6 +10,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "tools/bounded_file.h"
 #include "tools/check_flags.h"
 #include "tools/shown_value.h"
 
@@ -99,19 +100,7 @@ absl::StatusOr<JobEnvelope> ParseJobEnvelope(absl::string_view text) {
 }
 
 absl::StatusOr<std::string> ReadJobFile(absl::string_view flag, const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(flag, ": cannot read \"", ShownValue(path), "\""));
-  }
-  std::string text(kMaxJobFileBytes + 1, '\0');
-  in.read(text.data(), static_cast<std::streamsize>(text.size()));
-  text.resize(static_cast<size_t>(in.gcount()));
-  if (text.size() > kMaxJobFileBytes) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        flag, ": \"", ShownValue(path), "\" is larger than ", kMaxJobFileBytes, " bytes"));
-  }
-  return text;
+  return ReadBoundedFile(flag, path, kMaxJobFileBytes);
 }
 
 }  // namespace oomguard

@@ -67,6 +67,8 @@ absl::StatusOr<ServerOptions> OptionsFromFlags() {
   options.webhook.tls_key_file = absl::GetFlag(FLAGS_webhook_tls_key);
   options.webhook.insecure_http = absl::GetFlag(FLAGS_webhook_insecure_http_for_testing);
   options.webhook.check_timeout = absl::GetFlag(FLAGS_webhook_check_timeout);
+  options.webhook.max_connections = absl::GetFlag(FLAGS_webhook_max_connections);
+  options.webhook.header_timeout = absl::GetFlag(FLAGS_webhook_header_timeout);
   if (options.webhook.address.empty() &&
       (!options.webhook.tls_cert_file.empty() || !options.webhook.tls_key_file.empty())) {
     return absl::InvalidArgumentError(

@@ -51,6 +51,14 @@ ABSL_FLAG(absl::Duration, webhook_check_timeout, absl::Seconds(2),
           "Longest time one admission check may take; less when the API server's timeout "
           "(its ?timeout= parameter) leaves less. A check that runs out of time allows the "
           "object with a warning.");
+ABSL_FLAG(int32_t, webhook_max_connections, 512,
+          "Most webhook connections open at once; a new one beyond it closes the one idle "
+          "longest (or is closed when every one has a request in progress), so held "
+          "connections cannot keep the API server out.");
+ABSL_FLAG(absl::Duration, webhook_header_timeout, absl::Seconds(2),
+          "Time from a connection's accept (or a kept-alive request's first byte) by which "
+          "the TLS handshake and the request line and headers must have arrived, however "
+          "slowly the bytes come.");
 
 namespace oomguard {
 

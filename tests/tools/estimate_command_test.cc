@@ -61,6 +61,14 @@ TEST(EstimateCommandTest, ErrorsAreOneMessage) {
       {{"--gpus", "8", "--env", "X"}, "--env: expected NAME=VALUE, got \"X\""},
       {{"--gpus", "8", "--hf-config", "/nonexistent.json"},
        "--hf-config: cannot read \"/nonexistent.json\""},
+      // Issue 12: a directory and an empty file are named as such (they
+      // blamed model.num_layers), and /dev/zero is refused after 4 MiB + 1
+      // bytes instead of being read for ever.
+      {{"--gpus", "8", "--hf-config", "/"}, "--hf-config: \"/\" is a directory, not a file"},
+      {{"--gpus", "8", "--hf-config", "/dev/null"},
+       "--hf-config: \"/dev/null\" is empty; expected a config.json"},
+      {{"--gpus", "8", "--hf-config", "/dev/zero"},
+       "--hf-config: \"/dev/zero\" is larger than 4194304 bytes"},
   };
   for (const auto& [args, error] : cases) {
     std::string out, err;

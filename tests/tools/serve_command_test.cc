@@ -102,6 +102,18 @@ TEST_F(ServeProcessTest, BadFlagValuesStopStartUp) {
   EXPECT_EQ(code, 2);
   EXPECT_THAT(output, HasSubstr("gpu_catalog = /nonexistent/gpus.txtpb"));
 
+  // The webhook's connection limits reach the webhook (which refuses them).
+  std::tie(code, output) = RunToExit(
+      {"--grpc_address=127.0.0.1:0", "--metrics_address=", "--webhook_address=127.0.0.1:0",
+       "--webhook_insecure_http_for_testing", "--webhook_max_connections=0"});
+  EXPECT_EQ(code, 2);
+  EXPECT_THAT(output, HasSubstr("webhook max_connections = 0: must be >= 1"));
+  std::tie(code, output) = RunToExit(
+      {"--grpc_address=127.0.0.1:0", "--metrics_address=", "--webhook_address=127.0.0.1:0",
+       "--webhook_insecure_http_for_testing", "--webhook_header_timeout=0s"});
+  EXPECT_EQ(code, 2);
+  EXPECT_THAT(output, HasSubstr("header_timeout"));
+
   std::tie(code, output) = RunToExit({"--no_such_flag"});
   EXPECT_NE(code, 0);
   EXPECT_THAT(output, HasSubstr("no_such_flag"));
