@@ -72,14 +72,11 @@ class UnaryCall final : public Call {
 };
 
 void AwaitEveryMethod(const Endpoints& e) {
-  UnaryCall<v1::EstimateRequest, v1::EstimateResponse>::Await(e, &AsyncOomguard::RequestEstimate,
-                                                              &OomguardService::Estimate);
-  UnaryCall<grpc::ByteBuffer, grpc::ByteBuffer>::Await(e, &AsyncOomguard::RequestCheck,
-                                                       &OomguardService::Check);
-  UnaryCall<v1::ListPresetsRequest, v1::ListPresetsResponse>::Await(
-      e, &AsyncOomguard::RequestListPresets, &OomguardService::ListPresets);
-  UnaryCall<v1::ListGpusRequest, v1::ListGpusResponse>::Await(e, &AsyncOomguard::RequestListGpus,
-                                                              &OomguardService::ListGpus);
+  using RawCall = UnaryCall<grpc::ByteBuffer, grpc::ByteBuffer>;
+  RawCall::Await(e, &AsyncOomguard::RequestEstimate, &OomguardService::Estimate);
+  RawCall::Await(e, &AsyncOomguard::RequestCheck, &OomguardService::Check);
+  RawCall::Await(e, &AsyncOomguard::RequestListPresets, &OomguardService::ListPresets);
+  RawCall::Await(e, &AsyncOomguard::RequestListGpus, &OomguardService::ListGpus);
 }
 
 void Work(grpc::ServerCompletionQueue* queue) {

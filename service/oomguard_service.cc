@@ -10,11 +10,13 @@
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 #include "admission/admission.h"
+#include "common/status_macros.h"
 #include "estimator/estimator.h"
 #include "jobspec/presets.h"
 #include "service/request_log.h"
 #include "service/request_resolution.h"
 #include "service/status_mapping.h"
+#include "service/wire_message.h"
 
 namespace oomguard::service {
 namespace {
@@ -77,19 +79,24 @@ grpc::Status OomguardService::Handle(Method method, grpc::ServerContext& context
 }
 
 grpc::Status OomguardService::Estimate(grpc::ServerContext& context,
-                                       const v1::EstimateRequest& request,
-                                       v1::EstimateResponse* response) {
+                                       const grpc::ByteBuffer& request,
+                                       grpc::ByteBuffer* response) {
   return Handle(Method::kEstimate, context, [&](absl::Time, Outcome& outcome) -> absl::Status {
-    absl::StatusOr<ResolvedJob> job = ResolveJobSource(request.job(), "job");
+    OOMGUARD_ASSIGN_OR_RETURN(const std::string request_bytes, RequestBytes(request));
+    v1::EstimateRequest parsed;
+    OOMGUARD_RETURN_IF_ERROR(ParseRequest(request_bytes, parsed));
+    absl::StatusOr<ResolvedJob> job = ResolveJobSource(parsed.job(), "job");
     if (!job.ok()) return job.status();
     absl::StatusOr<v1::EstimateReport> report =
-        oomguard::Estimate(job->spec, EstimateOptions{.module_tree = request.module_tree()});
+        oomguard::Estimate(job->spec, EstimateOptions{.module_tree = parsed.module_tree()});
     if (!report.ok()) return report.status();
     AddNotes(job->notes, &*report);
     if (static_cast<int>(report->worst_rank()) < report->ranks_size()) {
       outcome.peak_bytes = report->ranks(report->worst_rank()).peak_device_bytes();
     }
-    *response->mutable_report() = *std::move(report);
+    v1::EstimateResponse estimated;
+    *estimated.mutable_report() = *std::move(report);
+    *response = SerializeResponse(estimated);
     return absl::OkStatus();
   });
 }
@@ -113,50 +120,52 @@ absl::Status OomguardService::RunCheck(const v1::CheckRequest& request, absl::Ti
 
 grpc::Status OomguardService::Check(grpc::ServerContext& context, const grpc::ByteBuffer& request,
                                     grpc::ByteBuffer* response) {
-  return Handle(
-      Method::kCheck, context, [&](absl::Time deadline, Outcome& outcome) -> absl::Status {
-        std::string request_bytes;
-        std::vector<grpc::Slice> slices;
-        if (!request.Dump(&slices).ok()) return absl::InternalError("cannot read the request");
-        for (const grpc::Slice& slice : slices) {
-          request_bytes.append(reinterpret_cast<const char*>(slice.begin()), slice.size());
-        }
-        std::optional<ResponseCache::Entry> cached = check_cache_.Find(request_bytes);
-        if (!cached) {
-          v1::CheckRequest parsed;
-          if (!parsed.ParseFromString(request_bytes)) {
-            return absl::InvalidArgumentError("request: not a valid oomguard.v1.CheckRequest");
-          }
-          v1::CheckResponse checked;
-          if (absl::Status s = RunCheck(parsed, deadline, &checked); !s.ok()) return s;
-          cached = ResponseCache::Entry{grpc::Slice(checked.SerializeAsString()), checked.verdict(),
-                                        checked.peak_device_bytes()};
-          check_cache_.Insert(request_bytes, *cached);
-        }
-        outcome.verdict = cached->verdict;
-        outcome.peak_bytes = cached->peak_bytes;
-        *response = grpc::ByteBuffer(&cached->response, 1);
-        return absl::OkStatus();
-      });
+  return Handle(Method::kCheck, context,
+                [&](absl::Time deadline, Outcome& outcome) -> absl::Status {
+                  OOMGUARD_ASSIGN_OR_RETURN(const std::string request_bytes, RequestBytes(request));
+                  std::optional<ResponseCache::Entry> cached = check_cache_.Find(request_bytes);
+                  if (!cached) {
+                    v1::CheckRequest parsed;
+                    OOMGUARD_RETURN_IF_ERROR(ParseRequest(request_bytes, parsed));
+                    v1::CheckResponse checked;
+                    OOMGUARD_RETURN_IF_ERROR(RunCheck(parsed, deadline, &checked));
+                    cached = ResponseCache::Entry{grpc::Slice(checked.SerializeAsString()),
+                                                  checked.verdict(), checked.peak_device_bytes()};
+                    check_cache_.Insert(request_bytes, *cached);
+                  }
+                  outcome.verdict = cached->verdict;
+                  outcome.peak_bytes = cached->peak_bytes;
+                  *response = grpc::ByteBuffer(&cached->response, 1);
+                  return absl::OkStatus();
+                });
 }
 
 grpc::Status OomguardService::ListPresets(grpc::ServerContext& context,
-                                          const v1::ListPresetsRequest&,
-                                          v1::ListPresetsResponse* response) {
-  return Handle(Method::kListPresets, context, [&](absl::Time, Outcome&) {
+                                          const grpc::ByteBuffer& request,
+                                          grpc::ByteBuffer* response) {
+  return Handle(Method::kListPresets, context, [&](absl::Time, Outcome&) -> absl::Status {
+    OOMGUARD_ASSIGN_OR_RETURN(const std::string request_bytes, RequestBytes(request));
+    v1::ListPresetsRequest parsed;
+    OOMGUARD_RETURN_IF_ERROR(ParseRequest(request_bytes, parsed));
+    v1::ListPresetsResponse presets;
     for (const PresetInfo& info : oomguard::ListPresets()) {
-      v1::Preset* preset = response->add_presets();
+      v1::Preset* preset = presets.add_presets();
       preset->set_name(info.name);
       preset->set_description(info.description);
     }
+    *response = SerializeResponse(presets);
     return absl::OkStatus();
   });
 }
 
-grpc::Status OomguardService::ListGpus(grpc::ServerContext& context, const v1::ListGpusRequest&,
-                                       v1::ListGpusResponse* response) {
-  return Handle(Method::kListGpus, context, [&](absl::Time, Outcome&) {
-    *response = gpus_;
+grpc::Status OomguardService::ListGpus(grpc::ServerContext& context,
+                                       const grpc::ByteBuffer& request,
+                                       grpc::ByteBuffer* response) {
+  return Handle(Method::kListGpus, context, [&](absl::Time, Outcome&) -> absl::Status {
+    OOMGUARD_ASSIGN_OR_RETURN(const std::string request_bytes, RequestBytes(request));
+    v1::ListGpusRequest parsed;
+    OOMGUARD_RETURN_IF_ERROR(ParseRequest(request_bytes, parsed));
+    *response = SerializeResponse(gpus_);
     return absl::OkStatus();
   });
 }

@@ -29,16 +29,17 @@ class OomguardService {
   // `metrics` must outlive the service.
   OomguardService(ServiceConfig config, ServiceMetrics* metrics);
 
-  grpc::Status Estimate(grpc::ServerContext& context, const v1::EstimateRequest& request,
-                        v1::EstimateResponse* response);
-  // Check works on serialized messages, so that a response cache hit is
+  // Every handler works on serialized messages and parses its request
+  // itself (see wire_message.h); Check also so that a response cache hit is
   // sent as stored.
+  grpc::Status Estimate(grpc::ServerContext& context, const grpc::ByteBuffer& request,
+                        grpc::ByteBuffer* response);
   grpc::Status Check(grpc::ServerContext& context, const grpc::ByteBuffer& request,
                      grpc::ByteBuffer* response);
-  grpc::Status ListPresets(grpc::ServerContext& context, const v1::ListPresetsRequest& request,
-                           v1::ListPresetsResponse* response);
-  grpc::Status ListGpus(grpc::ServerContext& context, const v1::ListGpusRequest& request,
-                        v1::ListGpusResponse* response);
+  grpc::Status ListPresets(grpc::ServerContext& context, const grpc::ByteBuffer& request,
+                           grpc::ByteBuffer* response);
+  grpc::Status ListGpus(grpc::ServerContext& context, const grpc::ByteBuffer& request,
+                        grpc::ByteBuffer* response);
 
   // The Check computation itself (resolution, then the core), for
   // in-process callers such as the admission webhook: no cache, metrics or
