@@ -73,8 +73,8 @@ TEST(Estimator, Qwen3MoeModuleParametersMatchReferenceTree) {
 // oomguard counts the router (+0.08 GiB on full stages) and, on the last
 // stage, the MTP layer and the embedding copy MTP builds.
 TEST(Estimator, DeepSeekV3StaticFollowsReferencePlacement) {
-  auto rep = Estimate(
-      Job("deepseek-v3", 256, testing::ExampleArgs(testing::kDeepSeekV3With256Gpus)));
+  auto rep =
+      Estimate(Job("deepseek-v3", 256, testing::ExampleArgs(testing::kDeepSeekV3With256Gpus)));
   ASSERT_TRUE(rep.ok()) << rep.status();
   ASSERT_EQ(rep->ranks_size(), 8);
   const double reference[] = {52.64, 50.60, 58.23, 58.23, 58.23, 58.23, 58.23};

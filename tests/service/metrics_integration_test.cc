@@ -90,9 +90,9 @@ TEST_F(IntegrationTest, PythonGrpcioClientSeesHealthReflectionCheckAndMetrics) {
   testing::WriteFile(request_path, DeepSeekOnH100().SerializeAsString());
 
   auto client = ChildProcess::Start(
-      {kPython, absl::StrCat(OOMGUARD_SOURCE_DIR, "/tests/testing/grpc_python_client.py"), "--target",
-       absl::StrCat("127.0.0.1:", grpc_port_), "--check-request", request_path, "--check-response",
-       response_path, "--metrics-port", absl::StrCat(metrics_port_)},
+      {kPython, absl::StrCat(OOMGUARD_SOURCE_DIR, "/tests/testing/grpc_python_client.py"),
+       "--target", absl::StrCat("127.0.0.1:", grpc_port_), "--check-request", request_path,
+       "--check-response", response_path, "--metrics-port", absl::StrCat(metrics_port_)},
       absl::StrCat(dir_, "/client.log"));
   ASSERT_TRUE(client.ok()) << client.status();
   EXPECT_EQ((*client)->WaitForExit(absl::Seconds(60)), 0) << (*client)->Output();

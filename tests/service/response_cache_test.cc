@@ -1,8 +1,9 @@
 // Tests of the Check response cache (service/response_cache.h).
+#include "service/response_cache.h"
+
 #include <string>
 
 #include "gtest/gtest.h"
-#include "service/response_cache.h"
 
 namespace oomguard::service {
 namespace {
