@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "estimator/known_enums.h"
 #include "estimator/pipeline_layout.h"
 #include "estimator/recompute_rules.h"
 
@@ -519,6 +520,7 @@ void ResolveRuntime(const v1::RuntimeSpec& r, RuntimeSettings& runtime) {
 }  // namespace
 
 absl::StatusOr<ValidatedJob> ValidateJob(const v1::JobSpec& job, std::vector<std::string>* notes) {
+  OOMGUARD_RETURN_IF_ERROR(CheckEnumsKnown(job));
   ValidatedJob j;
   OOMGUARD_RETURN_IF_ERROR(ResolveModel(job.model(), j));
   OOMGUARD_RETURN_IF_ERROR(ResolveParallelism(job.parallelism(), j, notes));

@@ -85,6 +85,25 @@ TEST(ValidateJob, SelectiveRecomputeDefaultsToCoreAttention) {
   EXPECT_FALSE(j->recompute.HasModule(v1::RECOMPUTE_MODULE_MLP));
 }
 
+// Issue 12: proto3 enums are open, so `activation = 999` arrived over gRPC
+// and was accepted; every enum value must be one the .proto declares.
+TEST(ValidateJob, UnknownEnumValuesAreRefusedByPath) {
+  v1::JobSpec job = MinimalJob();
+  ASSERT_TRUE(ValidateJob(job, nullptr).ok());
+  job.mutable_model()->set_activation(static_cast<v1::Activation>(999));
+  absl::StatusOr<ValidatedJob> j = ValidateJob(job, nullptr);
+  EXPECT_EQ(j.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(j.status().message(), "model.activation = 999: not a value of oomguard.v1.Activation");
+
+  job = MinimalJob();
+  job.mutable_recompute()->set_granularity(v1::RECOMPUTE_GRANULARITY_SELECTIVE);
+  job.mutable_recompute()->add_modules(v1::RECOMPUTE_MODULE_CORE_ATTN);
+  job.mutable_recompute()->add_modules(static_cast<v1::RecomputeModule>(-3));
+  j = ValidateJob(job, nullptr);
+  EXPECT_EQ(j.status().message(),
+            "recompute.modules[1] = -3: not a value of oomguard.v1.RecomputeModule");
+}
+
 TEST(ValidateJob, MoeRouterTopkMustBeWithinTheExperts) {
   v1::JobSpec job = MinimalJob();
   job.mutable_model()->set_num_experts(8);
