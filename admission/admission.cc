@@ -38,14 +38,12 @@ absl::StatusOr<Peak> WorstPeak(const v1::EstimateReport& report) {
 // Runs estimates within the deadline.
 class BudgetedEstimator {
  public:
-  BudgetedEstimator(EstimateFunction estimate, absl::Time deadline)
+  BudgetedEstimator(EstimateFunction estimate, const Deadline& deadline)
       : estimate_(estimate), deadline_(deadline) {}
 
   absl::StatusOr<v1::EstimateReport> Report(const v1::JobSpec& job) {
-    if (absl::Now() >= deadline_) {
-      return absl::DeadlineExceededError(
-          absl::StrCat("deadline passed after ", runs_, " estimates of the admission check"));
-    }
+    OOMGUARD_RETURN_IF_ERROR(
+        deadline_.Check(absl::StrCat("running the admission check (after ", runs_, " estimates)")));
     ++runs_;
     return estimate_(job);
   }
@@ -53,7 +51,9 @@ class BudgetedEstimator {
   // The worst peak of `job`; nullopt when the estimator refuses it.
   absl::StatusOr<std::optional<Peak>> TryPeak(const v1::JobSpec& job) {
     absl::StatusOr<v1::EstimateReport> report = Report(job);
-    if (absl::IsDeadlineExceeded(report.status())) return report.status();
+    if (absl::IsDeadlineExceeded(report.status()) || absl::IsUnavailable(report.status())) {
+      return report.status();
+    }
     if (!report.ok()) return std::nullopt;
     OOMGUARD_ASSIGN_OR_RETURN(const Peak peak, WorstPeak(*report));
     return peak;
@@ -61,7 +61,7 @@ class BudgetedEstimator {
 
  private:
   EstimateFunction estimate_;
-  absl::Time deadline_;
+  const Deadline& deadline_;
   int runs_ = 0;
 };
 
@@ -200,9 +200,10 @@ std::string Summary(const v1::CheckResponse& r, const v1::GpuSpec& gpu) {
 
 absl::StatusOr<v1::CheckResponse> CheckJob(const v1::JobSpec& job, const v1::GpuSpec& gpu,
                                            const AdmissionOptions& options) {
-  return CheckJob(job, gpu, options, [](const v1::JobSpec& j) {
+  return CheckJob(job, gpu, options, [&options](const v1::JobSpec& j) {
     EstimateOptions brief;
     brief.overhead_basis = false;
+    brief.deadline = options.deadline;
     return Estimate(j, brief);
   });
 }

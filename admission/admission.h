@@ -17,7 +17,7 @@
 
 #include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
-#include "absl/time/time.h"
+#include "common/deadline.h"
 #include "oomguard/v1/admission.pb.h"
 #include "oomguard/v1/job.pb.h"
 #include "oomguard/v1/report.pb.h"
@@ -27,12 +27,14 @@ namespace oomguard {
 struct AdmissionOptions {
   // Fraction of the GPU's memory kept free, in [0, 1).
   double safety_margin = 0.0;
-  // DeadlineExceeded once this passes (checked before every estimate; a
-  // check runs up to about a dozen of them).
-  absl::Time deadline = absl::InfiniteFuture();
+  // Work stops with the deadline's error once it passes (checked before
+  // every estimate, of which a check runs up to about a dozen, and inside
+  // each).
+  Deadline deadline;
 };
 
-// The estimator a check calls (Estimate() without the module tree).
+// The estimator a check calls (Estimate() without the module tree, within
+// the check's deadline).
 using EstimateFunction = absl::FunctionRef<absl::StatusOr<v1::EstimateReport>(const v1::JobSpec&)>;
 
 // Checks `job` against `gpu` (a catalog entry, or just memory_bytes).

@@ -260,6 +260,8 @@ absl::StatusOr<v1::EstimateReport> Estimate(const v1::JobSpec& job,
   std::vector<ChunkCost> chunks(par.vpp);
   std::vector<double> chunk_act(par.vpp);
   for (int64_t r = 0; r < par.pp; ++r) {
+    OOMGUARD_RETURN_IF_ERROR(
+        options.deadline.Check(absl::StrCat("estimating pipeline rank ", r, " of ", par.pp)));
     v1::RankReport* rank = report.add_ranks();
     rank->set_pp_rank(r);
     double dense = 0, adam = 0, expert = 0, transient = 0;
@@ -271,7 +273,8 @@ absl::StatusOr<v1::EstimateReport> Estimate(const v1::JobSpec& job,
       expert += chunks[c].total.expert_params;
       transient = std::max(transient, chunks[c].transient);
     }
-    const InFlight in_flight = PeakInFlight(j, r, chunk_act);
+    OOMGUARD_ASSIGN_OR_RETURN(const InFlight in_flight,
+                              PeakInFlight(j, r, chunk_act, options.deadline));
     RankMemory mem;
     mem.held_activation_bytes = in_flight.held_bytes;
     mem.transient_bytes = transient;

@@ -7,6 +7,7 @@
 #define OOMGUARD_ESTIMATOR_ESTIMATOR_H_
 
 #include "absl/status/statusor.h"
+#include "common/deadline.h"
 #include "oomguard/v1/job.pb.h"
 #include "oomguard/v1/report.pb.h"
 
@@ -18,6 +19,9 @@ struct EstimateOptions {
   // Fill Overhead.basis (one line per overhead saying where its number
   // comes from). Off for the admission check's many re-estimates.
   bool overhead_basis = true;
+  // Work stops with the deadline's error (DEADLINE_EXCEEDED or UNAVAILABLE)
+  // once it passes: checked per pipeline rank and inside the schedule walk.
+  Deadline deadline;
 };
 
 // Estimates the per-rank GPU memory of `job`.

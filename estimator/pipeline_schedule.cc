@@ -2,9 +2,13 @@
 
 #include <algorithm>
 
+#include "common/status_macros.h"
+
 namespace oomguard {
 
-InFlight PeakInFlight(const ValidatedJob& j, int64_t r, const std::vector<double>& chunk_bytes) {
+absl::StatusOr<InFlight> PeakInFlight(const ValidatedJob& j, int64_t r,
+                                      const std::vector<double>& chunk_bytes,
+                                      const Deadline& deadline) {
   const int64_t p = j.parallelism.pp, v = static_cast<int64_t>(chunk_bytes.size()),
                 n = j.training.num_microbatches;
   InFlight out;
@@ -32,6 +36,7 @@ InFlight PeakInFlight(const ValidatedJob& j, int64_t r, const std::vector<double
     }
   };
   for (int64_t k = 0; k < warmup; ++k) {
+    OOMGUARD_RETURN_IF_ERROR(deadline.CheckEvery(k, "walking the pipeline schedule's warm-up"));
     ++live[forward_chunk(k)];
     bytes += chunk_bytes[forward_chunk(k)];
   }
@@ -40,6 +45,7 @@ InFlight PeakInFlight(const ValidatedJob& j, int64_t r, const std::vector<double
   // with period g * v, so two periods cover every distinct state.
   const int64_t steps = std::min(total - warmup, 2 * g * v + 2);
   for (int64_t i = 0; i < steps; ++i) {
+    OOMGUARD_RETURN_IF_ERROR(deadline.CheckEvery(i, "walking the pipeline schedule"));
     const int64_t f = forward_chunk(warmup + i);
     ++live[f];
     bytes += chunk_bytes[f];

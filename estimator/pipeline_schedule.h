@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "absl/status/statusor.h"
+#include "common/deadline.h"
 #include "estimator/validated_job.h"
 
 namespace oomguard {
@@ -18,9 +20,12 @@ struct InFlight {
 };
 
 // `chunk_bytes[c]` = activation bytes one micro-batch leaves on chunk c of
-// `pp_rank`. The peak is the largest live set over the schedule.
-InFlight PeakInFlight(const ValidatedJob& j, int64_t pp_rank,
-                      const std::vector<double>& chunk_bytes);
+// `pp_rank`. The peak is the largest live set over the schedule. The walk
+// takes up to (v + 2) x g x v steps for v chunks and micro-batch groups of g;
+// it stops with `deadline`'s error once that passes.
+absl::StatusOr<InFlight> PeakInFlight(const ValidatedJob& j, int64_t pp_rank,
+                                      const std::vector<double>& chunk_bytes,
+                                      const Deadline& deadline = Deadline());
 
 }  // namespace oomguard
 

@@ -115,7 +115,11 @@ void Server::Shutdown(absl::Duration grace) {
   shut_down_ = true;
   server_->GetHealthCheckService()->SetServingStatus(false);
   if (webhook_ != nullptr) webhook_->Stop();
-  server_->Shutdown(absl::ToChronoTime(absl::Now() + grace));
+  const absl::Time grace_end = absl::Now() + grace;
+  // Calls still working when the grace period ends stop there (their loops
+  // check it) instead of holding the exit until they finish.
+  service_->StopWorkAt(grace_end);
+  server_->Shutdown(absl::ToChronoTime(grace_end));
   server_->Wait();
   call_loop_.reset();
   if (webhook_ != nullptr) webhook_->Wait();

@@ -21,7 +21,7 @@
 namespace oomguard::service {
 namespace {
 
-absl::Time Deadline(const grpc::ServerContext& context) {
+absl::Time CallDeadline(const grpc::ServerContext& context) {
   const auto deadline = context.deadline();
   if (deadline == std::chrono::system_clock::time_point::max()) return absl::InfiniteFuture();
   return absl::FromChrono(deadline);
@@ -42,7 +42,7 @@ template <typename Handler>
 grpc::Status OomguardService::Handle(Method method, grpc::ServerContext& context,
                                      Handler&& handler) {
   const absl::Time start = absl::Now();
-  const absl::Time deadline = Deadline(context);
+  const absl::Time deadline = CallDeadline(context);
   Outcome outcome;
   absl::Status status;
   if (deadline <= start) {
@@ -81,24 +81,27 @@ grpc::Status OomguardService::Handle(Method method, grpc::ServerContext& context
 grpc::Status OomguardService::Estimate(grpc::ServerContext& context,
                                        const grpc::ByteBuffer& request,
                                        grpc::ByteBuffer* response) {
-  return Handle(Method::kEstimate, context, [&](absl::Time, Outcome& outcome) -> absl::Status {
-    OOMGUARD_ASSIGN_OR_RETURN(const std::string request_bytes, RequestBytes(request));
-    v1::EstimateRequest parsed;
-    OOMGUARD_RETURN_IF_ERROR(ParseRequest(request_bytes, parsed));
-    absl::StatusOr<ResolvedJob> job = ResolveJobSource(parsed.job(), "job");
-    if (!job.ok()) return job.status();
-    absl::StatusOr<v1::EstimateReport> report =
-        oomguard::Estimate(job->spec, EstimateOptions{.module_tree = parsed.module_tree()});
-    if (!report.ok()) return report.status();
-    AddNotes(job->notes, &*report);
-    if (static_cast<int>(report->worst_rank()) < report->ranks_size()) {
-      outcome.peak_bytes = report->ranks(report->worst_rank()).peak_device_bytes();
-    }
-    v1::EstimateResponse estimated;
-    *estimated.mutable_report() = *std::move(report);
-    *response = SerializeResponse(estimated);
-    return absl::OkStatus();
-  });
+  return Handle(
+      Method::kEstimate, context, [&](absl::Time deadline, Outcome& outcome) -> absl::Status {
+        OOMGUARD_ASSIGN_OR_RETURN(const std::string request_bytes, RequestBytes(request));
+        v1::EstimateRequest parsed;
+        OOMGUARD_RETURN_IF_ERROR(ParseRequest(request_bytes, parsed));
+        absl::StatusOr<ResolvedJob> job = ResolveJobSource(parsed.job(), "job");
+        if (!job.ok()) return job.status();
+        EstimateOptions options;
+        options.module_tree = parsed.module_tree();
+        options.deadline = Deadline(deadline, &stop_);
+        absl::StatusOr<v1::EstimateReport> report = oomguard::Estimate(job->spec, options);
+        if (!report.ok()) return report.status();
+        AddNotes(job->notes, &*report);
+        if (static_cast<int>(report->worst_rank()) < report->ranks_size()) {
+          outcome.peak_bytes = report->ranks(report->worst_rank()).peak_device_bytes();
+        }
+        v1::EstimateResponse estimated;
+        *estimated.mutable_report() = *std::move(report);
+        *response = SerializeResponse(estimated);
+        return absl::OkStatus();
+      });
 }
 
 absl::Status OomguardService::RunCheck(const v1::CheckRequest& request, absl::Time deadline,
@@ -110,7 +113,7 @@ absl::Status OomguardService::RunCheck(const v1::CheckRequest& request, absl::Ti
   const AdmissionOptions options{.safety_margin = request.policy().has_safety_margin()
                                                       ? request.policy().safety_margin()
                                                       : config_.default_safety_margin,
-                                 .deadline = deadline};
+                                 .deadline = Deadline(deadline, &stop_)};
   absl::StatusOr<v1::CheckResponse> checked = CheckJob(job->spec, *gpu, options);
   if (!checked.ok()) return checked.status();
   AddNotes(job->notes, checked->mutable_report());

@@ -6,6 +6,7 @@
 #define OOMGUARD_SERVICE_OOMGUARD_SERVICE_H_
 
 #include "admission/gpu_catalog.h"
+#include "common/deadline.h"
 #include "grpcpp/server_context.h"
 #include "grpcpp/support/byte_buffer.h"
 #include "oomguard/v1/service.pb.h"
@@ -44,9 +45,16 @@ class OomguardService {
   // The Check computation itself (resolution, then the core), for
   // in-process callers such as the admission webhook: no cache, metrics or
   // log (the caller records its own). InvalidArgument for a bad request,
-  // DeadlineExceeded once `deadline` passes.
+  // DeadlineExceeded once `deadline` passes, Unavailable once the work is
+  // stopped (StopWorkAt).
   absl::Status RunCheck(const v1::CheckRequest& request, absl::Time deadline,
                         v1::CheckResponse* response);
+
+  // Work of every call still running at `when` stops there (the estimator
+  // and admission check their deadline inside their loops) and answers
+  // UNAVAILABLE: the server calls it with the end of its shutdown grace
+  // period, so that a drain ends on time whatever is in flight.
+  void StopWorkAt(absl::Time when) { stop_.StopAt(when); }
 
  private:
   // What a handler reports for the metrics and the log.
@@ -63,6 +71,7 @@ class OomguardService {
   const ServiceConfig config_;
   ServiceMetrics* const metrics_;
   ResponseCache check_cache_;
+  StopPoint stop_;
   v1::ListGpusResponse gpus_;  // Fixed at start.
 };
 

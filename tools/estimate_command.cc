@@ -104,8 +104,9 @@ absl::StatusOr<v1::EstimateReport> EstimateJob(EstimateFlags& f) {
   }
   std::vector<std::string> notes;
   OOMGUARD_ASSIGN_OR_RETURN(const v1::JobSpec job, BuildJob(f.source, &notes));
-  OOMGUARD_ASSIGN_OR_RETURN(v1::EstimateReport report,
-                            Estimate(job, EstimateOptions{.module_tree = f.tree}));
+  EstimateOptions options;
+  options.module_tree = f.tree;
+  OOMGUARD_ASSIGN_OR_RETURN(v1::EstimateReport report, Estimate(job, options));
   for (std::string& n : notes) report.add_notes(std::move(n));
   return report;
 }

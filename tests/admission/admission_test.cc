@@ -85,7 +85,7 @@ v1::GpuSpec Gpu(double gib, const std::string& name = "TEST-GPU") {
 
 absl::StatusOr<v1::CheckResponse> Check(const v1::JobSpec& job, const v1::GpuSpec& gpu,
                                         double margin = 0) {
-  return CheckJob(job, gpu, {.safety_margin = margin}, FakeEstimate);
+  return CheckJob(job, gpu, {.safety_margin = margin, .deadline = Deadline()}, FakeEstimate);
 }
 
 std::vector<std::string> Ids(const v1::CheckResponse& r) {
@@ -385,8 +385,9 @@ TEST(AdmissionTest, EstimatorErrorsPassThrough) {
 }
 
 TEST(AdmissionTest, PassedDeadlineIsDeadlineExceeded) {
-  absl::StatusOr<v1::CheckResponse> r =
-      CheckJob(MoeJob(), Gpu(40), {.deadline = absl::Now() - absl::Seconds(1)}, FakeEstimate);
+  absl::StatusOr<v1::CheckResponse> r = CheckJob(
+      MoeJob(), Gpu(40), {.safety_margin = 0, .deadline = Deadline(absl::Now() - absl::Seconds(1))},
+      FakeEstimate);
   EXPECT_EQ(r.status().code(), absl::StatusCode::kDeadlineExceeded);
 }
 
