@@ -28,7 +28,6 @@ struct OptionValue {
 
 // How one launcher's options are spelled.
 struct LauncherSyntax {
-  absl::string_view launcher;  // For notes.
   // The options read: spelling -> name.
   std::vector<std::pair<absl::string_view, absl::string_view>> read;
   // Short options (one letter after `-`) that take a value.
@@ -173,7 +172,6 @@ ScriptSize SizeOf(uint64_t nodes, uint64_t per_node, std::string how) {
 
 ScriptSize SizeReader::Torchrun(const std::vector<Field>& fields, size_t from, size_t end) {
   static const LauncherSyntax kTorchrun = {
-      "torchrun",
       {{"--nnodes", "nnodes"}, {"--nproc-per-node", "nproc"}, {"--nproc_per_node", "nproc"}},
       "rt",
       {"--standalone", "--no-python", "--no_python", "--run-path", "--run_path", "--module",
@@ -215,7 +213,6 @@ ScriptSize SizeReader::Torchrun(const std::vector<Field>& fields, size_t from, s
 
 ScriptSize SizeReader::Srun(const std::vector<Field>& fields, size_t from, size_t end) {
   static const LauncherSyntax kSrun = {
-      "srun",
       {{"-N", "nodes"},
        {"--nodes", "nodes"},
        {"-n", "ntasks"},

@@ -247,8 +247,10 @@ class ClientTest(unittest.TestCase):
     def test_the_field_is_read_from_the_status_details_not_the_message(self):
         # A server whose message names no field at all still names it in the
         # grpc-status-details-bin trailer, and one without details names none.
-        from oomguard_client import client as client_module  # pylint: disable=import-outside-toplevel
-        from oomguard.v1 import error_pb2  # pylint: disable=import-outside-toplevel,import-error
+        # pylint: disable=import-outside-toplevel,import-error,protected-access
+        from oomguard_client import client as client_module
+        from oomguard.v1 import error_pb2
+        field_violations = client_module._field_violations
 
         class FakeError(grpc.RpcError):
             def __init__(self, trailers):
@@ -267,15 +269,15 @@ class ClientTest(unittest.TestCase):
         other = status.details.add()
         other.type_url = "type.googleapis.com/google.rpc.DebugInfo"
         other.value = b"\x0a\x01x"
-        violations = client_module._field_violations(  # pylint: disable=protected-access
+        violations = field_violations(
             FakeError((("grpc-status-details-bin", status.SerializeToString()),)))
         self.assertEqual(violations, [client_module.FieldViolation("job.megatron.num_gpus", "why")])
         error = OomguardError(grpc.StatusCode.INVALID_ARGUMENT, "gpu_name: looks like a field",
-                              "Check", client_module._field_violations(FakeError(())))  # pylint: disable=protected-access
+                              "Check", field_violations(FakeError(())))
         self.assertIsNone(error.field)
         self.assertEqual(error.field_path, [])
-        self.assertEqual(client_module._field_violations(  # pylint: disable=protected-access
-            FakeError((("grpc-status-details-bin", b"\xff\xff"),))), [])
+        self.assertEqual(
+            field_violations(FakeError((("grpc-status-details-bin", b"\xff\xff"),))), [])
 
     def test_estimate(self):
         result = self.client.estimate(args=DEEPSEEK_256_LINE, num_gpus=256, preset="deepseek-v3")

@@ -3,7 +3,8 @@
 into a fresh virtual environment, offline, then oomguard_client imported from
 outside the source tree calls a live `oomguard serve` (Estimate and Check).
 
-    /usr/bin/python3 tests/clients/python_package_test.py --server-binary BUILD/tools/oomguard_server_for_test
+    /usr/bin/python3 tests/clients/python_package_test.py \
+        --server-binary BUILD/tools/oomguard_server_for_test
 
 The venv is made with --system-site-packages so that Debian's python3-grpcio
 and python3-protobuf serve as the package's dependencies; pip runs with
