@@ -23,6 +23,7 @@
 #include "jobscript/expanded_word.h"
 #include "jobscript/job_script_lexer.h"
 #include "jobscript/launch_finder.h"
+#include "jobscript/sbatch_options.h"
 #include "jobscript/script_notes.h"
 #include "jobscript/shell_variables.h"
 
@@ -49,8 +50,11 @@ using job_script_internal::Part;
 using job_script_internal::Piece;
 using job_script_internal::PiecesBytes;
 using job_script_internal::ReadDirectives;
+using job_script_internal::ReadSbatchOptions;
+using job_script_internal::SbatchOptions;
 using job_script_internal::ShellScript;
 using job_script_internal::ShellVariables;
+using job_script_internal::SlurmAllocation;
 using job_script_internal::Word;
 
 // Bound on the words of one command, in bytes.
@@ -64,8 +68,19 @@ bool IsLiteralWord(const Word& w, absl::string_view text) {
 // Walks a script's commands, keeping its variables, until the launch.
 class ScriptReader {
  public:
-  explicit ScriptReader(ScriptJob* job)
-      : job_(job), variables_(&job->notes), launches_(job, &variables_) {}
+  // `allocation`: what the script's #SBATCH lines allocate (null: none).
+  ScriptReader(ScriptJob* job, const SbatchOptions* sbatch)
+      : job_(job),
+        variables_(&job->notes),
+        allocation_(sbatch != nullptr ? job_script_internal::Allocate(*sbatch) : SlurmAllocation{}),
+        launches_(job, &variables_, &allocation_) {
+    if (sbatch == nullptr) return;
+    for (const auto& [name, value] : job_script_internal::SlurmEnvironment(*sbatch, allocation_)) {
+      variables_.SetEnvironment(name, value);
+    }
+    job->allocated = ScriptSize{allocation_.gpus, allocation_.gpus_per_node, allocation_.how};
+    job->allocated_gpu_type = allocation_.gpu_type;
+  }
 
   // Reads `script` (depth > 0: a `bash -c` string inside it), its lines
   // counted from `first_line`.
@@ -90,6 +105,7 @@ class ScriptReader {
 
   ScriptJob* job_;
   ShellVariables variables_;
+  SlurmAllocation allocation_;
   LaunchFinder launches_;
   std::vector<size_t> newlines_;
   int first_line_ = 1;
@@ -225,6 +241,25 @@ absl::Status ScriptReader::ReadScript(absl::string_view script, int depth, int f
   return status;
 }
 
+// The launch's size against the allocation's: a note when they differ.
+void NoteSizeDisagreement(ScriptJob& job) {
+  const ScriptSize& launch = job.launch_size;
+  const ScriptSize& allocated = job.allocated;
+  if (launch.gpus == 0 || allocated.gpus == 0) return;
+  const bool per_node_differs = launch.gpus_per_node != 0 && allocated.gpus_per_node != 0 &&
+                                launch.gpus_per_node != allocated.gpus_per_node;
+  if (launch.gpus == allocated.gpus && !per_node_differs) return;
+  std::string note =
+      absl::StrCat("the launch starts ", launch.gpus, " ranks (", launch.how,
+                   ") but #SBATCH allocates ", allocated.gpus, " GPUs (", allocated.how, ")");
+  if (per_node_differs) {
+    absl::StrAppend(&note, "; ", launch.gpus_per_node, " against ", allocated.gpus_per_node,
+                    " a node");
+  }
+  absl::StrAppend(&note, "; the launch's is the world size Megatron-LM sees");
+  AddNote(job.notes, std::move(note));
+}
+
 }  // namespace
 
 absl::StatusOr<ScriptJob> ParseJobScript(absl::string_view script) {
@@ -235,8 +270,11 @@ absl::StatusOr<ScriptJob> ParseJobScript(absl::string_view script) {
   }
   ScriptJob job;
   OOMGUARD_RETURN_IF_ERROR(ReadDirectives(script, &job));
-  ScriptReader reader(&job);
+  SbatchOptions sbatch;
+  OOMGUARD_RETURN_IF_ERROR(ReadSbatchOptions(script, &sbatch, &job.notes));
+  ScriptReader reader(&job, &sbatch);
   OOMGUARD_RETURN_IF_ERROR(reader.ReadScript(script, 0, 1));
+  NoteSizeDisagreement(job);
   return job;
 }
 
@@ -266,7 +304,7 @@ absl::StatusOr<ScriptJob> ParseCommandWords(absl::Span<const std::string> words)
     fields.push_back(std::move(f));
   }
   ScriptJob job;
-  ScriptReader reader(&job);
+  ScriptReader reader(&job, nullptr);
   reader.ReadFields(fields, {}, 1, 0);
   return job;
 }

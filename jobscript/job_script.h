@@ -27,6 +27,16 @@
 // bash's quoting and word-splitting rules. Redirections, heredocs and
 // comments are skipped.
 //
+// The job's size, from the script's own lines: the launch's world size
+// (launch_size.h: torchrun --nnodes x --nproc-per-node, srun's tasks,
+// mpirun -np) and what the `#SBATCH` lines allocate (sbatch_options.h:
+// nodes x GPUs a node, --gpus, tasks x GPUs a task, the GRES type). The
+// batch step's SLURM_* variables (SLURM_NNODES, SLURM_GPUS_ON_NODE, ...)
+// are known from the #SBATCH lines, so the launch line may use them. When
+// the two sizes differ a note says so; the launch's is the one Megatron-LM
+// sees (its world size is the number of processes the launcher starts,
+// whatever Slurm allocated), so `oomguard check` judges that one.
+//
 // Directives: lines starting with `#OOMGUARD` (leading blanks allowed), then
 // blank-separated `key=value` items: preset=NAME, gpu=NAME, gpus=N,
 // gpus-per-node=N, safety-margin=F (in [0, 1)), skip (or skip=true|false).
@@ -50,6 +60,14 @@ namespace oomguard {
 // Largest script ParseJobScript reads, in bytes.
 inline constexpr size_t kMaxJobScriptBytes = size_t{16} << 20;
 
+// A job size a script states; gpus = 0: not stated or not known.
+struct ScriptSize {
+  uint32_t gpus = 0;
+  uint32_t gpus_per_node = 0;  // 0 = not known.
+  // How it was counted, for notes: "torchrun --nnodes 4 x --nproc-per-node 8".
+  std::string how;
+};
+
 // What a job script or a container command says about a Megatron-LM job.
 struct ScriptJob {
   // A Megatron-LM training launch was found.
@@ -67,6 +85,12 @@ struct ScriptJob {
   uint32_t gpus_per_node = 0;
   // From "#OOMGUARD safety-margin=F" (unset = none).
   std::optional<double> safety_margin;
+  // The world size the launch starts (torchrun, srun, mpirun).
+  ScriptSize launch_size;
+  // What the #SBATCH lines allocate, and the GPU type they name (a GRES
+  // type such as "h100" of gpu:h100:8; empty = none or several).
+  ScriptSize allocated;
+  std::string allocated_gpu_type;
   // "#OOMGUARD skip": the script asks not to be judged.
   bool skip = false;
   // PYTORCH_CUDA_ALLOC_CONF / NCCL_GRAPH_REGISTER as the launch sees them:
@@ -85,9 +109,10 @@ struct ScriptJob {
 
 // Reads a bash job script. Errors: InvalidArgument for a script larger than
 // kMaxJobScriptBytes (naming the size), a malformed or unknown `#OOMGUARD`
-// item (naming the line and the item), and an unterminated quote or
-// substitution on the launch command (naming the line). An unterminated quote
-// elsewhere ends the reading with a note (bash would stop there too).
+// item (naming the line and the item), an `#SBATCH` sizing option with a
+// value sbatch refuses too (naming the line, the option and the value), and an unterminated quote
+// or substitution on the launch command (naming the line). An unterminated quote elsewhere ends the
+// reading with a note (bash would stop there too).
 absl::StatusOr<ScriptJob> ParseJobScript(absl::string_view script);
 
 // Reads a container's command + args (argv, nothing expanded). `bash -c

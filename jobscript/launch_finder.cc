@@ -10,6 +10,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "jobscript/launch_size.h"
 #include "jobscript/script_notes.h"
 #include "jobspec/megatron_flags.h"
 
@@ -156,15 +157,15 @@ std::optional<ShellScript> LaunchFinder::Find(const std::vector<Field>& fields,
           std::optional<std::string> value = variables_->ExportedValue(std::string(name));
           if (value.has_value()) env.emplace(name, *std::move(value));
         }
-        TakeLaunch(fields, script_at, line, env);
+        TakeLaunch(fields, j, script_at, line, env);
         return std::nullopt;
     }
   }
   return std::nullopt;
 }
 
-void LaunchFinder::TakeLaunch(const std::vector<Field>& fields, size_t script, int line,
-                              const std::map<std::string, std::string>& env) {
+void LaunchFinder::TakeLaunch(const std::vector<Field>& fields, size_t launcher, size_t script,
+                              int line, const std::map<std::string, std::string>& env) {
   if (job_->found) {
     if (other_launches_++ == 0) {
       Note(absl::StrCat("line ", line, ": another Megatron-LM launch; only the first (line ",
@@ -174,6 +175,7 @@ void LaunchFinder::TakeLaunch(const std::vector<Field>& fields, size_t script, i
   }
   job_->found = true;
   job_->launch_line = line;
+  job_->launch_size = LaunchSize(fields, launcher, script, *allocation_, line, &job_->notes);
   for (absl::string_view name : kMemoryEnv) {
     auto it = env.find(std::string(name));
     if (it != env.end()) job_->env[it->first] = it->second;

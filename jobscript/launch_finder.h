@@ -20,6 +20,7 @@
 #include "absl/strings/string_view.h"
 #include "jobscript/expanded_word.h"
 #include "jobscript/job_script.h"
+#include "jobscript/sbatch_options.h"
 #include "jobscript/shell_variables.h"
 
 namespace oomguard::job_script_internal {
@@ -54,9 +55,11 @@ struct ShellScript {
 class LaunchFinder {
  public:
   // The launch goes into `job` (found, launch_line, megatron_args, env,
-  // unresolved, notes); `variables` tell what the script exported.
-  LaunchFinder(ScriptJob* job, const ShellVariables* variables)
-      : job_(job), variables_(variables) {}
+  // launch_size, unresolved, notes); `variables` tell what the script
+  // exported, `allocation` what its #SBATCH lines allocate (srun's
+  // defaults).
+  LaunchFinder(ScriptJob* job, const ShellVariables* variables, const SlurmAllocation* allocation)
+      : job_(job), variables_(variables), allocation_(allocation) {}
 
   // Reads one command's expanded words `fields`, on `line`; `env` holds its
   // prefix assignments, `depth` counts the `bash -c` scripts it is in. A
@@ -68,12 +71,14 @@ class LaunchFinder {
 
  private:
   void Note(std::string note);
-  // Takes the launch whose training script is fields[script].
-  void TakeLaunch(const std::vector<Field>& fields, size_t script, int line,
+  // Takes the launch whose launcher is fields[launcher] and whose training
+  // script is fields[script].
+  void TakeLaunch(const std::vector<Field>& fields, size_t launcher, size_t script, int line,
                   const std::map<std::string, std::string>& env);
 
   ScriptJob* job_;
   const ShellVariables* variables_;
+  const SlurmAllocation* allocation_;
   int other_launches_ = 0;
 };
 

@@ -219,6 +219,13 @@ std::vector<Field> ShellVariables::Expand(const Parts& parts, bool split, int li
   return fields;
 }
 
+void ShellVariables::SetEnvironment(const std::string& name, const std::string& value) {
+  Variable& var = vars_[name];
+  var = Variable{};
+  var.exported = true;
+  var.elements.push_back(Pieces{Piece{value, false, ""}});
+}
+
 void ShellVariables::Assign(const Word& word, bool exported, int line) {
   std::optional<AssignmentTarget> target = AsAssignment(word);
   if (!target) return;

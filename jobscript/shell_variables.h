@@ -56,6 +56,10 @@ class ShellVariables {
   // assigned keeps its value from outside, unknown.
   void Export(const std::string& name);
 
+  // A variable the job starts with, exported, its value known (the batch
+  // step's SLURM_* variables); the script may assign it again.
+  void SetEnvironment(const std::string& name, const std::string& value);
+
   // `unset NAME`.
   void Unset(const std::string& name);
 

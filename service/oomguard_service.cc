@@ -110,6 +110,12 @@ absl::Status OomguardService::RunCheck(const v1::CheckRequest& request, absl::Ti
   if (!job.ok()) return job.status();
   absl::StatusOr<v1::GpuSpec> gpu = ResolveGpu(request, config_.catalog);
   if (!gpu.ok()) return gpu.status();
+  if (const double margin = request.policy().safety_margin();
+      request.policy().has_safety_margin() && !(margin >= 0 && margin < 1)) {
+    return WithBadField(
+        absl::InvalidArgumentError(absl::StrCat("safety_margin = ", margin, ": must be in [0, 1)")),
+        "policy.safety_margin");
+  }
   const AdmissionOptions options{.safety_margin = request.policy().has_safety_margin()
                                                       ? request.policy().safety_margin()
                                                       : config_.default_safety_margin,

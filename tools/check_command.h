@@ -13,6 +13,8 @@
 // Where each value comes from, first found wins: a command-line flag, then
 // the envelope header (what Slurm allocates: GRES count and type, or the
 // partition's GPU), then the script's `#OOMGUARD` directive, then the
+// script's own lines (the launch's world size; without an envelope, what
+// its #SBATCH lines allocate and the GPU type they name), then the
 // envelope's default_gpu (check_plan.h). A value that overrides a different
 // one is noted on stderr, never silently.
 //

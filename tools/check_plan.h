@@ -1,8 +1,12 @@
-// What `oomguard check` asks the service, from three sources of the same
-// values: the command line, the scheduler (the job file's header) and the
-// script's `#OOMGUARD` directive, first found wins (then the header's
-// default_gpu for the GPU). A value that overrides a different one is noted,
-// never silently dropped. Or why the job is not judged at all.
+// What `oomguard check` asks the service, from four sources of the same
+// values: the command line, the scheduler (the job file's header), the
+// script's `#OOMGUARD` directive and the script's own lines (the launch's
+// world size, which is what Megatron-LM sees; without the scheduler, what
+// the #SBATCH lines allocate and the GRES type they name; with it, its job
+// descriptor already holds them, command-line overrides included), first
+// found wins (then the header's default_gpu for the GPU). A value that
+// overrides a different one is noted, never silently dropped. Or why the job
+// is not judged at all.
 #ifndef OOMGUARD_TOOLS_CHECK_PLAN_H_
 #define OOMGUARD_TOOLS_CHECK_PLAN_H_
 

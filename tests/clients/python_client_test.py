@@ -220,8 +220,13 @@ class ClientTest(unittest.TestCase):
         self.assertEqual(error.code, grpc.StatusCode.INVALID_ARGUMENT)
         self.assertEqual(error.code_name, "INVALID_ARGUMENT")
         self.assertEqual(error.method, "Check")
-        self.assertEqual(error.field, "--micro-batch-size")
-        self.assertEqual(error.field_path, ["job.megatron", "--micro-batch-size"])
+        # The field comes from the BadRequest detail; the message names the flag.
+        self.assertEqual(error.field, "job.megatron")
+        self.assertEqual(error.field_path, ["job", "megatron"])
+        self.assertEqual(len(error.field_violations), 1)
+        self.assertEqual(error.field_violations[0].field, "job.megatron")
+        self.assertEqual(error.field_violations[0].description, error.message)
+        self.assertIn("job.megatron: --micro-batch-size: ", error.message)
         self.assertIn('"-1"', error.message)
 
     def test_invalid_fields_of_the_request(self):
@@ -229,7 +234,7 @@ class ClientTest(unittest.TestCase):
             (dict(args=LLAMA_FITS, num_gpus=0, preset="llama3-8b"), "job.megatron.num_gpus"),
             (dict(args=LLAMA_FITS, num_gpus=8, preset="llama3-8b", gpu="H900"), "gpu_name"),
             (dict(args=LLAMA_FITS, num_gpus=8, preset="llama3-8b", safety_margin=1.5),
-             "safety_margin"),
+             "policy.safety_margin"),
             (dict(args="", num_gpus=8, preset="no-such-model"), "job.megatron"),
         ]
         for kwargs, field in cases:
@@ -237,6 +242,42 @@ class ClientTest(unittest.TestCase):
                 self.client.check(**kwargs)
             self.assertEqual(caught.exception.code, grpc.StatusCode.INVALID_ARGUMENT)
             self.assertEqual(caught.exception.field, field, caught.exception.message)
+            self.assertEqual(caught.exception.field_path, field.split("."))
+
+    def test_the_field_is_read_from_the_status_details_not_the_message(self):
+        # A server whose message names no field at all still names it in the
+        # grpc-status-details-bin trailer, and one without details names none.
+        # pylint: disable=import-outside-toplevel,import-error,protected-access
+        from oomguard_client import client as client_module
+        from oomguard.v1 import error_pb2
+        field_violations = client_module._field_violations
+
+        class FakeError(grpc.RpcError):
+            def __init__(self, trailers):
+                super().__init__()
+                self.trailers = trailers
+
+            def trailing_metadata(self):
+                return self.trailers
+
+        bad_request = error_pb2.BadRequest()
+        bad_request.field_violations.add(field="job.megatron.num_gpus", description="why")
+        status = error_pb2.RpcStatus(code=3, message="no field named here")
+        detail = status.details.add()
+        detail.type_url = "type.googleapis.com/google.rpc.BadRequest"
+        detail.value = bad_request.SerializeToString()
+        other = status.details.add()
+        other.type_url = "type.googleapis.com/google.rpc.DebugInfo"
+        other.value = b"\x0a\x01x"
+        violations = field_violations(
+            FakeError((("grpc-status-details-bin", status.SerializeToString()),)))
+        self.assertEqual(violations, [client_module.FieldViolation("job.megatron.num_gpus", "why")])
+        error = OomguardError(grpc.StatusCode.INVALID_ARGUMENT, "gpu_name: looks like a field",
+                              "Check", field_violations(FakeError(())))
+        self.assertIsNone(error.field)
+        self.assertEqual(error.field_path, [])
+        self.assertEqual(
+            field_violations(FakeError((("grpc-status-details-bin", b"\xff\xff"),))), [])
 
     def test_estimate(self):
         result = self.client.estimate(args=DEEPSEEK_256_LINE, num_gpus=256, preset="deepseek-v3")

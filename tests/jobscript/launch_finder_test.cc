@@ -25,6 +25,7 @@ using ::oomguard::job_script_internal::LaunchFinder;
 using ::oomguard::job_script_internal::Piece;
 using ::oomguard::job_script_internal::ShellScript;
 using ::oomguard::job_script_internal::ShellVariables;
+using ::oomguard::job_script_internal::SlurmAllocation;
 using ::oomguard::testing::AllNotes;
 using ::oomguard::testing::Parse;
 using ::testing::ElementsAre;
@@ -145,7 +146,8 @@ TEST(LaunchFinderTest, CommandNames) {
 TEST(LaunchFinderTest, TakesTheFirstLaunchWithItsEnvironment) {
   ScriptJob job;
   ShellVariables variables(&job.notes);
-  LaunchFinder finder(&job, &variables);
+  const SlurmAllocation allocation;
+  LaunchFinder finder(&job, &variables, &allocation);
   EXPECT_EQ(
       finder.Find(Fields({"exec", "env", "NCCL_GRAPH_REGISTER=1", "numactl", "-N0", "torchrun",
                           "pretrain_gpt.py", "--micro-batch-size", "$MBS", "--fp16"}),
@@ -169,7 +171,8 @@ TEST(LaunchFinderTest, TakesTheFirstLaunchWithItsEnvironment) {
 TEST(LaunchFinderTest, ShellScriptsAreHandedBack) {
   ScriptJob job;
   ShellVariables variables(&job.notes);
-  LaunchFinder finder(&job, &variables);
+  const SlurmAllocation allocation;
+  LaunchFinder finder(&job, &variables, &allocation);
   const std::optional<ShellScript> script =
       finder.Find(Fields({"srun", "-N2", "bash", "-lc", "torchrun pretrain_gpt.py"}), {}, 4, 0);
   ASSERT_TRUE(script.has_value());

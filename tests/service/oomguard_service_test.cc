@@ -362,11 +362,11 @@ INSTANTIATE_TEST_SUITE_P(
         {"MarginTooLarge",
          [](v1::CheckRequest& r) { r.mutable_policy()->set_safety_margin(1.5); },
          {"safety_margin = 1.5"},
-         {}},
+         {"policy.safety_margin"}},
         {"NegativeMargin",
          [](v1::CheckRequest& r) { r.mutable_policy()->set_safety_margin(-0.1); },
          {"safety_margin = -0.1"},
-         {}},
+         {"policy.safety_margin"}},
     }),
     [](const ::testing::TestParamInfo<BadRequestCase>& info) { return info.param.name; });
 

@@ -107,6 +107,57 @@ torchrun --nproc_per_node 8 pretrain_gpt.py "${ARGS[@]}" --use-distributed-optim
   EXPECT_THAT(lines[1], StartsWith("oomguard: step 1: "));
 }
 
+// The ways people ask Slurm for 32 GPUs (issue 11): judged without the GPU
+// count restated, the GRES type matched against the GPU catalog.
+TEST_F(CheckCommandTest, SbatchSizesAreReadAsSlurmComputesThem) {
+  const std::string launch = absl::StrCat(
+      "srun python pretrain_gpt.py --num-layers 32 --hidden-size 4096 --num-attention-heads 32 "
+      "--ffn-hidden-size 14336 --seq-length 4096 --max-position-embeddings 4096 "
+      "--micro-batch-size 1 --global-batch-size 128 --use-distributed-optimizer --bf16\n");
+  for (const char* sbatch : {"#SBATCH --nodes=4 --gpus-per-node=8\n", "#SBATCH -N 4 --gres=gpu:8\n",
+                             "#SBATCH --gpus=32 --ntasks=32\n",
+                             "#SBATCH --nodes=4 --ntasks-per-node=8 --gpus-per-node=h100:8\n",
+                             "#SBATCH -N4 --ntasks-per-node=8 --gpus-per-task=1\n"}) {
+    SCOPED_TRACE(sbatch);
+    const std::string script = File("job.sh", absl::StrCat("#!/bin/bash\n", sbatch, launch));
+    const int code = Run({"--gpu", "h100", "--json", "--script", script});
+    EXPECT_NE(code, kCheckNotJudged) << out_ << err_;
+    EXPECT_THAT(code, ::testing::AnyOf(kCheckFits, kCheckFitsWithSettings, kCheckDoesNotFit));
+    EXPECT_THAT(err_, Not(HasSubstr("ignored")));
+  }
+  // The GRES type names the GPU.
+  const std::string typed = File(
+      "typed.sh", absl::StrCat("#SBATCH -N 4 --ntasks-per-node 8 --gres=gpu:h100:8\n", launch));
+  EXPECT_NE(Run({"--script", typed}), kCheckNotJudged) << out_ << err_;
+  const std::string unknown_type = File(
+      "a100l.sh", absl::StrCat("#SBATCH -N 4 --ntasks-per-node 8 --gres=gpu:a100l:8\n", launch));
+  EXPECT_EQ(Run({"--script", unknown_type}), kCheckNotJudged) << out_ << err_;
+  EXPECT_THAT(out_, HasSubstr("the service does not know the GPU \"a100l\""));
+}
+
+TEST_F(CheckCommandTest, TheLaunchsWorldSizeWinsOverSbatchAndItIsNoted) {
+  const std::string script = File("job.sh", R"sh(#!/bin/bash
+#SBATCH --nodes=4 --gpus-per-node=h100:8
+srun torchrun --nnodes 2 --nproc-per-node 8 pretrain_gpt.py --num-layers 32 --hidden-size 4096 \
+  --num-attention-heads 32 --seq-length 4096 --max-position-embeddings 4096 \
+  --micro-batch-size 1 --global-batch-size 128 --bf16
+)sh");
+  EXPECT_NE(Run({"--json", "--script", script}), kCheckNotJudged) << out_ << err_;
+  EXPECT_THAT(err_, HasSubstr("note: the launch starts 16 ranks (torchrun --nnodes 2 x "
+                              "--nproc-per-node 8) but #SBATCH allocates 32 GPUs"));
+  v1::CheckResponse response;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(out_, &response).ok()) << out_;
+  EXPECT_EQ(response.report().num_gpus(), 16u);
+}
+
+TEST_F(CheckCommandTest, ABadSbatchValueIsAnInvalidJobNamingIt) {
+  const std::string script = File(
+      "bad.sh", "#!/bin/bash\n#SBATCH --nodes=abc --gpus-per-node=8\ntorchrun pretrain_gpt.py\n");
+  EXPECT_EQ(Run({"--gpu", "H100", "--script", script}), kCheckUsage);
+  EXPECT_THAT(err_, HasSubstr("invalid job script: line 2: #SBATCH --nodes=abc: expected a node "
+                              "count"));
+}
+
 // Llama-3-8B, micro-batch 2, full recompute, at sequence length `seq`.
 std::string Llama8bAtSeq(int seq) {
   return absl::StrCat("--use-distributed-optimizer --seq-length ", seq,

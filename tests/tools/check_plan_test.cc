@@ -145,5 +145,68 @@ TEST(CheckPlanTest, KeepsTheScriptsNotesAndRunTimeWords) {
   EXPECT_THAT(plan.request.job().megatron().argv(), ElementsAre("--micro-batch-size", "1"));
 }
 
+// A job script whose launch starts 16 ranks on a 32-GPU #SBATCH allocation.
+ScriptJob SizedScript() {
+  ScriptJob job = Launch();
+  job.launch_size = {16, 8, "torchrun --nnodes 2 x --nproc-per-node 8"};
+  job.allocated = {32, 8, "--nodes=4 x --gpus-per-node=h100:8"};
+  job.allocated_gpu_type = "h100";
+  return job;
+}
+
+TEST(CheckPlanTest, WithoutTheSchedulerTheScriptStatesItsSize) {
+  const CheckFlags flags;
+  ScriptJob job = SizedScript();
+  CheckPlan plan = MakeCheckPlan(flags, nullptr, job);
+  EXPECT_EQ(plan.not_judged, "");
+  EXPECT_EQ(plan.request.job().megatron().num_gpus(), 16u);  // The launch's world size.
+  EXPECT_EQ(plan.request.job().gpus_per_node(), 8u);
+  EXPECT_EQ(plan.request.gpu_name(), "h100");  // The GRES type, for the catalog to match.
+  EXPECT_TRUE(plan.gpu_from_scheduler);
+  EXPECT_THAT(plan.notes, IsEmpty());  // The reader notes the disagreement itself.
+
+  job.launch_size = {};  // Only #SBATCH.
+  plan = MakeCheckPlan(flags, nullptr, job);
+  EXPECT_EQ(plan.request.job().megatron().num_gpus(), 32u);
+
+  job.num_gpus = 8;  // #OOMGUARD wins, and says so.
+  job.gpu = "H200";
+  plan = MakeCheckPlan(flags, nullptr, job);
+  EXPECT_EQ(plan.request.job().megatron().num_gpus(), 8u);
+  EXPECT_EQ(plan.request.gpu_name(), "H200");
+  EXPECT_FALSE(plan.gpu_from_scheduler);
+  EXPECT_THAT(plan.notes,
+              ElementsAre("the job script's (--nodes=4 x --gpus-per-node=h100:8) gpus=32 "
+                          "ignored: #OOMGUARD says 8",
+                          "#SBATCH's gpu=h100 ignored: #OOMGUARD says H200"));
+
+  CheckFlags memory;
+  memory.gpu_memory_gib = 80;
+  plan = MakeCheckPlan(memory, nullptr, SizedScript());
+  EXPECT_THAT(plan.notes,
+              ElementsAre("the GPU named by #SBATCH ignored: --gpu-memory-gib 80 given"));
+}
+
+TEST(CheckPlanTest, WithTheSchedulerItsDescriptorIsTheAuthority) {
+  const CheckFlags flags;
+  JobEnvelope envelope;
+  envelope.gpus = 64;
+  envelope.default_gpu = "H100";
+  CheckPlan plan = MakeCheckPlan(flags, &envelope, SizedScript());
+  EXPECT_EQ(plan.request.job().megatron().num_gpus(), 64u);
+  EXPECT_EQ(plan.request.gpu_name(), "H100");  // Not the script's GRES type.
+  EXPECT_THAT(plan.notes,
+              ElementsAre("the job script's (torchrun --nnodes 2 x --nproc-per-node 8) gpus=16 "
+                          "ignored: the scheduler's allocation says 64"));
+  // A descriptor without a GPU count: the launch's world size, never #SBATCH.
+  envelope.gpus = 0;
+  plan = MakeCheckPlan(flags, &envelope, SizedScript());
+  EXPECT_EQ(plan.request.job().megatron().num_gpus(), 16u);
+  ScriptJob only_sbatch = SizedScript();
+  only_sbatch.launch_size = {};
+  EXPECT_THAT(MakeCheckPlan(flags, &envelope, only_sbatch).not_judged,
+              HasSubstr("GPU count is unknown"));
+}
+
 }  // namespace
 }  // namespace oomguard

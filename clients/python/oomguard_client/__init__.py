@@ -1,12 +1,14 @@
 """Python client of oomguard (oomguard.v1.Oomguard): will a Megatron-Core job
 fit in GPU memory? See clients/python/README.md.
 
-The generated protobuf/gRPC modules are imported from PYTHONPATH when there,
-else generated once from proto/ into a cache directory (oomguard_client._stubs).
+The generated protobuf/gRPC modules (oomguard.v1) come with the installed
+package (`pip install ./clients/python`); in a checkout they are imported
+from PYTHONPATH when there, else generated once from proto/ into a cache
+directory (oomguard_client._stubs).
 """
 
-from oomguard_client.client import (CheckResult, Client, EstimateResult, Gpu, OomguardError,
-                                    RankEstimate, Recommendation, megatron_args)
+from oomguard_client.client import (CheckResult, Client, EstimateResult, FieldViolation, Gpu,
+                                    OomguardError, RankEstimate, Recommendation, megatron_args)
 
-__all__ = ["CheckResult", "Client", "EstimateResult", "Gpu", "OomguardError", "RankEstimate",
-           "Recommendation", "megatron_args"]
+__all__ = ["CheckResult", "Client", "EstimateResult", "FieldViolation", "Gpu", "OomguardError",
+           "RankEstimate", "Recommendation", "megatron_args"]

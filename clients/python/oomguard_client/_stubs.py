@@ -1,9 +1,11 @@
 """The generated protobuf/gRPC modules of proto/oomguard/v1, found or made.
 
 Generated code is never committed. `load()` imports `oomguard.v1.*_pb2` from
-sys.path when they are there (e.g. PYTHONPATH=build/clients/python/gen, which
-the CMake build generates), and otherwise generates them once from the
-.proto files into a cache directory and imports them from there.
+sys.path when they are there (the installed package: `pip install
+./clients/python` generates them into it, see setup.py; or
+PYTHONPATH=build/clients/python/gen, which the CMake build generates), and
+otherwise generates them once from the .proto files into a cache directory
+and imports them from there.
 
 Generators, in order:
   1. `protoc` with `grpc_python_plugin` (Debian: protobuf-compiler and
@@ -22,7 +24,7 @@ import subprocess
 import sys
 import tempfile
 
-PROTO_FILES = ("job.proto", "report.proto", "admission.proto", "service.proto")
+PROTO_FILES = ("job.proto", "report.proto", "admission.proto", "service.proto", "error.proto")
 
 
 class StubsUnavailable(ImportError):
@@ -100,11 +102,12 @@ def _import_all():
     admission = importlib.import_module("oomguard.v1.admission_pb2")
     service = importlib.import_module("oomguard.v1.service_pb2")
     service_grpc = importlib.import_module("oomguard.v1.service_pb2_grpc")
-    return job, report, admission, service, service_grpc
+    error = importlib.import_module("oomguard.v1.error_pb2")
+    return job, report, admission, service, service_grpc, error
 
 
 def load():
-    """(job_pb2, report_pb2, admission_pb2, service_pb2, service_pb2_grpc)."""
+    """(job_pb2, report_pb2, admission_pb2, service_pb2, service_pb2_grpc, error_pb2)."""
     try:
         return _import_all()
     except ImportError:

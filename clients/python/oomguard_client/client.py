@@ -10,56 +10,80 @@
 import dataclasses
 import json
 import os
-import re
 import shlex
 from collections.abc import Mapping
 from typing import Any, Dict, List, Optional, Sequence, Union
 
 import grpc
+from google.protobuf import message as _protobuf_message
 
 from oomguard_client import _stubs
 
-_job_pb2, _report_pb2, _admission_pb2, _service_pb2, _service_pb2_grpc = _stubs.load()
+(_job_pb2, _report_pb2, _admission_pb2, _service_pb2, _service_pb2_grpc,
+ _error_pb2) = _stubs.load()
 
 Args = Union[None, str, Sequence[str], Mapping]
 
 
-class OomguardError(Exception):
-    """A failed call: the gRPC status code and the server's message.
+@dataclasses.dataclass(frozen=True)
+class FieldViolation:
+    """A request field the server names as wrong (google.rpc.BadRequest)."""
+    field: str                 # Proto field path from the request, e.g. "job.megatron.num_gpus".
+    description: str           # Why (the call's error message).
 
-    For INVALID_ARGUMENT the server's message starts with the field that is
-    wrong ("job.megatron.num_gpus = 0: ...", "job.megatron: --seq-length:
-    ...", "gpu_name: unknown GPU ..."); `field` is its most specific part
-    ("job.megatron.num_gpus", "--seq-length", "gpu_name"), `field_path` all
-    of them. UNAVAILABLE / DEADLINE_EXCEEDED mean the server could not be
-    reached or answer in time: a pipeline decides whether to go on unchecked.
+
+class OomguardError(Exception):
+    """A failed call: the gRPC status code, the server's message and the
+    request fields it names.
+
+    For INVALID_ARGUMENT the server attaches the fields that are wrong as a
+    google.rpc.BadRequest in the call's `grpc-status-details-bin` trailer
+    (oomguard.v1.RpcStatus, proto/oomguard/v1/error.proto); they are read
+    from there, never from the message text. `field` is the first one
+    ("job.megatron.num_gpus", "gpu_name", "job.megatron" for a bad Megatron
+    flag, which the message names), `field_path` its proto field names,
+    `field_violations` all of them. UNAVAILABLE / DEADLINE_EXCEEDED mean the
+    server could not be reached or answer in time: a pipeline decides
+    whether to go on unchecked.
     """
 
-    def __init__(self, code: grpc.StatusCode, message: str, method: str = ""):
+    def __init__(self, code: grpc.StatusCode, message: str, method: str = "",
+                 field_violations: Sequence[FieldViolation] = ()):
         self.code = code
         self.code_name = code.name if code is not None else "UNKNOWN"
         self.message = message
         self.method = method
-        self.field_path = _field_path(message) if code == grpc.StatusCode.INVALID_ARGUMENT else []
-        self.field = self.field_path[-1] if self.field_path else None
+        self.field_violations = list(field_violations)
+        self.field = self.field_violations[0].field if self.field_violations else None
+        self.field_path = self.field.split(".") if self.field else []
         where = f"{method}: " if method else ""
         super().__init__(f"{where}{self.code_name}: {message}")
 
 
-# A message segment that names a field: a proto path ("job.megatron",
-# "parallelism.num_gpus") or a Megatron flag ("--seq-length"), optionally
-# followed by " = value".
-_FIELD = re.compile(r"^(--[A-Za-z0-9][\w-]*|[A-Za-z_]\w*(?:\.[A-Za-z_]\w*|\[\d+\])*)(?: = .*)?$")
+_STATUS_DETAILS_KEY = "grpc-status-details-bin"
+_BAD_REQUEST_TYPE_URL = "type.googleapis.com/google.rpc.BadRequest"
 
 
-def _field_path(message: str) -> List[str]:
-    path = []
-    for segment in message.split(": ")[:-1]:
-        match = _FIELD.match(segment)
-        if not match:
-            break
-        path.append(match.group(1))
-    return path
+def _field_violations(error: grpc.RpcError) -> List[FieldViolation]:
+    """The BadRequest field violations in a failed call's status details."""
+    trailers = error.trailing_metadata() if hasattr(error, "trailing_metadata") else None
+    details = next((value for key, value in trailers or () if key == _STATUS_DETAILS_KEY), None)
+    if not details:
+        return []
+    status = _error_pb2.RpcStatus()
+    try:
+        status.ParseFromString(details)
+        violations = []
+        for detail in status.details:
+            if detail.type_url != _BAD_REQUEST_TYPE_URL:
+                continue
+            bad_request = _error_pb2.BadRequest()
+            bad_request.ParseFromString(detail.value)
+            violations.extend(FieldViolation(v.field, v.description)
+                              for v in bad_request.field_violations)
+        return violations
+    except _protobuf_message.DecodeError:
+        return []
 
 
 def megatron_args(args: Args) -> str:
@@ -290,7 +314,8 @@ class Client:
         try:
             return rpc(request, timeout=self.timeout if timeout is None else timeout)
         except grpc.RpcError as error:
-            raise OomguardError(error.code(), error.details() or "", method) from None
+            raise OomguardError(error.code(), error.details() or "", method,
+                                _field_violations(error)) from None
 
 
 def _pem(value):
