@@ -1,6 +1,7 @@
 // The HTTP/JSON API's endpoints (see api_endpoints.h).
 #include "http/api_endpoints.h"
 
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "absl/cleanup/cleanup.h"
@@ -9,6 +10,7 @@
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "http/json_transcoding.h"
+#include "http/script_check.h"
 
 namespace oomguard::http {
 
@@ -38,10 +40,10 @@ absl::Status Estimate(RequestHandlers& handlers, absl::string_view body, absl::T
   return absl::OkStatus();
 }
 
-absl::Status Check(RequestHandlers& handlers, absl::string_view body, absl::Time deadline,
-                   CallOutcome& outcome, std::string& json) {
-  v1::CheckRequest request;
-  OOMGUARD_RETURN_IF_ERROR(ParseJsonBody(body, request));
+// The Check of `request`, through the response cache.
+absl::StatusOr<v1::CheckResponse> RunCheck(RequestHandlers& handlers,
+                                           const v1::CheckRequest& request, absl::Time deadline,
+                                           CallOutcome& outcome) {
   // The cache key: the request's deterministic encoding (the same job sent
   // as JSON or over gRPC shares its entry).
   std::string request_bytes;
@@ -58,7 +60,30 @@ absl::Status Check(RequestHandlers& handlers, absl::string_view body, absl::Time
                                static_cast<int>(checked.response.size()))) {
     return absl::InternalError("a stored Check response does not parse");
   }
+  return response;
+}
+
+absl::Status Check(RequestHandlers& handlers, absl::string_view body, absl::Time deadline,
+                   CallOutcome& outcome, std::string& json) {
+  v1::CheckRequest request;
+  OOMGUARD_RETURN_IF_ERROR(ParseJsonBody(body, request));
+  OOMGUARD_ASSIGN_OR_RETURN(const v1::CheckResponse response,
+                            RunCheck(handlers, request, deadline, outcome));
   json = ToJson(response);
+  return absl::OkStatus();
+}
+
+// {"request": the CheckRequest read from the script, "response": its
+// CheckResponse, "scriptNotes": what the reader noticed}.
+absl::Status CheckScript(RequestHandlers& handlers, absl::string_view body, absl::Time deadline,
+                         CallOutcome& outcome, std::string& json) {
+  OOMGUARD_ASSIGN_OR_RETURN(const ScriptCheck script, ReadScriptCheck(body));
+  OOMGUARD_ASSIGN_OR_RETURN(const v1::CheckResponse response,
+                            RunCheck(handlers, script.request, deadline, outcome));
+  nlohmann::json answer = {{"request", nlohmann::json::parse(ToJson(script.request))},
+                           {"response", nlohmann::json::parse(ToJson(response))},
+                           {"scriptNotes", script.notes}};
+  json = answer.dump();
   return absl::OkStatus();
 }
 
@@ -101,6 +126,7 @@ std::optional<HttpAnswer> ApiEndpoints::Serve(const ApiRequest& request) {
   static constexpr Endpoint kEndpoints[] = {
       {"/v1/estimate", "POST", Method::kEstimate, &Estimate},
       {"/v1/check", "POST", Method::kCheck, &Check},
+      {"/v1/check_script", "POST", Method::kCheck, &CheckScript},
       {"/v1/presets", "GET", Method::kListPresets, &ListPresets},
       {"/v1/gpus", "GET", Method::kListGpus, &ListGpus},
       // {"/v1/plan", "POST", Method::kPlan, &Plan} once the Plan RPC exists.

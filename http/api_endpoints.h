@@ -6,6 +6,8 @@
 //
 //   POST /v1/estimate  EstimateRequest -> EstimateResponse
 //   POST /v1/check     CheckRequest    -> CheckResponse
+//   POST /v1/check_script  a job script -> the CheckRequest read from it
+//                      and its CheckResponse (script_check.h)
 //   GET  /v1/presets   ListPresetsResponse
 //   GET  /v1/gpus      ListGpusResponse
 //

@@ -202,7 +202,7 @@ function showChart(check) {
   const usable = num(check, "usableBytes");
   const capacity = num(check, "capacityBytes");
   const top = Math.max(capacity, ...ranks.map((r) => SEGMENTS.reduce((s, seg) => s + seg.bytes(r), 0))) * 1.08;
-  const W = 960, H = 420, left = 64, right = 150, bottom = 34, topPad = 14;
+  const W = 960, H = 420, left = 64, right = 190, bottom = 34, topPad = 14;
   const plotH = H - bottom - topPad;
   const y = (bytes) => topPad + plotH - (bytes / top) * plotH;
   const slot = (W - left - right) / Math.max(ranks.length, 1);
@@ -276,9 +276,10 @@ function showTrees(estimate) {
   });
 }
 
-function showNotes(check) {
-  const notes = $("notes");
-  notes.replaceChildren(...(check.report.notes || []).map((n) => el("li", {}, n)));
+function showNotes(check, scriptNotes) {
+  const notes = [...scriptNotes, ...(check.report.notes || [])];
+  $("notes").replaceChildren(...notes.map((n) => el("li", {}, n)));
+  $("notes-title").hidden = notes.length === 0;
 }
 
 // ---------------------------------------------------------------------------
@@ -291,24 +292,30 @@ async function submit() {
   button.disabled = true;
   try {
     let check;
-    let estimate = null;
+    let job;
+    let scriptNotes = [];
     if (isScript(state.job)) {
-      check = await callApi("/v1/check_script", { script: state.job, gpu: state.gpu });
+      // Read by the server (never run), as the scheduler's hook reads it.
+      const read = await callApi("/v1/check_script", {
+        script: state.job, gpu: state.gpu, preset: state.preset,
+        gpus: Number(state["num-gpus"] || 0), gpusPerNode: Number(state["gpus-per-node"] || 0),
+      });
+      check = read.response;
+      job = read.request.job;
+      scriptNotes = read.scriptNotes || [];
     } else {
-      const job = jobSource(state);
+      job = jobSource(state);
       const request = { job };
       if (state.gpu) request.gpuName = state.gpu;
-      [check, estimate] = await Promise.all([
-        callApi("/v1/check", request),
-        callApi("/v1/estimate", { job, moduleTree: true }).catch(() => null),
-      ]);
+      check = await callApi("/v1/check", request);
     }
+    const estimate = await callApi("/v1/estimate", { job, moduleTree: true }).catch(() => null);
     $("error").hidden = true;
     showVerdict(check);
     showRecommendations(check);
     showChart(check);
     if (estimate) showTrees(estimate); else $("trees").replaceChildren();
-    showNotes(check);
+    showNotes(check, scriptNotes);
     $("result").hidden = false;
   } catch (error) {
     showError(error);

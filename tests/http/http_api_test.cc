@@ -11,6 +11,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "prometheus/metric_family.h"
@@ -134,6 +135,72 @@ TEST_F(HttpApiTest, ChecksTheShippedExampleAndCachesIt) {
   httplib::Result again = Post("/v1/check", DeepSeekCheck().dump());
   ASSERT_TRUE(again);
   EXPECT_EQ(again->body, check->body);
+}
+
+// The shipped example as an sbatch script; `directives` are its #OOMGUARD
+// lines.
+std::string DeepSeekScript(const std::string& directives) {
+  std::string args = testing::ExampleArgsLine(testing::kDeepSeekV3With256Gpus);
+  for (char& c : args) {
+    if (c == '\n') c = ' ';
+  }
+  // In a script the layout's '|' must be quoted.
+  args = absl::StrReplaceAll(args, {{"Et|(tt|)*30mL", "'Et|(tt|)*30mL'"}});
+  return absl::StrCat("#!/bin/bash\n#SBATCH --nodes=32\n", directives,
+                      "\nMEGATRON=/opt/Megatron-LM\n"
+                      "srun torchrun --nproc-per-node 8 $MEGATRON/pretrain_gpt.py ",
+                      args, "\n");
+}
+
+TEST_F(HttpApiTest, ChecksAPastedScript) {
+  Start();
+  json request = {{"script", DeepSeekScript("#OOMGUARD preset=deepseek-v3 gpus=256")},
+                  {"gpu", "H100"},
+                  {"gpusPerNode", 8}};
+  httplib::Result check = Post("/v1/check_script", request.dump());
+  ASSERT_TRUE(check);
+  ASSERT_EQ(check->status, 200) << check->body;
+  const json answer = json::parse(check->body);
+  EXPECT_EQ(answer["request"]["job"]["megatron"]["numGpus"], 256);
+  EXPECT_EQ(answer["request"]["job"]["megatron"]["preset"], "deepseek-v3");
+  EXPECT_EQ(answer["request"]["gpuName"], "H100");
+  EXPECT_EQ(answer["response"]["verdict"], "VERDICT_DOES_NOT_FIT");
+  // The same verdict as the job sent as arguments.
+  httplib::Result direct = Post("/v1/check", DeepSeekCheck().dump());
+  ASSERT_TRUE(direct);
+  EXPECT_EQ(answer["response"]["summary"], json::parse(direct->body)["summary"]);
+
+  // The form's GPU count fills in what the script leaves out.
+  request["script"] = DeepSeekScript("#OOMGUARD preset=deepseek-v3");
+  request["gpus"] = 256;
+  check = Post("/v1/check_script", request.dump());
+  ASSERT_TRUE(check);
+  EXPECT_EQ(check->status, 200) << check->body;
+}
+
+TEST_F(HttpApiTest, PastedScriptErrorsNameTheField) {
+  Start();
+  const struct {
+    json request;
+    std::string field;
+  } cases[] = {
+      {{{"script", DeepSeekScript("#OOMGUARD preset=deepseek-v3")}, {"gpu", "H100"}}, "gpus"},
+      {{{"script", DeepSeekScript("#OOMGUARD preset=deepseek-v3 gpus=256")}}, "gpu"},
+      {{{"script", "#!/bin/bash\necho hello\n"}, {"gpu", "H100"}, {"gpus", 8}}, "script"},
+      {{{"script", ""}}, "script"},
+      {{{"script", DeepSeekScript("")}, {"gpus", -1}}, "gpus"},
+      {{{"script", DeepSeekScript("")}, {"scrip", "x"}}, "scrip"},
+  };
+  for (const auto& c : cases) {
+    httplib::Result check = Post("/v1/check_script", c.request.dump());
+    ASSERT_TRUE(check);
+    EXPECT_EQ(check->status, 400) << c.request.dump();
+    const json error = json::parse(check->body);
+    EXPECT_EQ(error["details"][0]["fieldViolations"][0]["field"], c.field) << check->body;
+  }
+  httplib::Result bad = Post("/v1/check_script", "[");
+  ASSERT_TRUE(bad);
+  EXPECT_EQ(bad->status, 400);
 }
 
 TEST_F(HttpApiTest, BadFieldIs400NamingIt) {

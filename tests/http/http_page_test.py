@@ -7,8 +7,10 @@ deepseek-v3, 256 H100s, 8 per node) and checks what a person sees: 8 bars (one
 per pipeline rank), the line at the GPU's usable memory, the verdict line,
 a recommendation with the bytes it saves, the numbers on hover, a module
 tree per rank, a link that reproduces the job, and no Content-Security-Policy
-violation. Then a bad job (0 GPUs) shows the error naming the field. Saves a
-screenshot of each to --out-dir and prints their paths.
+violation. Then a bad job (0 GPUs) shows the error naming the field, and the
+same job pasted as an sbatch script gives the same verdict. Saves a
+screenshot of the answer and of the error to --out-dir and prints their
+paths.
 
 Exits 77 (skipped) when chromium, chromedriver or python3-selenium is absent.
 """
@@ -164,6 +166,20 @@ def main():
         page.save_screenshot(error_shot)
         print(f"screenshot: {error_shot}")
 
+        # A pasted sbatch script, read by the server (never run): its
+        # #OOMGUARD line gives the GPU count the form's 0 lacks.
+        script = ("#!/bin/bash\n#SBATCH --nodes=32\n#OOMGUARD preset=deepseek-v3 gpus=256\n"
+                  "srun torchrun --nproc-per-node 8 pretrain_gpt.py "
+                  + example.replace("\n", " ").replace("Et|(tt|)*30mL", "'Et|(tt|)*30mL'") + "\n")
+        text = page.find_element(By.ID, "job-text")
+        text.clear()
+        text.send_keys(script)
+        page.find_element(By.ID, "check").click()
+        wait.until(ready.visibility_of_element_located((By.ID, "result")))
+        wait.until(lambda p: len(p.find_elements(By.CSS_SELECTOR, "#chart svg g.rank-bar")) == 8)
+        assert page.find_element(By.ID, "verdict").text == verdict
+        assert not page.find_element(By.ID, "error").is_displayed()
+
         # Nothing the page did broke its Content-Security-Policy.
         problems = [e["message"] for e in page.get_log("browser")
                     if e["level"] == "SEVERE" and "400" not in e["message"]]
@@ -173,7 +189,8 @@ def main():
         server.terminate()
         server.wait(timeout=15)
         shutil.rmtree(work, ignore_errors=True)
-    print("ok: 8 bars, capacity line, verdict, recommendations, hover, trees, link, field error")
+    print("ok: 8 bars, capacity line, verdict, recommendations, hover, trees, link, field error, "
+          "script")
     return 0
 
 
