@@ -8,7 +8,8 @@ per pipeline rank), the line at the GPU's usable memory, the verdict line,
 a recommendation with the bytes it saves, the numbers on hover, a module
 tree per rank, a link that reproduces the job, and no Content-Security-Policy
 violation. Then a bad job (0 GPUs) shows the error naming the field, and the
-same job pasted as an sbatch script gives the same verdict. Saves a
+same job pasted as an sbatch script gives the same verdict, and a preset
+with the layout form (TP 2, PP 2, ...) gives 2 bars. Saves a
 screenshot of the answer and of the error to --out-dir and prints their
 paths.
 
@@ -179,6 +180,23 @@ def main():
         wait.until(lambda p: len(p.find_elements(By.CSS_SELECTOR, "#chart svg g.rank-bar")) == 8)
         assert page.find_element(By.ID, "verdict").text == verdict
         assert not page.find_element(By.ID, "error").is_displayed()
+
+        # A preset and the short form, nothing pasted: 2 pipeline ranks.
+        page.find_element(By.ID, "job-text").clear()
+        Select(page.find_element(By.ID, "preset")).select_by_value("llama3-8b")
+        page.find_element(By.CSS_SELECTOR, "#layout summary").click()
+        for field, value in (("num-gpus", "8"), ("f-tp", "2"), ("f-pp", "2"), ("f-mbs", "1"),
+                             ("f-gbs", "64"), ("f-seq", "4096")):
+            box = page.find_element(By.ID, field)
+            box.clear()
+            box.send_keys(value)
+        Select(page.find_element(By.ID, "f-recompute")).select_by_value("selective")
+        Select(page.find_element(By.ID, "f-precision")).select_by_value("bf16")
+        page.find_element(By.ID, "check").click()
+        wait.until(lambda p: len(p.find_elements(By.CSS_SELECTOR, "#chart svg g.rank-bar")) == 2)
+        assert "f-tp=2" in page.current_url, page.current_url
+        assert page.find_element(By.ID, "verdict").text.startswith("oomguard: "), \
+            page.find_element(By.ID, "verdict").text
 
         # Nothing the page did broke its Content-Security-Policy.
         problems = [e["message"] for e in page.get_log("browser")
