@@ -29,11 +29,11 @@
 namespace oomguard::http {
 
 struct ApiRequest {
-  absl::string_view method;  // "GET", "POST", ...
-  absl::string_view path;
-  absl::string_view body;
+  absl::string_view method = {};  // "GET", "POST", ...
+  absl::string_view path = {};
+  absl::string_view body = {};
   absl::Time deadline = absl::InfiniteFuture();
-  absl::string_view peer;  // For the log.
+  absl::string_view peer = {};  // For the log.
 };
 
 struct HttpAnswer {

@@ -1,16 +1,19 @@
-// The HTTP/JSON API's parts without a server: the call limiter (overloaded
-// -> UNAVAILABLE), the HTTP status of each gRPC code, the error body, the
-// address and Grpc-Timeout readings.
+// The HTTP/JSON API's parts without a server: the call limiter and the
+// endpoints with every turn taken (503, 504), the HTTP status of each gRPC code, the error body,
+// the address and Grpc-Timeout readings.
 #include <nlohmann/json.hpp>
 #include <thread>
 
 #include "absl/time/clock.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "http/api_endpoints.h"
 #include "http/call_limiter.h"
 #include "http/http_api_server.h"
 #include "http/json_transcoding.h"
 #include "oomguard/v1/service.pb.h"
+#include "service/metrics.h"
+#include "service/request_handlers.h"
 #include "service/status_mapping.h"
 
 namespace oomguard::http {
@@ -43,6 +46,39 @@ TEST(CallLimiterTest, WaitersGetATurnOrTimeOut) {
   limiter.Release();
   waiter.join();
   EXPECT_TRUE(limiter.Acquire(absl::Now() + absl::Seconds(1)).ok());
+}
+
+// The endpoints with every turn taken: a call that may not wait is 503, one
+// whose deadline passes while it waits is 504; both counted as http.
+TEST(ApiEndpointsTest, OverloadedIs503AndTimedOutWaitIs504) {
+  service::ServiceMetrics metrics("test");
+  service::RequestHandlers handlers(service::ServiceConfig{.log_requests = false}, &metrics);
+  CallLimiter no_waiting(/*running=*/1, /*waiting=*/0);
+  ApiEndpoints refusing(&handlers, &no_waiting);
+  ASSERT_TRUE(no_waiting.Acquire(absl::InfiniteFuture()).ok());
+  std::optional<HttpAnswer> answer =
+      refusing.Serve(ApiRequest{.method = "GET", .path = "/v1/gpus"});
+  ASSERT_TRUE(answer.has_value());
+  EXPECT_EQ(answer->status, 503);
+  EXPECT_EQ(nlohmann::json::parse(answer->body)["code"], 14);  // UNAVAILABLE
+  no_waiting.Release();
+  answer = refusing.Serve(ApiRequest{.method = "GET", .path = "/v1/gpus"});
+  EXPECT_EQ(answer->status, 200);
+
+  CallLimiter one_waiting(/*running=*/1, /*waiting=*/1);
+  ApiEndpoints waiting(&handlers, &one_waiting);
+  ASSERT_TRUE(one_waiting.Acquire(absl::InfiniteFuture()).ok());
+  answer = waiting.Serve(ApiRequest{.method = "POST",
+                                    .path = "/v1/check",
+                                    .body = "{}",
+                                    .deadline = absl::Now() + absl::Milliseconds(20)});
+  ASSERT_TRUE(answer.has_value());
+  EXPECT_EQ(answer->status, 504);
+  EXPECT_EQ(nlohmann::json::parse(answer->body)["code"], 4);  // DEADLINE_EXCEEDED
+  one_waiting.Release();
+
+  // Not an API path: for the page or a 404.
+  EXPECT_FALSE(waiting.Serve(ApiRequest{.method = "GET", .path = "/"}).has_value());
 }
 
 TEST(JsonTranscodingTest, HttpStatusOfEachCode) {
