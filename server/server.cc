@@ -61,6 +61,11 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(ServerOptions options) {
   std::unique_ptr<Server> server(new Server);
   server->threads_ = options.threads;
   const GpuCatalog webhook_catalog = options.service.catalog;
+  options.http.tls = {.cert_chain = options.tls_cert_pem,
+                      .key = options.tls_key_pem,
+                      .client_ca = options.tls_client_ca_pem};
+  options.http.threads = options.threads;
+  options.http.max_body_bytes = static_cast<size_t>(options.max_request_bytes);
   options.webhook.log_requests = options.service.log_requests;
   server->metrics_ = std::make_unique<ServiceMetrics>(OOMGUARD_VERSION);
   server->service_ =
@@ -107,6 +112,12 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(ServerOptions options) {
     if (!webhook.ok()) return webhook.status();
     server->webhook_ = *std::move(webhook);
   }
+  if (!options.http.address.empty()) {
+    absl::StatusOr<std::unique_ptr<http::HttpApiServer>> http =
+        http::HttpApiServer::Start(std::move(options.http), &server->service_->handlers());
+    if (!http.ok()) return http.status();
+    server->http_ = *std::move(http);
+  }
   return server;
 }
 
@@ -115,6 +126,7 @@ void Server::Shutdown(absl::Duration grace) {
   shut_down_ = true;
   server_->GetHealthCheckService()->SetServingStatus(false);
   if (webhook_ != nullptr) webhook_->Stop();
+  if (http_ != nullptr) http_->Stop();
   const absl::Time grace_end = absl::Now() + grace;
   // Calls still working when the grace period ends stop there (their loops
   // check it) instead of holding the exit until they finish.
@@ -123,6 +135,7 @@ void Server::Shutdown(absl::Duration grace) {
   server_->Wait();
   call_loop_.reset();
   if (webhook_ != nullptr) webhook_->Wait();
+  if (http_ != nullptr) http_->Wait();
 }
 
 Server::~Server() {

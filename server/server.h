@@ -1,7 +1,8 @@
 // The server's lifecycle: build the gRPC server (the Oomguard service,
 // health, reflection, TLS, thread pool, size limit), the /metrics endpoint,
-// the optional Kubernetes admission webhook (webhook_server.h), and a
-// graceful shutdown that drains in-flight calls within a deadline.
+// the optional Kubernetes admission webhook (webhook_server.h), the optional
+// HTTP/JSON API and web page (http/http_api_server.h), and a graceful
+// shutdown that drains in-flight calls within a deadline.
 #ifndef OOMGUARD_SERVER_SERVER_H_
 #define OOMGUARD_SERVER_SERVER_H_
 
@@ -11,6 +12,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "grpcpp/server.h"
+#include "http/http_api_server.h"
 #include "oomguard/v1/service.grpc.pb.h"
 #include "prometheus/exposer.h"
 #include "service/call_loop.h"
@@ -39,6 +41,11 @@ struct ServerOptions {
   // the service (same Check, catalog, metrics); its log_requests follows
   // service.log_requests.
   webhook::WebhookServerOptions webhook;
+  // The HTTP/JSON API and the page; off while http.address is empty. It
+  // shares the service's handlers (same checks, cache, metrics, log); its
+  // TLS PEMs, threads and body cap are the gRPC server's (tls_*_pem,
+  // threads, max_request_bytes).
+  http::HttpApiOptions http;
 };
 
 class Server {
@@ -52,13 +59,14 @@ class Server {
   int grpc_port() const { return grpc_port_; }
   int metrics_port() const { return metrics_port_; }                    // 0 when none.
   int webhook_port() const { return webhook_ ? webhook_->port() : 0; }  // 0 when none.
+  int http_port() const { return http_ ? http_->port() : 0; }           // 0 when none.
   int threads() const { return threads_; }
   service::ServiceMetrics& metrics() { return *metrics_; }
 
-  // Stops accepting calls (health turns NOT_SERVING; the webhook stops
-  // accepting connections), lets in-flight calls finish for up to `grace`,
-  // cancels the rest, and returns when done (webhook reviews in progress are
-  // answered: each is bounded by its check timeout).
+  // Stops accepting calls (health turns NOT_SERVING; the webhook and the
+  // HTTP API stop accepting connections), lets in-flight calls finish for up
+  // to `grace`, cancels the rest, and returns when done (webhook reviews and
+  // HTTP calls in progress are answered: each is bounded by its timeout).
   void Shutdown(absl::Duration grace);
 
  private:
@@ -72,6 +80,7 @@ class Server {
   std::unique_ptr<service::CallLoop> call_loop_;
   std::unique_ptr<prometheus::Exposer> exposer_;
   std::unique_ptr<webhook::WebhookServer> webhook_;  // Uses service_ and metrics_.
+  std::unique_ptr<http::HttpApiServer> http_;        // Uses service_'s handlers.
   int grpc_port_ = 0;
   int metrics_port_ = 0;
   int threads_ = 0;

@@ -42,19 +42,33 @@ absl::string_view MethodName(Method method) {
   return "unknown";
 }
 
+absl::string_view TransportName(Transport transport) {
+  switch (transport) {
+    case Transport::kGrpc:
+      return "grpc";
+    case Transport::kHttp:
+      return "http";
+  }
+  return "unknown";
+}
+
 ServiceMetrics::ServiceMetrics(absl::string_view version)
     : registry_(std::make_shared<prometheus::Registry>()) {
   requests_family_ = &prometheus::BuildCounter()
                           .Name("oomguard_requests_total")
-                          .Help("RPCs handled, by method and gRPC status code.")
+                          .Help("Requests handled, by method, status code and transport.")
                           .Register(*registry_);
   auto& duration = prometheus::BuildHistogram()
                        .Name("oomguard_request_duration_seconds")
-                       .Help("Time to handle an RPC, in seconds, by method.")
+                       .Help("Time to handle a request, in seconds, by method and transport.")
                        .Register(*registry_);
   for (int m = 0; m < kNumMethods; ++m) {
-    methods_[m].duration = &duration.Add(
-        {{"method", std::string(MethodName(static_cast<Method>(m)))}}, DurationBuckets());
+    for (int t = 0; t < kNumTransports; ++t) {
+      methods_[m][t].duration =
+          &duration.Add({{"method", std::string(MethodName(static_cast<Method>(m)))},
+                         {"transport", std::string(TransportName(static_cast<Transport>(t)))}},
+                        DurationBuckets());
+    }
   }
   auto& verdicts = prometheus::BuildCounter()
                        .Name("oomguard_verdicts_total")
@@ -79,8 +93,9 @@ ServiceMetrics::ServiceMetrics(absl::string_view version)
       .Set(1);
 }
 
-void ServiceMetrics::RecordRequest(Method method, grpc::StatusCode code, absl::Duration latency) {
-  MethodSeries& series = methods_[static_cast<int>(method)];
+void ServiceMetrics::RecordRequest(Method method, Transport transport, grpc::StatusCode code,
+                                   absl::Duration latency) {
+  MethodSeries& series = methods_[static_cast<int>(method)][static_cast<int>(transport)];
   series.duration->Observe(absl::ToDoubleSeconds(latency));
   const int c = static_cast<int>(code) < kNumCodes ? static_cast<int>(code)
                                                    : static_cast<int>(grpc::StatusCode::INTERNAL);
@@ -89,7 +104,8 @@ void ServiceMetrics::RecordRequest(Method method, grpc::StatusCode code, absl::D
     // Family::Add is thread-safe and returns the same series for the same
     // labels, so a race here only repeats the lookup.
     counter = &requests_family_->Add({{"method", std::string(MethodName(method))},
-                                      {"code", StatusCodeName(static_cast<grpc::StatusCode>(c))}});
+                                      {"code", StatusCodeName(static_cast<grpc::StatusCode>(c))},
+                                      {"transport", std::string(TransportName(transport))}});
     series.requests[c].store(counter, std::memory_order_release);
   }
   counter->Increment();

@@ -1,9 +1,13 @@
 // The service's Prometheus metrics (prometheus-cpp): request counts and
 // latency per method and status code, verdict counts, the distribution of
 // estimated peaks, and the build info. Label sets are small and fixed.
+// `transport` says how a request came: "grpc" (the gRPC API) or "http" (the
+// HTTP/JSON API, http/, and the admission webhook); `code` is the canonical
+// status code the handler answered with, whatever the transport turned it
+// into (an HTTP status for http).
 //
-//   oomguard_requests_total{method,code}            counter
-//   oomguard_request_duration_seconds{method}       histogram
+//   oomguard_requests_total{method,code,transport}            counter
+//   oomguard_request_duration_seconds{method,transport}       histogram
 //   oomguard_verdicts_total{verdict}                counter
 //   oomguard_estimated_peak_bytes                   histogram
 //   oomguard_build_info{version}                    gauge, always 1
@@ -33,12 +37,20 @@ inline constexpr int kNumMethods = 5;
 // "Estimate", "Check", ...: the RPC name; "Webhook" for the webhook.
 absl::string_view MethodName(Method method);
 
+// How a request reached the service.
+enum class Transport { kGrpc, kHttp };
+inline constexpr int kNumTransports = 2;
+
+// "grpc" or "http": the metric label.
+absl::string_view TransportName(Transport transport);
+
 // Thread-safe; recording costs a few atomic operations.
 class ServiceMetrics {
  public:
   explicit ServiceMetrics(absl::string_view version);
 
-  void RecordRequest(Method method, grpc::StatusCode code, absl::Duration latency);
+  void RecordRequest(Method method, Transport transport, grpc::StatusCode code,
+                     absl::Duration latency);
   // One successful Check (RPC or webhook).
   void RecordVerdict(v1::Verdict verdict);
   // The worst rank's peak of one successful Estimate or Check.
@@ -50,6 +62,7 @@ class ServiceMetrics {
  private:
   static constexpr int kNumCodes = 17;  // gRPC status codes 0..16.
 
+  // The series of one method over one transport.
   struct MethodSeries {
     prometheus::Histogram* duration = nullptr;
     // Created on first use so that only codes that happened are exported.
@@ -58,7 +71,7 @@ class ServiceMetrics {
 
   std::shared_ptr<prometheus::Registry> registry_;
   prometheus::Family<prometheus::Counter>* requests_family_;
-  std::array<MethodSeries, kNumMethods> methods_;
+  std::array<std::array<MethodSeries, kNumTransports>, kNumMethods> methods_;
   std::array<prometheus::Counter*, v1::Verdict_ARRAYSIZE> verdicts_{};
   prometheus::Histogram* estimated_peak_;
 };

@@ -2,20 +2,10 @@
 #include "service/oomguard_service.h"
 
 #include <chrono>
-#include <exception>
 #include <string>
 #include <utility>
 
-#include "absl/strings/str_cat.h"
-#include "absl/strings/strip.h"
-#include "absl/time/clock.h"
-#include "admission/admission.h"
 #include "common/status_macros.h"
-#include "estimator/estimator.h"
-#include "jobspec/presets.h"
-#include "service/request_log.h"
-#include "service/request_resolution.h"
-#include "service/status_mapping.h"
 #include "service/wire_message.h"
 
 namespace oomguard::service {
@@ -27,104 +17,40 @@ absl::Time CallDeadline(const grpc::ServerContext& context) {
   return absl::FromChrono(deadline);
 }
 
-void AddNotes(const std::vector<std::string>& notes, v1::EstimateReport* report) {
-  for (const std::string& note : notes) report->add_notes(note);
-}
-
 }  // namespace
 
 OomguardService::OomguardService(ServiceConfig config, ServiceMetrics* metrics)
-    : config_(std::move(config)), metrics_(metrics), check_cache_(config_.response_cache_bytes) {
-  for (const v1::GpuSpec& gpu : config_.catalog.gpus()) *gpus_.add_gpus() = gpu;
-}
+    : handlers_(std::move(config), metrics) {}
 
 template <typename Handler>
 grpc::Status OomguardService::Handle(Method method, grpc::ServerContext& context,
                                      Handler&& handler) {
-  const absl::Time start = absl::Now();
-  const absl::Time deadline = CallDeadline(context);
-  Outcome outcome;
-  absl::Status status;
-  if (deadline <= start) {
-    status = absl::DeadlineExceededError("the deadline passed before the call was handled");
-  } else {
-    // The core does not throw; this guard keeps e.g. std::bad_alloc from
-    // taking the server down with every call in flight.
-    try {
-      status = handler(deadline, outcome);
-    } catch (const std::exception& e) {
-      status = absl::InternalError(absl::StrCat("unexpected exception: ", e.what()));
-    }
-  }
-  const grpc::Status result = ToGrpcStatus(status);
-  const absl::Duration latency = absl::Now() - start;
-
-  metrics_->RecordRequest(method, result.error_code(), latency);
-  if (result.ok() && outcome.peak_bytes > 0) metrics_->RecordEstimatedPeak(outcome.peak_bytes);
-  if (result.ok() && method == Method::kCheck) metrics_->RecordVerdict(outcome.verdict);
-  if (config_.log_requests) {
-    const std::string peer = context.peer();
-    RequestRecord record;
-    record.method = MethodName(method);
-    record.status = &result;
-    record.latency = latency;
-    record.peak_bytes = outcome.peak_bytes;
-    record.peer = peer;
-    if (outcome.verdict != v1::VERDICT_UNSPECIFIED) {
-      record.verdict = absl::StripPrefix(v1::Verdict_Name(outcome.verdict), "VERDICT_");
-    }
-    WriteLogLine(FormatRequestLine(record, absl::Now()));
-  }
-  return result;
+  const std::string peer = context.peer();
+  return handlers_.Handle(Call{.method = method,
+                               .transport = Transport::kGrpc,
+                               .deadline = CallDeadline(context),
+                               .peer = peer},
+                          handler);
 }
 
 grpc::Status OomguardService::Estimate(grpc::ServerContext& context,
                                        const grpc::ByteBuffer& request,
                                        grpc::ByteBuffer* response) {
-  return Handle(
-      Method::kEstimate, context, [&](absl::Time deadline, Outcome& outcome) -> absl::Status {
-        OOMGUARD_ASSIGN_OR_RETURN(const std::string request_bytes, RequestBytes(request));
-        v1::EstimateRequest parsed;
-        OOMGUARD_RETURN_IF_ERROR(ParseRequest(request_bytes, parsed));
-        absl::StatusOr<ResolvedJob> job = ResolveJobSource(parsed.job(), "job");
-        if (!job.ok()) return job.status();
-        EstimateOptions options;
-        options.module_tree = parsed.module_tree();
-        options.deadline = Deadline(deadline, &stop_);
-        absl::StatusOr<v1::EstimateReport> report = oomguard::Estimate(job->spec, options);
-        if (!report.ok()) return report.status();
-        AddNotes(job->notes, &*report);
-        if (static_cast<int>(report->worst_rank()) < report->ranks_size()) {
-          outcome.peak_bytes = report->ranks(report->worst_rank()).peak_device_bytes();
-        }
-        v1::EstimateResponse estimated;
-        *estimated.mutable_report() = *std::move(report);
-        *response = SerializeResponse(estimated);
-        return absl::OkStatus();
-      });
+  return Handle(Method::kEstimate, context,
+                [&](absl::Time deadline, Outcome& outcome) -> absl::Status {
+                  OOMGUARD_ASSIGN_OR_RETURN(const std::string request_bytes, RequestBytes(request));
+                  v1::EstimateRequest parsed;
+                  OOMGUARD_RETURN_IF_ERROR(ParseRequest(request_bytes, parsed));
+                  OOMGUARD_ASSIGN_OR_RETURN(const v1::EstimateResponse estimated,
+                                            handlers_.Estimate(parsed, deadline, outcome));
+                  *response = SerializeResponse(estimated);
+                  return absl::OkStatus();
+                });
 }
 
 absl::Status OomguardService::RunCheck(const v1::CheckRequest& request, absl::Time deadline,
                                        v1::CheckResponse* response) {
-  absl::StatusOr<ResolvedJob> job = ResolveJobSource(request.job(), "job");
-  if (!job.ok()) return job.status();
-  absl::StatusOr<v1::GpuSpec> gpu = ResolveGpu(request, config_.catalog);
-  if (!gpu.ok()) return gpu.status();
-  if (const double margin = request.policy().safety_margin();
-      request.policy().has_safety_margin() && !(margin >= 0 && margin < 1)) {
-    return WithBadField(
-        absl::InvalidArgumentError(absl::StrCat("safety_margin = ", margin, ": must be in [0, 1)")),
-        "policy.safety_margin");
-  }
-  const AdmissionOptions options{.safety_margin = request.policy().has_safety_margin()
-                                                      ? request.policy().safety_margin()
-                                                      : config_.default_safety_margin,
-                                 .deadline = Deadline(deadline, &stop_)};
-  absl::StatusOr<v1::CheckResponse> checked = CheckJob(job->spec, *gpu, options);
-  if (!checked.ok()) return checked.status();
-  AddNotes(job->notes, checked->mutable_report());
-  *response = *std::move(checked);
-  return absl::OkStatus();
+  return handlers_.RunCheck(request, deadline, response);
 }
 
 grpc::Status OomguardService::Check(grpc::ServerContext& context, const grpc::ByteBuffer& request,
@@ -132,19 +58,9 @@ grpc::Status OomguardService::Check(grpc::ServerContext& context, const grpc::By
   return Handle(Method::kCheck, context,
                 [&](absl::Time deadline, Outcome& outcome) -> absl::Status {
                   OOMGUARD_ASSIGN_OR_RETURN(const std::string request_bytes, RequestBytes(request));
-                  std::optional<ResponseCache::Entry> cached = check_cache_.Find(request_bytes);
-                  if (!cached) {
-                    v1::CheckRequest parsed;
-                    OOMGUARD_RETURN_IF_ERROR(ParseRequest(request_bytes, parsed));
-                    v1::CheckResponse checked;
-                    OOMGUARD_RETURN_IF_ERROR(RunCheck(parsed, deadline, &checked));
-                    cached = ResponseCache::Entry{grpc::Slice(checked.SerializeAsString()),
-                                                  checked.verdict(), checked.peak_device_bytes()};
-                    check_cache_.Insert(request_bytes, *cached);
-                  }
-                  outcome.verdict = cached->verdict;
-                  outcome.peak_bytes = cached->peak_bytes;
-                  *response = grpc::ByteBuffer(&cached->response, 1);
+                  OOMGUARD_ASSIGN_OR_RETURN(ResponseCache::Entry checked,
+                                            handlers_.Check(request_bytes, deadline, outcome));
+                  *response = grpc::ByteBuffer(&checked.response, 1);
                   return absl::OkStatus();
                 });
 }
@@ -156,13 +72,7 @@ grpc::Status OomguardService::ListPresets(grpc::ServerContext& context,
     OOMGUARD_ASSIGN_OR_RETURN(const std::string request_bytes, RequestBytes(request));
     v1::ListPresetsRequest parsed;
     OOMGUARD_RETURN_IF_ERROR(ParseRequest(request_bytes, parsed));
-    v1::ListPresetsResponse presets;
-    for (const PresetInfo& info : oomguard::ListPresets()) {
-      v1::Preset* preset = presets.add_presets();
-      preset->set_name(info.name);
-      preset->set_description(info.description);
-    }
-    *response = SerializeResponse(presets);
+    *response = SerializeResponse(handlers_.ListPresets());
     return absl::OkStatus();
   });
 }
@@ -174,7 +84,7 @@ grpc::Status OomguardService::ListGpus(grpc::ServerContext& context,
     OOMGUARD_ASSIGN_OR_RETURN(const std::string request_bytes, RequestBytes(request));
     v1::ListGpusRequest parsed;
     OOMGUARD_RETURN_IF_ERROR(ParseRequest(request_bytes, parsed));
-    *response = SerializeResponse(gpus_);
+    *response = SerializeResponse(handlers_.ListGpus());
     return absl::OkStatus();
   });
 }

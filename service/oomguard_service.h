@@ -1,29 +1,18 @@
-// The oomguard.v1.Oomguard handlers: request -> core -> response, with every
-// call timed, counted in the metrics and logged. Thin: resolution lives in
+// The oomguard.v1.Oomguard gRPC handlers: the bytes of a call -> the
+// transport-free handlers (request_handlers.h, which time, count and log
+// every call) -> the bytes of the answer. Thin: resolution lives in
 // request_resolution, estimation and admission in the core; call_loop feeds
 // the calls in. Thread-safe.
 #ifndef OOMGUARD_SERVICE_OOMGUARD_SERVICE_H_
 #define OOMGUARD_SERVICE_OOMGUARD_SERVICE_H_
 
-#include "admission/gpu_catalog.h"
-#include "common/deadline.h"
 #include "grpcpp/server_context.h"
 #include "grpcpp/support/byte_buffer.h"
 #include "oomguard/v1/service.pb.h"
 #include "service/metrics.h"
-#include "service/response_cache.h"
+#include "service/request_handlers.h"
 
 namespace oomguard::service {
-
-struct ServiceConfig {
-  GpuCatalog catalog = GpuCatalog::Builtin();
-  // Policy.safety_margin when a CheckRequest leaves it unset.
-  double default_safety_margin = 0.05;
-  // One stderr line per request.
-  bool log_requests = true;
-  // Bound of the Check response cache (see response_cache.h); 0 disables it.
-  size_t response_cache_bytes = size_t{64} << 20;
-};
 
 class OomguardService {
  public:
@@ -45,34 +34,25 @@ class OomguardService {
   // The Check computation itself (resolution, then the core), for
   // in-process callers such as the admission webhook: no cache, metrics or
   // log (the caller records its own). InvalidArgument for a bad request,
-  // DeadlineExceeded once `deadline` passes, Unavailable once the work is
-  // stopped (StopWorkAt).
+  // DeadlineExceeded once `deadline` passes.
   absl::Status RunCheck(const v1::CheckRequest& request, absl::Time deadline,
                         v1::CheckResponse* response);
 
-  // Work of every call still running at `when` stops there (the estimator
-  // and admission check their deadline inside their loops) and answers
-  // UNAVAILABLE: the server calls it with the end of its shutdown grace
-  // period, so that a drain ends on time whatever is in flight.
-  void StopWorkAt(absl::Time when) { stop_.StopAt(when); }
+  // The transport-free handlers, shared with the HTTP/JSON API.
+  RequestHandlers& handlers() { return handlers_; }
+
+  // See RequestHandlers::StopWorkAt.
+  void StopWorkAt(absl::Time when) { handlers_.StopWorkAt(when); }
 
  private:
-  // What a handler reports for the metrics and the log.
-  struct Outcome {
-    v1::Verdict verdict = v1::VERDICT_UNSPECIFIED;
-    uint64_t peak_bytes = 0;
-  };
+  using Outcome = CallOutcome;
 
-  // Runs `handler` unless the call's deadline has passed, then maps its
-  // status, records metrics and logs.
+  // Runs `handler` through RequestHandlers::Handle with the call's
+  // deadline and peer.
   template <typename Handler>
   grpc::Status Handle(Method method, grpc::ServerContext& context, Handler&& handler);
 
-  const ServiceConfig config_;
-  ServiceMetrics* const metrics_;
-  ResponseCache check_cache_;
-  StopPoint stop_;
-  v1::ListGpusResponse gpus_;  // Fixed at start.
+  RequestHandlers handlers_;
 };
 
 }  // namespace oomguard::service

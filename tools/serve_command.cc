@@ -37,8 +37,9 @@ namespace {
 constexpr char kUsage[] =
     "oomguard serve [flags]\n\n"
     "Serves the oomguard gRPC API (oomguard.v1.Oomguard: Estimate, Check, ListPresets,\n"
-    "ListGpus; grpc.health.v1.Health; server reflection), Prometheus metrics and, with\n"
-    "--webhook_address, a Kubernetes validating admission webhook, until SIGTERM or SIGINT.";
+    "ListGpus; grpc.health.v1.Health; server reflection), Prometheus metrics, with\n"
+    "--webhook_address a Kubernetes validating admission webhook and with --http_address\n"
+    "the same API as HTTP/JSON and a web page, until SIGTERM or SIGINT.";
 
 absl::StatusOr<ServerOptions> OptionsFromFlags() {
   ServerOptions options;
@@ -69,6 +70,8 @@ absl::StatusOr<ServerOptions> OptionsFromFlags() {
   options.webhook.check_timeout = absl::GetFlag(FLAGS_webhook_check_timeout);
   options.webhook.max_connections = absl::GetFlag(FLAGS_webhook_max_connections);
   options.webhook.header_timeout = absl::GetFlag(FLAGS_webhook_header_timeout);
+  options.http.address = absl::GetFlag(FLAGS_http_address);
+  options.http.request_timeout = absl::GetFlag(FLAGS_http_request_timeout);
   if (options.webhook.address.empty() &&
       (!options.webhook.tls_cert_file.empty() || !options.webhook.tls_key_file.empty())) {
     return absl::InvalidArgumentError(
@@ -152,6 +155,7 @@ int RunServeCommand(int argc, char** argv) {
                                {{"grpc_port", absl::StrCat((*server)->grpc_port())},
                                 {"metrics_port", absl::StrCat((*server)->metrics_port())},
                                 {"webhook_port", absl::StrCat((*server)->webhook_port())},
+                                {"http_port", absl::StrCat((*server)->http_port())},
                                 {"threads", absl::StrCat((*server)->threads())}},
                                absl::Now()));
 

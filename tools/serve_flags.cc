@@ -60,6 +60,16 @@ ABSL_FLAG(absl::Duration, webhook_header_timeout, absl::Seconds(2),
           "the TLS handshake and the request line and headers must have arrived, however "
           "slowly the bytes come.");
 
+ABSL_FLAG(std::string, http_address, "",
+          "host:port (or a port: 127.0.0.1) of the HTTP/JSON API and the web page: POST "
+          "/v1/estimate and /v1/check, GET /v1/presets and /v1/gpus (the RPCs in protobuf's "
+          "JSON mapping), GET / (the page); port 0: any free port, logged as http_port=. Served "
+          "with --tls_cert/--tls_key/--tls_client_ca like gRPC, bodies capped by "
+          "--max_request_bytes (413). Empty disables it.");
+ABSL_FLAG(absl::Duration, http_request_timeout, absl::Seconds(10),
+          "Longest time one HTTP/JSON call may take (less when its Grpc-Timeout header asks "
+          "for less); a call past it gets 504.");
+
 namespace oomguard {
 
 bool IsServeFlagsFile(absl::string_view filename) {

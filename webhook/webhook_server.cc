@@ -168,7 +168,8 @@ void WebhookServer::HandleValidate(const httplib::Request& request, httplib::Res
   const absl::Duration latency = absl::Now() - start;
 
   const AdmissionOutcome& o = answer.outcome;
-  metrics_->RecordRequest(Method::kWebhook, static_cast<grpc::StatusCode>(o.code), latency);
+  metrics_->RecordRequest(Method::kWebhook, service::Transport::kHttp,
+                          static_cast<grpc::StatusCode>(o.code), latency);
   if (o.judged) {
     metrics_->RecordVerdict(o.verdict);
     metrics_->RecordEstimatedPeak(o.peak_bytes);

@@ -581,12 +581,16 @@ TEST_F(ServiceTest, MetricsCountRequestsVerdictsAndPeaks) {
   absl::StatusOr<std::string> metrics =
       testing::HttpGet(server_->metrics_port(), "/metrics", absl::Seconds(5));
   ASSERT_TRUE(metrics.ok()) << metrics.status();
-  EXPECT_THAT(*metrics, HasSubstr("oomguard_requests_total{code=\"OK\",method=\"Check\"} 3"));
+  EXPECT_THAT(
+      *metrics,
+      HasSubstr("oomguard_requests_total{code=\"OK\",method=\"Check\",transport=\"grpc\"} 3"));
   EXPECT_THAT(*metrics,
-              HasSubstr("oomguard_requests_total{code=\"INVALID_ARGUMENT\",method=\"Check\"} 1"));
+              HasSubstr("oomguard_requests_total{code=\"INVALID_ARGUMENT\",method=\"Check\","
+                        "transport=\"grpc\"} 1"));
   EXPECT_THAT(*metrics, HasSubstr("oomguard_verdicts_total{verdict=\"FITS\"} 2"));
   EXPECT_THAT(*metrics, HasSubstr("oomguard_verdicts_total{verdict=\"DOES_NOT_FIT\"} 1"));
-  EXPECT_THAT(*metrics, HasSubstr("oomguard_request_duration_seconds_count{method=\"Check\"} 4"));
+  EXPECT_THAT(*metrics, HasSubstr("oomguard_request_duration_seconds_count{method=\"Check\","
+                                  "transport=\"grpc\"} 4"));
   EXPECT_THAT(*metrics, HasSubstr("oomguard_estimated_peak_bytes_count 3"));
   EXPECT_THAT(*metrics, HasSubstr("oomguard_build_info{version=\""));
 }

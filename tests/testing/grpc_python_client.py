@@ -122,8 +122,8 @@ def main():
     url = f"http://127.0.0.1:{args.metrics_port}/metrics"
     with urllib.request.urlopen(url, timeout=args.timeout) as reply:
         metrics = reply.read().decode()
-    for want in ('oomguard_requests_total{code="OK",method="Check"} 1',
-                 'oomguard_requests_total{code="INVALID_ARGUMENT",method="Check"} 1'):
+    for want in ('oomguard_requests_total{code="OK",method="Check",transport="grpc"} 1',
+                 'oomguard_requests_total{code="INVALID_ARGUMENT",method="Check",transport="grpc"} 1'):
         if want not in metrics:
             raise AssertionError(f"/metrics lacks {want!r}")
     print(f"ok: SERVING; services {sorted(services)}; Check answered "

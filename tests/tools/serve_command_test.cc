@@ -87,7 +87,8 @@ TEST_F(ServeProcessTest, HelpDocumentsEveryFlag) {
   for (const char* flag :
        {"--grpc_address", "--metrics_address", "--tls_cert", "--tls_key", "--tls_client_ca",
         "--threads", "--max_request_bytes", "--default_safety_margin", "--gpu_catalog",
-        "--shutdown_grace", "--log_requests", "--response_cache_mb"}) {
+        "--shutdown_grace", "--log_requests", "--response_cache_mb", "--http_address",
+        "--http_request_timeout"}) {
     EXPECT_THAT(output, HasSubstr(flag));
   }
   EXPECT_THAT(output, HasSubstr("SIGTERM"));
@@ -183,6 +184,33 @@ TEST_F(ServeProcessTest, OomguardCliServesToo) {
   }
   EXPECT_THAT(output, HasSubstr("--grpc_address"));
   EXPECT_THAT(output, HasSubstr("--default_safety_margin"));
+}
+
+TEST_F(ServeProcessTest, HttpAddressServesJsonAndDrains) {
+  StartServer({"--http_address=0"});  // A bare port: loopback.
+  const absl::StatusOr<std::string> listening =
+      testing::WaitForOutputLine(*server_, "msg=listening", kStartTimeout);
+  ASSERT_TRUE(listening.ok()) << listening.status();
+  const int http_port = testing::LogValue(*listening, "http_port");
+  ASSERT_GT(http_port, 0) << *listening;
+  absl::StatusOr<std::string> gpus = testing::HttpGet(http_port, "/v1/gpus", absl::Seconds(5));
+  ASSERT_TRUE(gpus.ok()) << gpus.status();
+  EXPECT_THAT(*gpus, HasSubstr("\"name\":\"H100-SXM-80GB\""));
+  absl::StatusOr<std::string> page = testing::HttpGet(http_port, "/", absl::Seconds(5));
+  ASSERT_TRUE(page.ok()) << page.status();
+  EXPECT_THAT(*page, HasSubstr("<script src=\"/page.js\""));
+  server_->Signal(SIGTERM);
+  EXPECT_EQ(server_->WaitForExit(kExitTimeout), 0);
+  EXPECT_THAT(server_->Output(), HasSubstr("msg=request method=ListGpus code=OK"));
+  EXPECT_THAT(server_->Output(), HasSubstr("peer=http:127.0.0.1:"));
+  EXPECT_THAT(server_->Output(), HasSubstr("msg=stopped"));
+}
+
+TEST_F(ServeProcessTest, BadHttpAddressStopsStartUp) {
+  const auto [code, output] = RunToExit(
+      {"--grpc_address=127.0.0.1:0", "--metrics_address=", "--http_address=localhost:http"});
+  EXPECT_EQ(code, 2);
+  EXPECT_THAT(output, HasSubstr("http_address = localhost:http: expected host:port or a port"));
 }
 
 }  // namespace

@@ -218,13 +218,15 @@ TEST_F(WebhookServerTest, MetricsCountWebhookReviews) {
       if (family.name == "oomguard_requests_total" || family.name == "oomguard_verdicts_total") {
         counts[absl::StrCat(family.name, "{", labels, "}")] = metric.counter.value;
       }
-      if (family.name == "oomguard_request_duration_seconds" && labels == "method=Webhook,") {
+      if (family.name == "oomguard_request_duration_seconds" &&
+          labels == "method=Webhook,transport=http,") {
         counts["webhook_duration_count"] = static_cast<double>(metric.histogram.sample_count);
       }
     }
   }
-  EXPECT_EQ(counts["oomguard_requests_total{code=OK,method=Webhook,}"], 2);
-  EXPECT_EQ(counts["oomguard_requests_total{code=INVALID_ARGUMENT,method=Webhook,}"], 1);
+  EXPECT_EQ(counts["oomguard_requests_total{code=OK,method=Webhook,transport=http,}"], 2);
+  EXPECT_EQ(counts["oomguard_requests_total{code=INVALID_ARGUMENT,method=Webhook,transport=http,}"],
+            1);
   EXPECT_EQ(counts["oomguard_verdicts_total{verdict=DOES_NOT_FIT,}"], 1);
   EXPECT_EQ(counts["oomguard_verdicts_total{verdict=FITS,}"], 1);
   EXPECT_EQ(counts["webhook_duration_count"], 3);

@@ -1,0 +1,75 @@
+// The HTTP/JSON API's endpoints, transport-free: an HTTP method, path and
+// body in, the HTTP answer out, each call run by the service's own handlers
+// (service/request_handlers.h: same validation, errors, cache, metrics
+// labelled transport="http", and log) with protobuf's JSON mapping of the
+// same messages (json_transcoding.h).
+//
+//   POST /v1/estimate  EstimateRequest -> EstimateResponse
+//   POST /v1/check     CheckRequest    -> CheckResponse
+//   POST /v1/check_script  a job script -> the CheckRequest read from it
+//                      and its CheckResponse (script_check.h)
+//   GET  /v1/presets   ListPresetsResponse
+//   GET  /v1/gpus      ListGpusResponse
+//
+// (POST /v1/plan goes in the table in api_endpoints.cc once the Plan RPC
+// exists.) A failed call answers the JSON of a google.rpc.Status under the
+// HTTP status of its code (400 naming the field, 503 overloaded, 504 past
+// its deadline); a known path with another method 405 (with Allow).
+#ifndef OOMGUARD_HTTP_API_ENDPOINTS_H_
+#define OOMGUARD_HTTP_API_ENDPOINTS_H_
+
+#include <optional>
+#include <string>
+
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "http/call_limiter.h"
+#include "service/request_handlers.h"
+
+namespace oomguard::http {
+
+struct ApiRequest {
+  absl::string_view method = {};  // "GET", "POST", ...
+  absl::string_view path = {};
+  absl::string_view body = {};
+  absl::Time deadline = absl::InfiniteFuture();
+  absl::string_view peer = {};  // For the log.
+};
+
+struct HttpAnswer {
+  int status = 200;
+  std::string content_type = "application/json";
+  std::string body;
+  std::string allow;  // The Allow header of a 405.
+};
+
+// A JSON answer.
+HttpAnswer JsonAnswer(int status, std::string body);
+
+// The answer to a request for no known path (404) or a known path with a
+// method it does not take (405, naming `allow`), as a google.rpc.Status JSON.
+HttpAnswer NotFound(absl::string_view path);
+HttpAnswer MethodNotAllowed(absl::string_view method, absl::string_view path,
+                            absl::string_view allow);
+
+class ApiEndpoints {
+ public:
+  // Both must outlive the endpoints.
+  ApiEndpoints(service::RequestHandlers* handlers, CallLimiter* limiter)
+      : handlers_(handlers), limiter_(limiter) {}
+
+  // The answer when `request.path` is an API path; nullopt when it is not.
+  std::optional<HttpAnswer> Serve(const ApiRequest& request);
+
+ private:
+  struct Endpoint;
+
+  HttpAnswer Run(const Endpoint& endpoint, const ApiRequest& request);
+
+  service::RequestHandlers* const handlers_;
+  CallLimiter* const limiter_;
+};
+
+}  // namespace oomguard::http
+
+#endif  // OOMGUARD_HTTP_API_ENDPOINTS_H_

@@ -1,0 +1,37 @@
+// How many HTTP/JSON calls run at once: a fixed number of turns, a bounded
+// number of calls waiting for one. A call beyond both is refused at once
+// (UNAVAILABLE, HTTP 503: overloaded) instead of queueing without bound; a
+// waiting call whose deadline passes gets DEADLINE_EXCEEDED (HTTP 504).
+// Thread-safe.
+#ifndef OOMGUARD_HTTP_CALL_LIMITER_H_
+#define OOMGUARD_HTTP_CALL_LIMITER_H_
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+
+namespace oomguard::http {
+
+class CallLimiter {
+ public:
+  // `running` >= 1 calls at once, `waiting` >= 0 more waiting for a turn.
+  CallLimiter(int running, int waiting) : max_running_(running), max_waiting_(waiting) {}
+
+  // A turn, by `deadline`; give it back with Release() when OK.
+  absl::Status Acquire(absl::Time deadline);
+  void Release();
+
+ private:
+  bool TurnFree() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return running_ < max_running_; }
+
+  const int max_running_;
+  const int max_waiting_;
+  absl::Mutex mu_;
+  int running_ ABSL_GUARDED_BY(mu_) = 0;
+  int waiting_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+}  // namespace oomguard::http
+
+#endif  // OOMGUARD_HTTP_CALL_LIMITER_H_

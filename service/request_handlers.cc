@@ -1,0 +1,138 @@
+// The service's requests, transport-free (see request_handlers.h).
+#include "service/request_handlers.h"
+
+#include <exception>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+#include "absl/time/clock.h"
+#include "admission/admission.h"
+#include "common/status_macros.h"
+#include "estimator/estimator.h"
+#include "jobspec/presets.h"
+#include "service/request_log.h"
+#include "service/request_resolution.h"
+#include "service/status_mapping.h"
+#include "service/wire_message.h"
+
+namespace oomguard::service {
+namespace {
+
+void AddNotes(const std::vector<std::string>& notes, v1::EstimateReport* report) {
+  for (const std::string& note : notes) report->add_notes(note);
+}
+
+}  // namespace
+
+RequestHandlers::RequestHandlers(ServiceConfig config, ServiceMetrics* metrics)
+    : config_(std::move(config)), metrics_(metrics), check_cache_(config_.response_cache_bytes) {
+  for (const v1::GpuSpec& gpu : config_.catalog.gpus()) *gpus_.add_gpus() = gpu;
+}
+
+grpc::Status RequestHandlers::Handle(
+    const Call& call,
+    absl::FunctionRef<absl::Status(absl::Time deadline, CallOutcome& outcome)> handler) {
+  const absl::Time start = absl::Now();
+  CallOutcome outcome;
+  absl::Status status;
+  if (call.deadline <= start) {
+    status = absl::DeadlineExceededError("the deadline passed before the call was handled");
+  } else {
+    // The core does not throw; this guard keeps e.g. std::bad_alloc from
+    // taking the server down with every call in flight.
+    try {
+      status = handler(call.deadline, outcome);
+    } catch (const std::exception& e) {
+      status = absl::InternalError(absl::StrCat("unexpected exception: ", e.what()));
+    }
+  }
+  const grpc::Status result = ToGrpcStatus(status);
+  const absl::Duration latency = absl::Now() - start;
+
+  metrics_->RecordRequest(call.method, call.transport, result.error_code(), latency);
+  if (result.ok() && outcome.peak_bytes > 0) metrics_->RecordEstimatedPeak(outcome.peak_bytes);
+  if (result.ok() && call.method == Method::kCheck) metrics_->RecordVerdict(outcome.verdict);
+  if (config_.log_requests) {
+    RequestRecord record;
+    record.method = MethodName(call.method);
+    record.status = &result;
+    record.latency = latency;
+    record.peak_bytes = outcome.peak_bytes;
+    record.peer = call.peer;
+    if (outcome.verdict != v1::VERDICT_UNSPECIFIED) {
+      record.verdict = absl::StripPrefix(v1::Verdict_Name(outcome.verdict), "VERDICT_");
+    }
+    WriteLogLine(FormatRequestLine(record, absl::Now()));
+  }
+  return result;
+}
+
+absl::StatusOr<v1::EstimateResponse> RequestHandlers::Estimate(const v1::EstimateRequest& request,
+                                                               absl::Time deadline,
+                                                               CallOutcome& outcome) const {
+  OOMGUARD_ASSIGN_OR_RETURN(ResolvedJob job, ResolveJobSource(request.job(), "job"));
+  EstimateOptions options;
+  options.module_tree = request.module_tree();
+  options.deadline = Deadline(deadline, &stop_);
+  OOMGUARD_ASSIGN_OR_RETURN(v1::EstimateReport report, oomguard::Estimate(job.spec, options));
+  AddNotes(job.notes, &report);
+  if (static_cast<int>(report.worst_rank()) < report.ranks_size()) {
+    outcome.peak_bytes = report.ranks(report.worst_rank()).peak_device_bytes();
+  }
+  v1::EstimateResponse response;
+  *response.mutable_report() = std::move(report);
+  return response;
+}
+
+absl::Status RequestHandlers::RunCheck(const v1::CheckRequest& request, absl::Time deadline,
+                                       v1::CheckResponse* response) const {
+  OOMGUARD_ASSIGN_OR_RETURN(ResolvedJob job, ResolveJobSource(request.job(), "job"));
+  OOMGUARD_ASSIGN_OR_RETURN(const v1::GpuSpec gpu, ResolveGpu(request, config_.catalog));
+  if (const double margin = request.policy().safety_margin();
+      request.policy().has_safety_margin() && !(margin >= 0 && margin < 1)) {
+    return WithBadField(
+        absl::InvalidArgumentError(absl::StrCat("safety_margin = ", margin, ": must be in [0, 1)")),
+        "policy.safety_margin");
+  }
+  const AdmissionOptions options{.safety_margin = request.policy().has_safety_margin()
+                                                      ? request.policy().safety_margin()
+                                                      : config_.default_safety_margin,
+                                 .deadline = Deadline(deadline, &stop_)};
+  OOMGUARD_ASSIGN_OR_RETURN(v1::CheckResponse checked, CheckJob(job.spec, gpu, options));
+  AddNotes(job.notes, checked.mutable_report());
+  *response = std::move(checked);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<ResponseCache::Entry> RequestHandlers::Check(const std::string& request_bytes,
+                                                            absl::Time deadline,
+                                                            CallOutcome& outcome) {
+  std::optional<ResponseCache::Entry> cached = check_cache_.Find(request_bytes);
+  if (!cached) {
+    v1::CheckRequest parsed;
+    OOMGUARD_RETURN_IF_ERROR(ParseRequest(request_bytes, parsed));
+    v1::CheckResponse checked;
+    OOMGUARD_RETURN_IF_ERROR(RunCheck(parsed, deadline, &checked));
+    cached = ResponseCache::Entry{grpc::Slice(checked.SerializeAsString()), checked.verdict(),
+                                  checked.peak_device_bytes()};
+    check_cache_.Insert(request_bytes, *cached);
+  }
+  outcome.verdict = cached->verdict;
+  outcome.peak_bytes = cached->peak_bytes;
+  return *std::move(cached);
+}
+
+v1::ListPresetsResponse RequestHandlers::ListPresets() const {
+  v1::ListPresetsResponse presets;
+  for (const PresetInfo& info : oomguard::ListPresets()) {
+    v1::Preset* preset = presets.add_presets();
+    preset->set_name(info.name);
+    preset->set_description(info.description);
+  }
+  return presets;
+}
+
+}  // namespace oomguard::service

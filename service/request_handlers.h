@@ -1,0 +1,98 @@
+// The service's requests, whatever transport brought them: each handler
+// takes a request message and a deadline and returns the response message or
+// an absl::Status naming the bad field; Handle runs one call under the
+// service's rules (deadline, exception guard) and records it in the metrics
+// and the log. The gRPC service (oomguard_service.h) and the HTTP/JSON API
+// (http/) both call these, so both give the same answers and errors.
+// Thread-safe.
+#ifndef OOMGUARD_SERVICE_REQUEST_HANDLERS_H_
+#define OOMGUARD_SERVICE_REQUEST_HANDLERS_H_
+
+#include <cstdint>
+#include <string>
+
+#include "absl/functional/function_ref.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "admission/gpu_catalog.h"
+#include "common/deadline.h"
+#include "grpcpp/support/status.h"
+#include "oomguard/v1/service.pb.h"
+#include "service/metrics.h"
+#include "service/response_cache.h"
+
+namespace oomguard::service {
+
+struct ServiceConfig {
+  GpuCatalog catalog = GpuCatalog::Builtin();
+  // Policy.safety_margin when a CheckRequest leaves it unset.
+  double default_safety_margin = 0.05;
+  // One stderr line per request.
+  bool log_requests = true;
+  // Bound of the Check response cache (see response_cache.h); 0 disables it.
+  size_t response_cache_bytes = size_t{64} << 20;
+};
+
+// What a handler reports for the metrics and the log.
+struct CallOutcome {
+  v1::Verdict verdict = v1::VERDICT_UNSPECIFIED;
+  uint64_t peak_bytes = 0;
+};
+
+// One call as its transport received it.
+struct Call {
+  Method method = Method::kEstimate;
+  Transport transport = Transport::kGrpc;
+  // absl::InfiniteFuture() when the client set none.
+  absl::Time deadline = absl::InfiniteFuture();
+  // Who called, for the log (e.g. "ipv4:127.0.0.1:5", "http:127.0.0.1:5").
+  absl::string_view peer;
+};
+
+class RequestHandlers {
+ public:
+  // `metrics` must outlive the handlers.
+  RequestHandlers(ServiceConfig config, ServiceMetrics* metrics);
+
+  // Runs `handler(deadline, outcome)` for `call` unless its deadline has
+  // passed (DEADLINE_EXCEEDED), turns an exception into INTERNAL, records the
+  // metrics and logs. The call's status as a client sees it (ToGrpcStatus,
+  // status_mapping.h: error details included).
+  grpc::Status Handle(
+      const Call& call,
+      absl::FunctionRef<absl::Status(absl::Time deadline, CallOutcome& outcome)> handler);
+
+  absl::StatusOr<v1::EstimateResponse> Estimate(const v1::EstimateRequest& request,
+                                                absl::Time deadline, CallOutcome& outcome) const;
+  // The Check of the serialized CheckRequest `request_bytes`: from the
+  // response cache when it holds them (see response_cache.h), else parsed
+  // (InvalidArgument when they are not a CheckRequest), run and stored.
+  absl::StatusOr<ResponseCache::Entry> Check(const std::string& request_bytes, absl::Time deadline,
+                                             CallOutcome& outcome);
+  // The Check computation itself (resolution, then the core): no cache,
+  // metrics or log. InvalidArgument for a bad request, DeadlineExceeded once
+  // `deadline` passes, Unavailable once the work is stopped (StopWorkAt).
+  absl::Status RunCheck(const v1::CheckRequest& request, absl::Time deadline,
+                        v1::CheckResponse* response) const;
+  v1::ListPresetsResponse ListPresets() const;
+  const v1::ListGpusResponse& ListGpus() const { return gpus_; }
+
+  // Work of every call still running at `when` stops there (the estimator
+  // and admission check their deadline inside their loops) and answers
+  // UNAVAILABLE: the server calls it with the end of its shutdown grace
+  // period, so that a drain ends on time whatever is in flight.
+  void StopWorkAt(absl::Time when) { stop_.StopAt(when); }
+
+ private:
+  const ServiceConfig config_;
+  ServiceMetrics* const metrics_;
+  ResponseCache check_cache_;
+  StopPoint stop_;
+  v1::ListGpusResponse gpus_;  // Fixed at start.
+};
+
+}  // namespace oomguard::service
+
+#endif  // OOMGUARD_SERVICE_REQUEST_HANDLERS_H_

@@ -1,0 +1,361 @@
+// The HTTP/JSON API against a real server (server::Server with the HTTP API
+// on 127.0.0.1:0), called with real HTTP requests over loopback: every
+// endpoint, bad JSON, a bad field (400 naming it), an oversized body (413),
+// a past deadline (504), unknown paths (404), wrong methods (405), the
+// security headers, the page's files, TLS, and the metrics labelled
+// transport="http".
+#include <httplib.h>
+
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "prometheus/metric_family.h"
+#include "server/server.h"
+#include "tests/testing/examples.h"
+#include "tests/testing/service_test_util.h"
+#include "tests/webhook/webhook_server_fixture.h"
+
+namespace oomguard {
+namespace {
+
+using nlohmann::json;
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+
+// The shipped DeepSeek-V3 job on 256 H100s, as a CheckRequest in JSON.
+json DeepSeekCheck() {
+  return {{"job",
+           {{"megatron",
+             {{"preset", "deepseek-v3"},
+              {"args", testing::ExampleArgsLine(testing::kDeepSeekV3With256Gpus)},
+              {"numGpus", 256}}},
+            {"gpusPerNode", 8}}},
+          {"gpuName", "H100"}};
+}
+
+class HttpApiTest : public ::testing::Test {
+ protected:
+  void Start(server::ServerOptions options) {
+    absl::StatusOr<std::unique_ptr<server::Server>> started =
+        server::Server::Start(std::move(options));
+    ASSERT_TRUE(started.ok()) << started.status();
+    server_ = *std::move(started);
+    ASSERT_GT(server_->http_port(), 0);
+    client_ = std::make_unique<httplib::Client>("127.0.0.1", server_->http_port());
+    client_->set_read_timeout(30, 0);
+  }
+  void Start() { Start(Options()); }
+
+  static server::ServerOptions Options() {
+    server::ServerOptions options;
+    options.grpc_address = "127.0.0.1:0";
+    options.threads = 2;
+    options.service.log_requests = false;
+    options.http.address = "127.0.0.1:0";
+    return options;
+  }
+
+  httplib::Result Post(const std::string& path, const std::string& body) {
+    return client_->Post(path.c_str(), body, "application/json");
+  }
+
+  // oomguard_requests_total{method,code,transport} as "method/code/transport" -> count.
+  std::map<std::string, double> RequestCounts() {
+    std::map<std::string, double> counts;
+    for (const prometheus::MetricFamily& family : server_->metrics().registry()->Collect()) {
+      if (family.name != "oomguard_requests_total") continue;
+      for (const prometheus::ClientMetric& metric : family.metric) {
+        std::map<std::string, std::string> labels;
+        for (const auto& label : metric.label) labels[label.name] = label.value;
+        counts[absl::StrCat(labels["method"], "/", labels["code"], "/", labels["transport"])] =
+            metric.counter.value;
+      }
+    }
+    return counts;
+  }
+
+  std::unique_ptr<server::Server> server_;
+  std::unique_ptr<httplib::Client> client_;
+};
+
+TEST_F(HttpApiTest, ListsPresetsAndGpus) {
+  Start();
+  httplib::Result presets = client_->Get("/v1/presets");
+  ASSERT_TRUE(presets);
+  EXPECT_EQ(presets->status, 200);
+  EXPECT_EQ(presets->get_header_value("Content-Type"), "application/json");
+  bool has_deepseek = false;
+  const json listed = json::parse(presets->body);
+  for (const json& preset : listed["presets"]) {
+    has_deepseek |= preset["name"] == "deepseek-v3";
+  }
+  EXPECT_TRUE(has_deepseek) << presets->body;
+
+  httplib::Result gpus = client_->Get("/v1/gpus");
+  ASSERT_TRUE(gpus);
+  EXPECT_EQ(gpus->status, 200);
+  const json first = json::parse(gpus->body)["gpus"][0];
+  EXPECT_EQ(first["name"], "H100-SXM-80GB");
+  // protobuf's JSON mapping: lowerCamelCase, 64-bit integers as strings.
+  EXPECT_EQ(first["memoryBytes"], "84944093184");
+}
+
+TEST_F(HttpApiTest, EstimatesTheShippedExample) {
+  Start();
+  json request = {{"job", DeepSeekCheck()["job"]}, {"moduleTree", true}};
+  httplib::Result estimate = Post("/v1/estimate", request.dump());
+  ASSERT_TRUE(estimate);
+  ASSERT_EQ(estimate->status, 200) << estimate->body;
+  const json report = json::parse(estimate->body)["report"];
+  EXPECT_EQ(report["ranks"].size(), 8u);
+  EXPECT_EQ(report["rankTrees"].size(), 8u);
+  EXPECT_EQ(report["pipelineParallel"], 8);
+  EXPECT_EQ(report["expertParallel"], 32);
+}
+
+TEST_F(HttpApiTest, ChecksTheShippedExampleAndCachesIt) {
+  Start();
+  httplib::Result check = Post("/v1/check", DeepSeekCheck().dump());
+  ASSERT_TRUE(check);
+  ASSERT_EQ(check->status, 200) << check->body;
+  const json response = json::parse(check->body);
+  EXPECT_EQ(response["verdict"], "VERDICT_DOES_NOT_FIT");
+  EXPECT_EQ(response["gpuName"], "H100-SXM-80GB");
+  EXPECT_THAT(response["summary"].get<std::string>(), StartsWith("Does not fit: PP rank"));
+  ASSERT_FALSE(response["recommendations"].empty());
+  EXPECT_EQ(response["recommendations"][0]["id"], "expandable_segments");
+  EXPECT_EQ(response["report"]["ranks"].size(), 8u);
+
+  // The same job again (the response cache): the same answer.
+  httplib::Result again = Post("/v1/check", DeepSeekCheck().dump());
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->body, check->body);
+}
+
+// The shipped example as an sbatch script; `directives` are its #OOMGUARD
+// lines.
+std::string DeepSeekScript(const std::string& directives) {
+  std::string args = testing::ExampleArgsLine(testing::kDeepSeekV3With256Gpus);
+  for (char& c : args) {
+    if (c == '\n') c = ' ';
+  }
+  // In a script the layout's '|' must be quoted.
+  args = absl::StrReplaceAll(args, {{"Et|(tt|)*30mL", "'Et|(tt|)*30mL'"}});
+  return absl::StrCat("#!/bin/bash\n#SBATCH --nodes=32\n", directives,
+                      "\nMEGATRON=/opt/Megatron-LM\n"
+                      "srun torchrun --nproc-per-node 8 $MEGATRON/pretrain_gpt.py ",
+                      args, "\n");
+}
+
+TEST_F(HttpApiTest, ChecksAPastedScript) {
+  Start();
+  json request = {{"script", DeepSeekScript("#OOMGUARD preset=deepseek-v3 gpus=256")},
+                  {"gpu", "H100"},
+                  {"gpusPerNode", 8}};
+  httplib::Result check = Post("/v1/check_script", request.dump());
+  ASSERT_TRUE(check);
+  ASSERT_EQ(check->status, 200) << check->body;
+  const json answer = json::parse(check->body);
+  EXPECT_EQ(answer["request"]["job"]["megatron"]["numGpus"], 256);
+  EXPECT_EQ(answer["request"]["job"]["megatron"]["preset"], "deepseek-v3");
+  EXPECT_EQ(answer["request"]["gpuName"], "H100");
+  EXPECT_EQ(answer["response"]["verdict"], "VERDICT_DOES_NOT_FIT");
+  // The same verdict as the job sent as arguments.
+  httplib::Result direct = Post("/v1/check", DeepSeekCheck().dump());
+  ASSERT_TRUE(direct);
+  EXPECT_EQ(answer["response"]["summary"], json::parse(direct->body)["summary"]);
+
+  // The form's GPU count fills in what the script leaves out.
+  request["script"] = DeepSeekScript("#OOMGUARD preset=deepseek-v3");
+  request["gpus"] = 256;
+  check = Post("/v1/check_script", request.dump());
+  ASSERT_TRUE(check);
+  EXPECT_EQ(check->status, 200) << check->body;
+}
+
+TEST_F(HttpApiTest, PastedScriptErrorsNameTheField) {
+  Start();
+  const struct {
+    json request;
+    std::string field;
+  } cases[] = {
+      {{{"script", DeepSeekScript("#OOMGUARD preset=deepseek-v3")}, {"gpu", "H100"}}, "gpus"},
+      {{{"script", DeepSeekScript("#OOMGUARD preset=deepseek-v3 gpus=256")}}, "gpu"},
+      {{{"script", "#!/bin/bash\necho hello\n"}, {"gpu", "H100"}, {"gpus", 8}}, "script"},
+      {{{"script", ""}}, "script"},
+      {{{"script", DeepSeekScript("")}, {"gpus", -1}}, "gpus"},
+      {{{"script", DeepSeekScript("")}, {"scrip", "x"}}, "scrip"},
+  };
+  for (const auto& c : cases) {
+    httplib::Result check = Post("/v1/check_script", c.request.dump());
+    ASSERT_TRUE(check);
+    EXPECT_EQ(check->status, 400) << c.request.dump();
+    const json error = json::parse(check->body);
+    EXPECT_EQ(error["details"][0]["fieldViolations"][0]["field"], c.field) << check->body;
+  }
+  httplib::Result bad = Post("/v1/check_script", "[");
+  ASSERT_TRUE(bad);
+  EXPECT_EQ(bad->status, 400);
+}
+
+TEST_F(HttpApiTest, BadFieldIs400NamingIt) {
+  Start();
+  json request = DeepSeekCheck();
+  request["job"]["megatron"]["numGpus"] = 0;
+  httplib::Result check = Post("/v1/check", request.dump());
+  ASSERT_TRUE(check);
+  EXPECT_EQ(check->status, 400);
+  const json error = json::parse(check->body);
+  EXPECT_EQ(error["code"], 3);  // INVALID_ARGUMENT
+  EXPECT_THAT(error["message"].get<std::string>(), HasSubstr("job.megatron.num_gpus = 0"));
+  ASSERT_EQ(error["details"].size(), 1u);
+  EXPECT_EQ(error["details"][0]["@type"], "type.googleapis.com/google.rpc.BadRequest");
+  EXPECT_EQ(error["details"][0]["fieldViolations"][0]["field"], "job.megatron.num_gpus");
+
+  request = DeepSeekCheck();
+  request["gpuName"] = "H999";
+  check = Post("/v1/check", request.dump());
+  ASSERT_TRUE(check);
+  EXPECT_EQ(check->status, 400);
+  EXPECT_EQ(json::parse(check->body)["details"][0]["fieldViolations"][0]["field"], "gpu_name");
+}
+
+TEST_F(HttpApiTest, MalformedJsonIs400) {
+  Start();
+  for (const std::string body :
+       {"{\"job\":", "not json", "[1, 2]", "{\"jobb\": {}}", "{\"gpuName\": 7, \"job\": {}}"}) {
+    httplib::Result check = Post("/v1/check", body);
+    ASSERT_TRUE(check) << body;
+    EXPECT_EQ(check->status, 400) << body;
+    const json error = json::parse(check->body);
+    EXPECT_EQ(error["code"], 3) << body;
+    EXPECT_THAT(error["message"].get<std::string>(),
+                StartsWith("request body: not a oomguard.v1.CheckRequest in JSON"))
+        << body;
+  }
+  httplib::Result estimate = Post("/v1/estimate", "{");
+  ASSERT_TRUE(estimate);
+  EXPECT_EQ(estimate->status, 400);
+}
+
+TEST_F(HttpApiTest, OversizedBodyIs413) {
+  server::ServerOptions options = Options();
+  options.max_request_bytes = 4096;
+  Start(std::move(options));
+  httplib::Result check = Post("/v1/check", std::string(5000, ' '));
+  ASSERT_TRUE(check);
+  EXPECT_EQ(check->status, 413);
+  EXPECT_EQ(json::parse(check->body)["code"], 8);  // RESOURCE_EXHAUSTED
+  // A body under the cap is read.
+  httplib::Result small = Post("/v1/check", DeepSeekCheck().dump());
+  ASSERT_TRUE(small);
+  EXPECT_EQ(small->status, 200);
+}
+
+TEST_F(HttpApiTest, PastDeadlineIs504) {
+  Start();
+  httplib::Headers headers = {{"Grpc-Timeout", "1n"}};
+  httplib::Result check =
+      client_->Post("/v1/check", headers, DeepSeekCheck().dump(), "application/json");
+  ASSERT_TRUE(check);
+  EXPECT_EQ(check->status, 504);
+  EXPECT_EQ(json::parse(check->body)["code"], 4);  // DEADLINE_EXCEEDED
+}
+
+TEST_F(HttpApiTest, UnknownPathIs404AndWrongMethodIs405) {
+  Start();
+  for (const char* path : {"/v1/nope", "/v2/check", "/index.html", "/v1/check/"}) {
+    httplib::Result got = client_->Get(path);
+    ASSERT_TRUE(got) << path;
+    EXPECT_EQ(got->status, 404) << path;
+    EXPECT_EQ(json::parse(got->body)["code"], 5) << path;
+  }
+  httplib::Result get_check = client_->Get("/v1/check");
+  ASSERT_TRUE(get_check);
+  EXPECT_EQ(get_check->status, 405);
+  EXPECT_EQ(get_check->get_header_value("Allow"), "POST");
+  httplib::Result post_gpus = Post("/v1/gpus", "{}");
+  ASSERT_TRUE(post_gpus);
+  EXPECT_EQ(post_gpus->status, 405);
+  EXPECT_EQ(post_gpus->get_header_value("Allow"), "GET");
+  httplib::Result delete_page = client_->Delete("/");
+  ASSERT_TRUE(delete_page);
+  EXPECT_EQ(delete_page->status, 405);
+}
+
+TEST_F(HttpApiTest, ServesThePageWithStrictHeaders) {
+  Start();
+  httplib::Result page = client_->Get("/");
+  ASSERT_TRUE(page);
+  EXPECT_EQ(page->status, 200);
+  EXPECT_EQ(page->get_header_value("Content-Type"), "text/html; charset=utf-8");
+  EXPECT_THAT(page->body, HasSubstr("<script src=\"/page.js\""));
+  EXPECT_THAT(page->get_header_value("Content-Security-Policy"),
+              StartsWith("default-src 'self'; script-src 'self';"));
+  EXPECT_EQ(page->get_header_value("X-Content-Type-Options"), "nosniff");
+  httplib::Result script = client_->Get("/page.js");
+  ASSERT_TRUE(script);
+  EXPECT_EQ(script->status, 200);
+  EXPECT_EQ(script->get_header_value("Content-Type"), "text/javascript; charset=utf-8");
+  httplib::Result style = client_->Get("/page.css");
+  ASSERT_TRUE(style);
+  EXPECT_EQ(style->get_header_value("Content-Type"), "text/css; charset=utf-8");
+
+  // No CORS: another origin's page cannot read the answers.
+  httplib::Headers origin = {{"Origin", "https://evil.example"}};
+  httplib::Result api = client_->Get("/v1/gpus", origin);
+  ASSERT_TRUE(api);
+  EXPECT_FALSE(api->has_header("Access-Control-Allow-Origin"));
+  EXPECT_EQ(api->get_header_value("X-Content-Type-Options"), "nosniff");
+}
+
+TEST_F(HttpApiTest, MetricsAreLabelledHttp) {
+  Start();
+  ASSERT_TRUE(Post("/v1/check", DeepSeekCheck().dump()));
+  json bad = DeepSeekCheck();
+  bad["job"]["megatron"]["numGpus"] = 0;
+  ASSERT_TRUE(Post("/v1/check", bad.dump()));
+  ASSERT_TRUE(client_->Get("/v1/gpus"));
+  const std::map<std::string, double> counts = RequestCounts();
+  EXPECT_EQ(counts.at("Check/OK/http"), 1);
+  EXPECT_EQ(counts.at("Check/INVALID_ARGUMENT/http"), 1);
+  EXPECT_EQ(counts.at("ListGpus/OK/http"), 1);
+  EXPECT_EQ(counts.count("Check/OK/grpc"), 0u);
+}
+
+TEST_F(HttpApiTest, ServesTlsWithTheGrpcCertificate) {
+  const std::string dir = testing::MakeTempDir();
+  const testing::TestCertificate certificate = testing::MakeCertificate("127.0.0.1");
+  const std::string ca_file = dir + "/ca.pem";
+  testing::WriteFile(ca_file, certificate.cert_pem);
+  server::ServerOptions options = Options();
+  options.tls_cert_pem = certificate.cert_pem;
+  options.tls_key_pem = certificate.key_pem;
+  Start(std::move(options));
+  httplib::SSLClient tls("127.0.0.1", server_->http_port());
+  tls.set_ca_cert_path(ca_file.c_str());
+  tls.enable_server_certificate_verification(true);
+  httplib::Result gpus = tls.Get("/v1/gpus");
+  ASSERT_TRUE(gpus) << httplib::to_string(gpus.error());
+  EXPECT_EQ(gpus->status, 200);
+  // Plain HTTP to the TLS port gets no answer.
+  EXPECT_FALSE(client_->Get("/v1/gpus"));
+  std::filesystem::remove_all(dir);
+}
+
+TEST_F(HttpApiTest, RefusesBadOptions) {
+  server::ServerOptions options = Options();
+  options.http.address = "127.0.0.1:nope";
+  absl::StatusOr<std::unique_ptr<server::Server>> started = server::Server::Start(options);
+  ASSERT_FALSE(started.ok());
+  EXPECT_EQ(started.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(started.status().message(), HasSubstr("http_address = 127.0.0.1:nope"));
+}
+
+}  // namespace
+}  // namespace oomguard

@@ -1,0 +1,149 @@
+// The HTTP/JSON API's parts without a server: the call limiter and the
+// endpoints with every turn taken (503, 504), the HTTP status of each gRPC code, the error body,
+// the address and Grpc-Timeout readings.
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "absl/time/clock.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "http/api_endpoints.h"
+#include "http/call_limiter.h"
+#include "http/http_api_server.h"
+#include "http/json_transcoding.h"
+#include "oomguard/v1/service.pb.h"
+#include "service/metrics.h"
+#include "service/request_handlers.h"
+#include "service/status_mapping.h"
+
+namespace oomguard::http {
+namespace {
+
+TEST(CallLimiterTest, RefusesAtOnceWhenNoneMayWait) {
+  CallLimiter limiter(/*running=*/1, /*waiting=*/0);
+  ASSERT_TRUE(limiter.Acquire(absl::InfiniteFuture()).ok());
+  const absl::Status refused = limiter.Acquire(absl::InfiniteFuture());
+  EXPECT_EQ(refused.code(), absl::StatusCode::kUnavailable) << refused;
+  EXPECT_THAT(refused.message(), ::testing::HasSubstr("server overloaded"));
+  EXPECT_EQ(HttpStatusOf(grpc::StatusCode::UNAVAILABLE), 503);
+  limiter.Release();
+  EXPECT_TRUE(limiter.Acquire(absl::InfiniteFuture()).ok());
+}
+
+TEST(CallLimiterTest, WaitersGetATurnOrTimeOut) {
+  CallLimiter limiter(/*running=*/1, /*waiting=*/1);
+  ASSERT_TRUE(limiter.Acquire(absl::InfiniteFuture()).ok());
+  const absl::Status waited = limiter.Acquire(absl::Now() + absl::Milliseconds(20));
+  EXPECT_EQ(waited.code(), absl::StatusCode::kDeadlineExceeded) << waited;
+  EXPECT_EQ(HttpStatusOf(grpc::StatusCode::DEADLINE_EXCEEDED), 504);
+
+  std::thread waiter([&] {
+    const absl::Status turn = limiter.Acquire(absl::Now() + absl::Seconds(30));
+    EXPECT_TRUE(turn.ok()) << turn;
+    limiter.Release();
+  });
+  absl::SleepFor(absl::Milliseconds(20));
+  limiter.Release();
+  waiter.join();
+  EXPECT_TRUE(limiter.Acquire(absl::Now() + absl::Seconds(1)).ok());
+}
+
+// The endpoints with every turn taken: a call that may not wait is 503, one
+// whose deadline passes while it waits is 504; both counted as http.
+TEST(ApiEndpointsTest, OverloadedIs503AndTimedOutWaitIs504) {
+  service::ServiceMetrics metrics("test");
+  service::RequestHandlers handlers(service::ServiceConfig{.log_requests = false}, &metrics);
+  CallLimiter no_waiting(/*running=*/1, /*waiting=*/0);
+  ApiEndpoints refusing(&handlers, &no_waiting);
+  ASSERT_TRUE(no_waiting.Acquire(absl::InfiniteFuture()).ok());
+  std::optional<HttpAnswer> answer =
+      refusing.Serve(ApiRequest{.method = "GET", .path = "/v1/gpus"});
+  ASSERT_TRUE(answer.has_value());
+  EXPECT_EQ(answer->status, 503);
+  EXPECT_EQ(nlohmann::json::parse(answer->body)["code"], 14);  // UNAVAILABLE
+  no_waiting.Release();
+  answer = refusing.Serve(ApiRequest{.method = "GET", .path = "/v1/gpus"});
+  EXPECT_EQ(answer->status, 200);
+
+  CallLimiter one_waiting(/*running=*/1, /*waiting=*/1);
+  ApiEndpoints waiting(&handlers, &one_waiting);
+  ASSERT_TRUE(one_waiting.Acquire(absl::InfiniteFuture()).ok());
+  answer = waiting.Serve(ApiRequest{.method = "POST",
+                                    .path = "/v1/check",
+                                    .body = "{}",
+                                    .deadline = absl::Now() + absl::Milliseconds(20)});
+  ASSERT_TRUE(answer.has_value());
+  EXPECT_EQ(answer->status, 504);
+  EXPECT_EQ(nlohmann::json::parse(answer->body)["code"], 4);  // DEADLINE_EXCEEDED
+  one_waiting.Release();
+
+  // Not an API path: for the page or a 404.
+  EXPECT_FALSE(waiting.Serve(ApiRequest{.method = "GET", .path = "/"}).has_value());
+}
+
+TEST(JsonTranscodingTest, HttpStatusOfEachCode) {
+  EXPECT_EQ(HttpStatusOf(grpc::StatusCode::OK), 200);
+  EXPECT_EQ(HttpStatusOf(grpc::StatusCode::INVALID_ARGUMENT), 400);
+  EXPECT_EQ(HttpStatusOf(grpc::StatusCode::NOT_FOUND), 404);
+  EXPECT_EQ(HttpStatusOf(grpc::StatusCode::RESOURCE_EXHAUSTED), 429);
+  EXPECT_EQ(HttpStatusOf(grpc::StatusCode::UNIMPLEMENTED), 501);
+  EXPECT_EQ(HttpStatusOf(grpc::StatusCode::DEADLINE_EXCEEDED), 504);
+  EXPECT_EQ(HttpStatusOf(grpc::StatusCode::INTERNAL), 500);
+}
+
+TEST(JsonTranscodingTest, ErrorBodyIsGoogleRpcStatusJson) {
+  const absl::Status bad = service::WithBadField(
+      absl::InvalidArgumentError("gpu_name = H999: not in the catalog"), "gpu_name");
+  const nlohmann::json body = nlohmann::json::parse(ErrorJson(service::ToGrpcStatus(bad)));
+  EXPECT_EQ(body["code"], 3);
+  EXPECT_EQ(body["message"], "gpu_name = H999: not in the catalog");
+  EXPECT_EQ(body["details"][0]["@type"], "type.googleapis.com/google.rpc.BadRequest");
+  EXPECT_EQ(body["details"][0]["fieldViolations"][0]["field"], "gpu_name");
+  EXPECT_FALSE(nlohmann::json::parse(ErrorJson(grpc::Status(grpc::StatusCode::NOT_FOUND, "x")))
+                   .contains("details"));
+}
+
+TEST(JsonTranscodingTest, ParsesProtobufJson) {
+  v1::CheckRequest request;
+  ASSERT_TRUE(ParseJsonBody(R"({"gpuName": "H100", "job": {"megatron": {"numGpus": 8}},
+                                "policy": {"safetyMargin": 0.1}})",
+                            request)
+                  .ok());
+  EXPECT_EQ(request.gpu_name(), "H100");
+  EXPECT_EQ(request.job().megatron().num_gpus(), 8u);
+  // The proto names are accepted too, as protobuf's JSON parser does.
+  ASSERT_TRUE(ParseJsonBody(R"({"gpu_memory_bytes": "1000"})", request).ok());
+  EXPECT_EQ(request.gpu_memory_bytes(), 1000u);
+  const absl::Status unknown = ParseJsonBody(R"({"gpu": "H100"})", request);
+  EXPECT_EQ(unknown.code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(HttpApiServerTest, SplitsAddresses) {
+  std::string host;
+  int port = -1;
+  ASSERT_TRUE(SplitHttpAddress("8080", "http_address", &host, &port).ok());
+  EXPECT_EQ(host, "127.0.0.1");
+  EXPECT_EQ(port, 8080);
+  ASSERT_TRUE(SplitHttpAddress("0.0.0.0:0", "http_address", &host, &port).ok());
+  EXPECT_EQ(host, "0.0.0.0");
+  EXPECT_EQ(port, 0);
+  ASSERT_TRUE(SplitHttpAddress("[::1]:80", "http_address", &host, &port).ok());
+  EXPECT_EQ(host, "::1");
+  for (const char* bad : {"", ":80", "host:", "host:70000", "[::1:80", "x"}) {
+    EXPECT_FALSE(SplitHttpAddress(bad, "http_address", &host, &port).ok()) << bad;
+  }
+}
+
+TEST(HttpApiServerTest, ReadsGrpcTimeout) {
+  const absl::Time now = absl::FromUnixSeconds(1000);
+  EXPECT_EQ(GrpcTimeoutDeadline("2S", now), now + absl::Seconds(2));
+  EXPECT_EQ(GrpcTimeoutDeadline("500m", now), now + absl::Milliseconds(500));
+  EXPECT_EQ(GrpcTimeoutDeadline("1H", now), now + absl::Hours(1));
+  EXPECT_EQ(GrpcTimeoutDeadline("7n", now), now + absl::Nanoseconds(7));
+  for (const char* bad : {"", "S", "2", "2s", "-1S", "1234567890S"}) {
+    EXPECT_EQ(GrpcTimeoutDeadline(bad, now), std::nullopt) << bad;
+  }
+}
+
+}  // namespace
+}  // namespace oomguard::http
