@@ -375,8 +375,7 @@ absl::StatusOr<v1::EstimateReport> Estimate(const v1::JobSpec& job,
   return report;
 }
 
-absl::StatusOr<PeakEstimate> EstimatePeaks(const v1::JobSpec& job) {
-  OOMGUARD_ASSIGN_OR_RETURN(const ValidatedJob j, ValidateJob(job, nullptr));
+PeakEstimate EstimatePeaks(const ValidatedJob& j) {
   const BlockCosts b = CostsOfBlocks(j);
   PeakEstimate out;
   out.ranks.reserve(j.parallelism.pp);
@@ -390,6 +389,11 @@ absl::StatusOr<PeakEstimate> EstimatePeaks(const v1::JobSpec& job) {
     if (t.peak_device_bytes > out.ranks[out.worst_rank].peak_device_bytes) out.worst_rank = r;
   }
   return out;
+}
+
+absl::StatusOr<PeakEstimate> EstimatePeaks(const v1::JobSpec& job) {
+  OOMGUARD_ASSIGN_OR_RETURN(const ValidatedJob j, ValidateJob(job, nullptr));
+  return EstimatePeaks(j);
 }
 
 }  // namespace oomguard

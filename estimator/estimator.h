@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "estimator/validated_job.h"
 #include "oomguard/v1/job.pb.h"
 #include "oomguard/v1/report.pb.h"
 
@@ -45,6 +46,9 @@ struct PeakEstimate {
 // number equals the report's field of the same name. For callers that
 // estimate many jobs (the planner, the admission check's re-estimates).
 absl::StatusOr<PeakEstimate> EstimatePeaks(const v1::JobSpec& job);
+
+// Same, for a job already validated (ValidateJob, validated_job.h).
+PeakEstimate EstimatePeaks(const ValidatedJob& job);
 
 }  // namespace oomguard
 
