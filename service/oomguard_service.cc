@@ -6,6 +6,7 @@
 #include <string>
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
@@ -13,6 +14,7 @@
 #include "common/status_macros.h"
 #include "estimator/estimator.h"
 #include "jobspec/presets.h"
+#include "planner/gpu_performance.h"
 #include "service/request_log.h"
 #include "service/request_resolution.h"
 #include "service/status_mapping.h"
@@ -138,6 +140,62 @@ grpc::Status OomguardService::Check(grpc::ServerContext& context, const grpc::By
                   *response = grpc::ByteBuffer(&cached->response, 1);
                   return absl::OkStatus();
                 });
+}
+
+absl::Status OomguardService::RunPlan(const v1::PlanRequest& request, absl::Time deadline,
+                                      PlanResult* result) {
+  absl::StatusOr<ResolvedJob> job = ResolveJobSource(request.job(), "job");
+  if (!job.ok()) return job.status();
+  PlanCluster cluster;
+  absl::StatusOr<v1::GpuSpec> gpu = config_.catalog.Find(request.gpu_name());
+  if (!gpu.ok())
+    return WithBadField(absl::InvalidArgumentError(gpu.status().message()), "gpu_name");
+  cluster.gpu = *std::move(gpu);
+  absl::StatusOr<GpuPerformance> speed = FindGpuPerformance(cluster.gpu.name());
+  if (!speed.ok()) {
+    return WithBadField(absl::InvalidArgumentError(speed.status().message()), "gpu_name");
+  }
+  cluster.speed = *speed;
+  if (request.job().gpus_per_node() > 0) cluster.gpus_per_node = request.job().gpus_per_node();
+  PlanOptions options;
+  const v1::PlanConstraints& c = request.constraints();
+  if (c.has_memory_margin()) options.memory_margin = c.memory_margin();
+  if (request.limit() > 0) options.limit = request.limit();
+  options.allow_recompute = !c.no_recompute();
+  options.allow_offload = !c.no_offload();
+  options.allow_cross_node_expert_parallel = c.allow_cross_node_expert_parallel();
+  options.deadline = deadline;
+  absl::StatusOr<PlanResult> plan = oomguard::Plan(job->spec, cluster, options);
+  if (!plan.ok()) {
+    const absl::string_view message = plan.status().message();
+    if (absl::StartsWith(message, "limit")) return WithBadField(plan.status(), "limit");
+    if (absl::StartsWith(message, "constraints.memory_margin")) {
+      return WithBadField(plan.status(), "constraints.memory_margin");
+    }
+    return plan.status();
+  }
+  for (std::string& note : job->notes) plan->summary.add_notes(std::move(note));
+  *result = *std::move(plan);
+  return absl::OkStatus();
+}
+
+grpc::Status OomguardService::Plan(grpc::ServerContext& context, const grpc::ByteBuffer& request,
+                                   std::vector<grpc::ByteBuffer>* responses) {
+  return Handle(Method::kPlan, context, [&](absl::Time deadline, Outcome&) -> absl::Status {
+    OOMGUARD_ASSIGN_OR_RETURN(const std::string request_bytes, RequestBytes(request));
+    v1::PlanRequest parsed;
+    OOMGUARD_RETURN_IF_ERROR(ParseRequest(request_bytes, parsed));
+    PlanResult plan;
+    OOMGUARD_RETURN_IF_ERROR(RunPlan(parsed, deadline, &plan));
+    v1::PlanResponse message;
+    for (v1::PlanCandidate& candidate : plan.candidates) {
+      *message.mutable_candidate() = std::move(candidate);
+      responses->push_back(SerializeResponse(message));
+    }
+    *message.mutable_summary() = std::move(plan.summary);
+    responses->push_back(SerializeResponse(message));
+    return absl::OkStatus();
+  });
 }
 
 grpc::Status OomguardService::ListPresets(grpc::ServerContext& context,

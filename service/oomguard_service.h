@@ -5,10 +5,13 @@
 #ifndef OOMGUARD_SERVICE_OOMGUARD_SERVICE_H_
 #define OOMGUARD_SERVICE_OOMGUARD_SERVICE_H_
 
+#include <vector>
+
 #include "admission/gpu_catalog.h"
 #include "grpcpp/server_context.h"
 #include "grpcpp/support/byte_buffer.h"
 #include "oomguard/v1/service.pb.h"
+#include "planner/planner.h"
 #include "service/metrics.h"
 #include "service/response_cache.h"
 
@@ -40,6 +43,10 @@ class OomguardService {
                            grpc::ByteBuffer* response);
   grpc::Status ListGpus(grpc::ServerContext& context, const grpc::ByteBuffer& request,
                         grpc::ByteBuffer* response);
+  // Server streaming: the messages to send, in order (the candidates, best
+  // first, then the summary); call_loop writes them one by one.
+  grpc::Status Plan(grpc::ServerContext& context, const grpc::ByteBuffer& request,
+                    std::vector<grpc::ByteBuffer>* responses);
 
   // The Check computation itself (resolution, then the core), for
   // in-process callers such as the admission webhook: no cache, metrics or
@@ -47,6 +54,12 @@ class OomguardService {
   // DeadlineExceeded once `deadline` passes.
   absl::Status RunCheck(const v1::CheckRequest& request, absl::Time deadline,
                         v1::CheckResponse* response);
+
+  // The Plan computation itself (resolution, then the planner), for
+  // in-process callers: no metrics or log. InvalidArgument for a bad request
+  // (naming the field), ResourceExhausted beyond the planner's bound,
+  // DeadlineExceeded once `deadline` passes.
+  absl::Status RunPlan(const v1::PlanRequest& request, absl::Time deadline, PlanResult* result);
 
  private:
   // What a handler reports for the metrics and the log.
