@@ -14,6 +14,7 @@
 #include "common/status_macros.h"
 #include "estimator/estimator.h"
 #include "jobspec/presets.h"
+#include "planner/alternatives.h"
 #include "planner/gpu_performance.h"
 #include "service/request_log.h"
 #include "service/request_resolution.h"
@@ -115,6 +116,7 @@ absl::Status OomguardService::RunCheck(const v1::CheckRequest& request, absl::Ti
                                  .deadline = deadline};
   absl::StatusOr<v1::CheckResponse> checked = CheckJob(job->spec, *gpu, options);
   if (!checked.ok()) return checked.status();
+  AddAlternatives(job->spec, *gpu, deadline, &*checked);
   AddNotes(job->notes, checked->mutable_report());
   *response = *std::move(checked);
   return absl::OkStatus();

@@ -22,7 +22,7 @@ import subprocess
 import sys
 import tempfile
 
-PROTO_FILES = ("job.proto", "report.proto", "admission.proto", "service.proto")
+PROTO_FILES = ("job.proto", "report.proto", "admission.proto", "plan.proto", "service.proto")
 
 
 class StubsUnavailable(ImportError):
