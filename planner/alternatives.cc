@@ -39,7 +39,7 @@ void Add(const v1::PlanCandidate& c, double own_tokens, v1::CheckResponse* respo
 }  // namespace
 
 void AddAlternatives(const v1::JobSpec& job, const v1::GpuSpec& gpu, absl::Time deadline,
-                     v1::CheckResponse* response) {
+                     v1::CheckResponse* response, absl::Duration budget) {
   const absl::StatusOr<GpuPerformance> speed = FindGpuPerformance(gpu.name());
   if (!speed.ok()) return;
   PlanCluster cluster;
@@ -50,7 +50,7 @@ void AddAlternatives(const v1::JobSpec& job, const v1::GpuSpec& gpu, absl::Time 
   PlanOptions options;
   options.memory_margin = response->safety_margin();
   options.limit = kMaxAlternatives;
-  options.deadline = std::min(deadline, absl::Now() + kAlternativesBudget);
+  options.deadline = std::min(deadline, absl::Now() + budget);
   const absl::StatusOr<PlanResult> plan = Plan(Searchable(job), cluster, options);
   if (!plan.ok() || plan->candidates.empty()) return;
   if (response->verdict() == v1::VERDICT_DOES_NOT_FIT) {

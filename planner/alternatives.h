@@ -14,15 +14,15 @@
 namespace oomguard {
 
 // Time the search may take inside one check (then no alternatives).
-inline constexpr absl::Duration kAlternativesBudget = absl::Milliseconds(100);
+inline constexpr absl::Duration kAlternativesBudget = absl::Milliseconds(50);
 inline constexpr int kMaxAlternatives = 3;
 
 // Fills response->alternatives for `job` checked on `gpu` with the check's
-// safety margin, searching until `deadline` or kAlternativesBudget from now,
-// whichever comes first. Leaves them empty when the GPU has no speed
-// figures, nothing fits or the time runs out.
+// safety margin, searching until `deadline` or `budget` from now, whichever
+// comes first. Leaves them empty when the GPU has no speed figures, nothing
+// fits or the time runs out.
 void AddAlternatives(const v1::JobSpec& job, const v1::GpuSpec& gpu, absl::Time deadline,
-                     v1::CheckResponse* response);
+                     v1::CheckResponse* response, absl::Duration budget = kAlternativesBudget);
 
 }  // namespace oomguard
 
