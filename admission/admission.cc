@@ -35,23 +35,30 @@ absl::StatusOr<Peak> WorstPeak(const v1::EstimateReport& report) {
   return worst;
 }
 
-// Runs estimates within the deadline.
+// Runs estimates within the deadline. With `fast_peaks`, a re-estimate that
+// needs only the worst peak runs the estimator's peaks-only path
+// (EstimatePeaks: the same numbers without building a report).
 class BudgetedEstimator {
  public:
-  BudgetedEstimator(EstimateFunction estimate, absl::Time deadline)
-      : estimate_(estimate), deadline_(deadline) {}
+  BudgetedEstimator(EstimateFunction estimate, absl::Time deadline, bool fast_peaks)
+      : estimate_(estimate), deadline_(deadline), fast_peaks_(fast_peaks) {}
 
   absl::StatusOr<v1::EstimateReport> Report(const v1::JobSpec& job) {
-    if (absl::Now() >= deadline_) {
-      return absl::DeadlineExceededError(
-          absl::StrCat("deadline passed after ", runs_, " estimates of the admission check"));
-    }
+    OOMGUARD_RETURN_IF_ERROR(CheckDeadline());
     ++runs_;
     return estimate_(job);
   }
 
   // The worst peak of `job`; nullopt when the estimator refuses it.
   absl::StatusOr<std::optional<Peak>> TryPeak(const v1::JobSpec& job) {
+    if (fast_peaks_) {
+      OOMGUARD_RETURN_IF_ERROR(CheckDeadline());
+      ++runs_;
+      const absl::StatusOr<PeakEstimate> peaks = EstimatePeaks(job);
+      if (!peaks.ok()) return std::nullopt;
+      return Peak{static_cast<uint32_t>(peaks->worst_rank),
+                  peaks->ranks[peaks->worst_rank].peak_device_bytes};
+    }
     absl::StatusOr<v1::EstimateReport> report = Report(job);
     if (absl::IsDeadlineExceeded(report.status())) return report.status();
     if (!report.ok()) return std::nullopt;
@@ -60,8 +67,17 @@ class BudgetedEstimator {
   }
 
  private:
+  absl::Status CheckDeadline() const {
+    if (absl::Now() >= deadline_) {
+      return absl::DeadlineExceededError(
+          absl::StrCat("deadline passed after ", runs_, " estimates of the admission check"));
+    }
+    return absl::OkStatus();
+  }
+
   EstimateFunction estimate_;
   absl::Time deadline_;
+  bool fast_peaks_;
   int runs_ = 0;
 };
 
@@ -198,18 +214,13 @@ std::string Summary(const v1::CheckResponse& r, const v1::GpuSpec& gpu) {
 
 }  // namespace
 
-absl::StatusOr<v1::CheckResponse> CheckJob(const v1::JobSpec& job, const v1::GpuSpec& gpu,
-                                           const AdmissionOptions& options) {
-  return CheckJob(job, gpu, options, [](const v1::JobSpec& j) {
-    EstimateOptions brief;
-    brief.overhead_basis = false;
-    return Estimate(j, brief);
-  });
-}
+namespace {
 
-absl::StatusOr<v1::CheckResponse> CheckJob(const v1::JobSpec& job, const v1::GpuSpec& gpu,
+// The check; `fast_peaks`: re-estimates through EstimatePeaks (only with the
+// real estimator, which it shares its numbers with).
+absl::StatusOr<v1::CheckResponse> RunCheck(const v1::JobSpec& job, const v1::GpuSpec& gpu,
                                            const AdmissionOptions& options,
-                                           EstimateFunction estimate) {
+                                           EstimateFunction estimate, bool fast_peaks) {
   const double margin = options.safety_margin;
   if (!(margin >= 0 && margin < 1)) {
     return absl::InvalidArgumentError(
@@ -222,7 +233,7 @@ absl::StatusOr<v1::CheckResponse> CheckJob(const v1::JobSpec& job, const v1::Gpu
     return absl::InvalidArgumentError(
         absl::StrCat("gpu memory_bytes = ", gpu.memory_bytes(), ": must be at most 2^50 (1 PiB)"));
   }
-  BudgetedEstimator estimator(estimate, options.deadline);
+  BudgetedEstimator estimator(estimate, options.deadline, fast_peaks);
   OOMGUARD_ASSIGN_OR_RETURN(v1::EstimateReport report, estimator.Report(job));
   OOMGUARD_ASSIGN_OR_RETURN(const Peak base, WorstPeak(report));
 
@@ -258,6 +269,26 @@ absl::StatusOr<v1::CheckResponse> CheckJob(const v1::JobSpec& job, const v1::Gpu
   out.set_summary(Summary(out, gpu));
   *out.mutable_report() = std::move(report);
   return out;
+}
+
+}  // namespace
+
+absl::StatusOr<v1::CheckResponse> CheckJob(const v1::JobSpec& job, const v1::GpuSpec& gpu,
+                                           const AdmissionOptions& options) {
+  return RunCheck(
+      job, gpu, options,
+      [](const v1::JobSpec& j) {
+        EstimateOptions brief;
+        brief.overhead_basis = false;
+        return Estimate(j, brief);
+      },
+      /*fast_peaks=*/true);
+}
+
+absl::StatusOr<v1::CheckResponse> CheckJob(const v1::JobSpec& job, const v1::GpuSpec& gpu,
+                                           const AdmissionOptions& options,
+                                           EstimateFunction estimate) {
+  return RunCheck(job, gpu, options, estimate, /*fast_peaks=*/false);
 }
 
 }  // namespace oomguard
