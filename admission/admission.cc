@@ -35,33 +35,53 @@ absl::StatusOr<Peak> WorstPeak(const v1::EstimateReport& report) {
   return worst;
 }
 
-// Runs estimates within the deadline.
+// Runs estimates within the deadline. With `fast_peaks`, a re-estimate that
+// needs only the worst peak runs the estimator's peaks-only path
+// (EstimatePeaks: the same numbers without building a report).
 class BudgetedEstimator {
  public:
-  BudgetedEstimator(EstimateFunction estimate, const Deadline& deadline)
-      : estimate_(estimate), deadline_(deadline) {}
+  BudgetedEstimator(EstimateFunction estimate, const Deadline& deadline, bool fast_peaks)
+      : estimate_(estimate), deadline_(deadline), fast_peaks_(fast_peaks) {}
 
   absl::StatusOr<v1::EstimateReport> Report(const v1::JobSpec& job) {
-    OOMGUARD_RETURN_IF_ERROR(
-        deadline_.Check(absl::StrCat("running the admission check (after ", runs_, " estimates)")));
+    OOMGUARD_RETURN_IF_ERROR(CheckDeadline());
     ++runs_;
     return estimate_(job);
   }
 
   // The worst peak of `job`; nullopt when the estimator refuses it.
   absl::StatusOr<std::optional<Peak>> TryPeak(const v1::JobSpec& job) {
-    absl::StatusOr<v1::EstimateReport> report = Report(job);
-    if (absl::IsDeadlineExceeded(report.status()) || absl::IsUnavailable(report.status())) {
-      return report.status();
+    if (fast_peaks_) {
+      OOMGUARD_RETURN_IF_ERROR(CheckDeadline());
+      ++runs_;
+      const absl::StatusOr<PeakEstimate> peaks = EstimatePeaks(job, deadline_);
+      if (Stopped(peaks.status())) return peaks.status();
+      if (!peaks.ok()) return std::nullopt;
+      return Peak{static_cast<uint32_t>(peaks->worst_rank),
+                  peaks->ranks[peaks->worst_rank].peak_device_bytes};
     }
+    absl::StatusOr<v1::EstimateReport> report = Report(job);
+    if (Stopped(report.status())) return report.status();
     if (!report.ok()) return std::nullopt;
     OOMGUARD_ASSIGN_OR_RETURN(const Peak peak, WorstPeak(*report));
     return peak;
   }
 
  private:
+  absl::Status CheckDeadline() const {
+    if (!deadline_.Passed()) return absl::OkStatus();
+    return deadline_.Check(
+        absl::StrCat("running the admission check (after ", runs_, " estimates)"));
+  }
+  // The deadline's errors, which end the check (any other error of a
+  // re-estimate only drops that recommendation).
+  static bool Stopped(const absl::Status& status) {
+    return absl::IsDeadlineExceeded(status) || absl::IsUnavailable(status);
+  }
+
   EstimateFunction estimate_;
   const Deadline& deadline_;
+  bool fast_peaks_;
   int runs_ = 0;
 };
 
@@ -198,19 +218,13 @@ std::string Summary(const v1::CheckResponse& r, const v1::GpuSpec& gpu) {
 
 }  // namespace
 
-absl::StatusOr<v1::CheckResponse> CheckJob(const v1::JobSpec& job, const v1::GpuSpec& gpu,
-                                           const AdmissionOptions& options) {
-  return CheckJob(job, gpu, options, [&options](const v1::JobSpec& j) {
-    EstimateOptions brief;
-    brief.overhead_basis = false;
-    brief.deadline = options.deadline;
-    return Estimate(j, brief);
-  });
-}
+namespace {
 
-absl::StatusOr<v1::CheckResponse> CheckJob(const v1::JobSpec& job, const v1::GpuSpec& gpu,
+// The check; `fast_peaks`: re-estimates through EstimatePeaks (only with the
+// real estimator, which it shares its numbers with).
+absl::StatusOr<v1::CheckResponse> RunCheck(const v1::JobSpec& job, const v1::GpuSpec& gpu,
                                            const AdmissionOptions& options,
-                                           EstimateFunction estimate) {
+                                           EstimateFunction estimate, bool fast_peaks) {
   const double margin = options.safety_margin;
   if (!(margin >= 0 && margin < 1)) {
     return absl::InvalidArgumentError(
@@ -223,7 +237,7 @@ absl::StatusOr<v1::CheckResponse> CheckJob(const v1::JobSpec& job, const v1::Gpu
     return absl::InvalidArgumentError(
         absl::StrCat("gpu memory_bytes = ", gpu.memory_bytes(), ": must be at most 2^50 (1 PiB)"));
   }
-  BudgetedEstimator estimator(estimate, options.deadline);
+  BudgetedEstimator estimator(estimate, options.deadline, fast_peaks);
   OOMGUARD_ASSIGN_OR_RETURN(v1::EstimateReport report, estimator.Report(job));
   OOMGUARD_ASSIGN_OR_RETURN(const Peak base, WorstPeak(report));
 
@@ -259,6 +273,27 @@ absl::StatusOr<v1::CheckResponse> CheckJob(const v1::JobSpec& job, const v1::Gpu
   out.set_summary(Summary(out, gpu));
   *out.mutable_report() = std::move(report);
   return out;
+}
+
+}  // namespace
+
+absl::StatusOr<v1::CheckResponse> CheckJob(const v1::JobSpec& job, const v1::GpuSpec& gpu,
+                                           const AdmissionOptions& options) {
+  return RunCheck(
+      job, gpu, options,
+      [&options](const v1::JobSpec& j) {
+        EstimateOptions brief;
+        brief.overhead_basis = false;
+        brief.deadline = options.deadline;
+        return Estimate(j, brief);
+      },
+      /*fast_peaks=*/true);
+}
+
+absl::StatusOr<v1::CheckResponse> CheckJob(const v1::JobSpec& job, const v1::GpuSpec& gpu,
+                                           const AdmissionOptions& options,
+                                           EstimateFunction estimate) {
+  return RunCheck(job, gpu, options, estimate, /*fast_peaks=*/false);
 }
 
 }  // namespace oomguard

@@ -44,7 +44,10 @@ class Deadline {
   // Also passes once `stop` does; `stop` must outlive the deadline.
   Deadline(absl::Time at, const StopPoint* stop) : at_(at), stop_(stop) {}
 
-  bool Passed() const { return absl::Now() >= at_ || Stopped(); }
+  bool Passed() const {
+    if (Never()) return false;
+    return absl::Now() >= at_ || Stopped();
+  }
 
   // OK while time is left; otherwise DEADLINE_EXCEEDED (the request's own
   // deadline) or UNAVAILABLE (the server is shutting down), naming `doing`,
@@ -63,13 +66,14 @@ class Deadline {
   // Check(), but reading the clock only every 2^16 calls: for the inner loops
   // of the estimator, whose iterations take nanoseconds.
   absl::Status CheckEvery(int64_t iteration, absl::string_view doing) const {
-    if ((iteration & 0xFFFF) != 0 || (at_ == absl::InfiniteFuture() && stop_ == nullptr)) {
+    if ((iteration & 0xFFFF) != 0 || Never()) {
       return absl::OkStatus();
     }
     return Check(doing);
   }
 
  private:
+  bool Never() const { return at_ == absl::InfiniteFuture() && stop_ == nullptr; }
   bool Stopped() const { return stop_ != nullptr && absl::Now() >= stop_->When(); }
 
   absl::Time at_ = absl::InfiniteFuture();

@@ -226,6 +226,74 @@ void BuildRankTree(const ValidatedJob& j, int64_t r, v1::ModuleNode* root) {
   FinalizeTree(root);
 }
 
+// The costs of the few distinct blocks of `j`.
+BlockCosts CostsOfBlocks(const ValidatedJob& j) {
+  BlockCosts b;
+  b.dense_layer = DecoderLayerCost(j, false, nullptr);
+  if (j.is_moe_model()) b.moe_layer = DecoderLayerCost(j, true, nullptr);
+  b.embedding = EmbeddingCost(j, nullptr);
+  if (j.model.mtp_layers > 0) b.mtp = MtpLayerCost(j, nullptr);
+  b.layer_input = LayerInputBytes(j);
+  return b;
+}
+
+// One PP rank's memory: what the report and the peaks-only path both read.
+struct RankTotals {
+  double dense = 0, adam = 0, expert = 0, transient = 0;
+  std::vector<ChunkCost> chunks;  // Per model chunk.
+  std::vector<double> chunk_act;  // Per model chunk: activation bytes of one micro-batch.
+  InFlight in_flight;
+  RankMemory mem;
+  v1::StaticBytes static_bytes;
+  uint64_t activation_bytes = 0, transient_bytes = 0, optimizer_step_bytes = 0;
+  uint64_t peak_allocated_bytes = 0, peak_device_bytes = 0;
+};
+
+// Fills `t` (its vectors reused between ranks) with PP rank `r`'s memory;
+// appends the rank's overheads to `overheads` when it is not null. Stops
+// with the deadline's error once it passes.
+absl::Status ComputeRank(const ValidatedJob& j, const BlockCosts& b, int64_t r, bool overhead_basis,
+                         const Deadline& deadline,
+                         google::protobuf::RepeatedPtrField<v1::Overhead>* overheads,
+                         RankTotals& t) {
+  if (deadline.Passed()) {
+    return deadline.Check(absl::StrCat("estimating pipeline rank ", r, " of ", j.parallelism.pp));
+  }
+  const Parallelism& par = j.parallelism;
+  t.chunks.resize(par.vpp);
+  t.chunk_act.resize(par.vpp);
+  t.dense = t.adam = t.expert = t.transient = 0;
+  for (int64_t c = 0; c < par.vpp; ++c) {
+    t.chunks[c] = CostOfChunk(j, j.stages[r + c * par.pp], b);
+    t.chunk_act[c] = t.chunks[c].total.act_bytes;
+    t.dense += t.chunks[c].total.dense_params;
+    t.adam += t.chunks[c].total.adam_params;
+    t.expert += t.chunks[c].total.expert_params;
+    t.transient = std::max(t.transient, t.chunks[c].transient);
+  }
+  OOMGUARD_ASSIGN_OR_RETURN(t.in_flight, PeakInFlight(j, r, t.chunk_act, deadline));
+  t.mem = RankMemory();
+  t.mem.held_activation_bytes = t.in_flight.held_bytes;
+  t.mem.transient_bytes = t.transient;
+  for (int64_t c = 0; c < par.vpp; ++c) {
+    const double count = static_cast<double>(t.in_flight.per_chunk[c]);
+    t.mem.has_output_layer = t.mem.has_output_layer || j.stages[r + c * par.pp].has_loss;
+    t.mem.routed_activation_bytes += count * t.chunks[c].routed_act;
+    t.mem.layer_activation_bytes += count * t.chunks[c].layer_act;
+  }
+  FillStatic(j, t.dense, t.adam, t.expert, &t.static_bytes);
+  t.activation_bytes = RoundedCount(t.in_flight.held_bytes);
+  t.transient_bytes = RoundedCount(t.transient);
+  t.optimizer_step_bytes = RoundedCount(OptimizerStepBytes(j, t.dense, t.expert));
+  const OverheadSums sums = AddOverheads(j, t.mem, overhead_basis, overheads);
+  t.peak_allocated_bytes = AddCounts(
+      AddCounts(t.static_bytes.total_bytes(),
+                std::max(AddCounts(t.activation_bytes, t.transient_bytes), t.optimizer_step_bytes)),
+      sums.in_allocated);
+  t.peak_device_bytes = AddCounts(t.peak_allocated_bytes, sums.device_only);
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<v1::EstimateReport> Estimate(const v1::JobSpec& job,
@@ -234,13 +302,7 @@ absl::StatusOr<v1::EstimateReport> Estimate(const v1::JobSpec& job,
   std::vector<std::string> notes;
   OOMGUARD_ASSIGN_OR_RETURN(const ValidatedJob j, ValidateJob(job, &notes));
   const Parallelism& par = j.parallelism;
-
-  BlockCosts b;
-  b.dense_layer = DecoderLayerCost(j, false, nullptr);
-  if (j.is_moe_model()) b.moe_layer = DecoderLayerCost(j, true, nullptr);
-  b.embedding = EmbeddingCost(j, nullptr);
-  if (j.model.mtp_layers > 0) b.mtp = MtpLayerCost(j, nullptr);
-  b.layer_input = LayerInputBytes(j);
+  const BlockCosts b = CostsOfBlocks(j);
 
   report.set_num_gpus(par.world);
   report.set_tensor_parallel(par.tp);
@@ -257,33 +319,15 @@ absl::StatusOr<v1::EstimateReport> Estimate(const v1::JobSpec& job,
   double total_params = 0;
   uint64_t worst_peak = 0;
   std::vector<int64_t> over_limit;  // PP ranks with a capped count.
-  std::vector<ChunkCost> chunks(par.vpp);
-  std::vector<double> chunk_act(par.vpp);
+  RankTotals t;
   for (int64_t r = 0; r < par.pp; ++r) {
-    OOMGUARD_RETURN_IF_ERROR(
-        options.deadline.Check(absl::StrCat("estimating pipeline rank ", r, " of ", par.pp)));
     v1::RankReport* rank = report.add_ranks();
     rank->set_pp_rank(r);
-    double dense = 0, adam = 0, expert = 0, transient = 0;
-    for (int64_t c = 0; c < par.vpp; ++c) {
-      chunks[c] = CostOfChunk(j, j.stages[r + c * par.pp], b);
-      chunk_act[c] = chunks[c].total.act_bytes;
-      dense += chunks[c].total.dense_params;
-      adam += chunks[c].total.adam_params;
-      expert += chunks[c].total.expert_params;
-      transient = std::max(transient, chunks[c].transient);
-    }
-    OOMGUARD_ASSIGN_OR_RETURN(const InFlight in_flight,
-                              PeakInFlight(j, r, chunk_act, options.deadline));
-    RankMemory mem;
-    mem.held_activation_bytes = in_flight.held_bytes;
-    mem.transient_bytes = transient;
+    OOMGUARD_RETURN_IF_ERROR(ComputeRank(j, b, r, options.overhead_basis, options.deadline,
+                                         rank->mutable_overheads(), t));
     for (int64_t c = 0; c < par.vpp; ++c) {
       const StageContents& st = j.stages[r + c * par.pp];
-      const double count = static_cast<double>(in_flight.per_chunk[c]);
-      mem.has_output_layer = mem.has_output_layer || st.has_loss;
-      mem.routed_activation_bytes += count * chunks[c].routed_act;
-      mem.layer_activation_bytes += count * chunks[c].layer_act;
+      const double count = static_cast<double>(t.in_flight.per_chunk[c]);
       v1::ChunkReport* cr = rank->add_chunks();
       cr->set_chunk(c);
       cr->set_virtual_stage(r + c * par.pp);
@@ -291,36 +335,27 @@ absl::StatusOr<v1::EstimateReport> Estimate(const v1::JobSpec& job,
       cr->set_num_mtp_layers(st.num_mtp_layers);
       cr->set_has_embedding(st.has_embedding);
       cr->set_has_loss(st.has_loss);
-      cr->set_parameters(RoundedCount(chunks[c].total.params()));
-      cr->set_in_flight_microbatches(in_flight.per_chunk[c]);
-      cr->set_activation_bytes_per_microbatch(RoundedCount(chunk_act[c]));
-      cr->set_activation_bytes(RoundedCount(count * chunk_act[c]));
+      cr->set_parameters(RoundedCount(t.chunks[c].total.params()));
+      cr->set_in_flight_microbatches(t.in_flight.per_chunk[c]);
+      cr->set_activation_bytes_per_microbatch(RoundedCount(t.chunk_act[c]));
+      cr->set_activation_bytes(RoundedCount(count * t.chunk_act[c]));
     }
-    rank->set_dense_parameters(RoundedCount(dense));
-    rank->set_expert_parameters(RoundedCount(expert));
+    rank->set_dense_parameters(RoundedCount(t.dense));
+    rank->set_expert_parameters(RoundedCount(t.expert));
     rank->set_parameters(AddCounts(rank->dense_parameters(), rank->expert_parameters()));
-    FillStatic(j, dense, adam, expert, rank->mutable_static_());
-    rank->set_static_bytes(rank->static_().total_bytes());
-    rank->set_activation_bytes(RoundedCount(in_flight.held_bytes));
-    rank->set_transient_bytes(RoundedCount(transient));
-    rank->set_optimizer_step_bytes(RoundedCount(OptimizerStepBytes(j, dense, expert)));
-    AddOverheads(j, mem, options.overhead_basis, rank->mutable_overheads());
-    uint64_t allocated = AddCounts(
-        rank->static_bytes(), std::max(AddCounts(rank->activation_bytes(), rank->transient_bytes()),
-                                       rank->optimizer_step_bytes()));
-    uint64_t device_only = 0;
-    for (const v1::Overhead& o : rank->overheads()) {
-      uint64_t& sum = o.in_allocated() ? allocated : device_only;
-      sum = AddCounts(sum, o.bytes());
-    }
-    rank->set_peak_allocated_bytes(allocated);
-    rank->set_peak_device_bytes(AddCounts(allocated, device_only));
+    *rank->mutable_static_() = t.static_bytes;
+    rank->set_static_bytes(t.static_bytes.total_bytes());
+    rank->set_activation_bytes(t.activation_bytes);
+    rank->set_transient_bytes(t.transient_bytes);
+    rank->set_optimizer_step_bytes(t.optimizer_step_bytes);
+    rank->set_peak_allocated_bytes(t.peak_allocated_bytes);
+    rank->set_peak_device_bytes(t.peak_device_bytes);
     if (rank->peak_device_bytes() > worst_peak) {
       worst_peak = rank->peak_device_bytes();
       report.set_worst_rank(static_cast<uint32_t>(r));
     }
     // Whole-model parameters: every rank's share times its TP/EP replication.
-    total_params += dense * par.tp + expert * par.ep * par.etp;
+    total_params += t.dense * par.tp + t.expert * par.ep * par.etp;
     bool capped = HasCappedCount(*rank);
     if (options.module_tree) {
       v1::ModuleNode* tree = report.add_rank_trees();
@@ -346,6 +381,37 @@ absl::StatusOr<v1::EstimateReport> Estimate(const v1::JobSpec& job,
   report.set_exceeds_limit(!over_limit.empty() || IsCapped(report.total_parameters()));
   for (std::string& n : notes) report.add_notes(std::move(n));
   return report;
+}
+
+namespace {
+
+absl::StatusOr<PeakEstimate> PeaksOf(const ValidatedJob& j, const Deadline& deadline) {
+  const BlockCosts b = CostsOfBlocks(j);
+  PeakEstimate out;
+  out.ranks.reserve(j.parallelism.pp);
+  RankTotals t;
+  for (int64_t r = 0; r < j.parallelism.pp; ++r) {
+    OOMGUARD_RETURN_IF_ERROR(
+        ComputeRank(j, b, r, /*overhead_basis=*/false, deadline, /*overheads=*/nullptr, t));
+    out.ranks.push_back(RankPeak{.static_bytes = t.static_bytes.total_bytes(),
+                                 .activation_bytes = t.activation_bytes,
+                                 .peak_allocated_bytes = t.peak_allocated_bytes,
+                                 .peak_device_bytes = t.peak_device_bytes});
+    if (t.peak_device_bytes > out.ranks[out.worst_rank].peak_device_bytes) out.worst_rank = r;
+  }
+  return out;
+}
+
+}  // namespace
+
+PeakEstimate EstimatePeaks(const ValidatedJob& j) {
+  // A deadline that never passes never stops the computation.
+  return *PeaksOf(j, Deadline());
+}
+
+absl::StatusOr<PeakEstimate> EstimatePeaks(const v1::JobSpec& job, const Deadline& deadline) {
+  OOMGUARD_ASSIGN_OR_RETURN(const ValidatedJob j, ValidateJob(job, nullptr));
+  return PeaksOf(j, deadline);
 }
 
 }  // namespace oomguard

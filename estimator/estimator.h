@@ -6,8 +6,12 @@
 #ifndef OOMGUARD_ESTIMATOR_ESTIMATOR_H_
 #define OOMGUARD_ESTIMATOR_ESTIMATOR_H_
 
+#include <cstdint>
+#include <vector>
+
 #include "absl/status/statusor.h"
 #include "common/deadline.h"
+#include "estimator/validated_job.h"
 #include "oomguard/v1/job.pb.h"
 #include "oomguard/v1/report.pb.h"
 
@@ -27,6 +31,30 @@ struct EstimateOptions {
 // Estimates the per-rank GPU memory of `job`.
 absl::StatusOr<v1::EstimateReport> Estimate(const v1::JobSpec& job,
                                             const EstimateOptions& options = {});
+
+// One PP rank's totals, as the report's RankReport has them.
+struct RankPeak {
+  uint64_t static_bytes = 0;
+  uint64_t activation_bytes = 0;
+  uint64_t peak_allocated_bytes = 0;
+  uint64_t peak_device_bytes = 0;
+};
+
+struct PeakEstimate {
+  std::vector<RankPeak> ranks;  // One per PP rank.
+  int64_t worst_rank = 0;       // The first rank with the largest peak_device_bytes.
+};
+
+// The per-rank totals of `job` without building a report (no module tree, no
+// overhead items, no notes): the same computation as Estimate(), so every
+// number equals the report's field of the same name. For callers that
+// estimate many jobs (the planner, the admission check's re-estimates).
+// Stops with the deadline's error once `deadline` passes.
+absl::StatusOr<PeakEstimate> EstimatePeaks(const v1::JobSpec& job,
+                                           const Deadline& deadline = Deadline());
+
+// Same, for a job already validated (ValidateJob, validated_job.h).
+PeakEstimate EstimatePeaks(const ValidatedJob& job);
 
 }  // namespace oomguard
 

@@ -12,23 +12,30 @@ namespace {
 constexpr double kMiB = 1024.0 * 1024.0;
 constexpr double kGiB = 1024.0 * kMiB;
 
-// Appends one overhead item; the basis only when it is wanted.
+// Sums the overhead items and, when there is a list, appends each (the
+// basis only when it is wanted).
 class OverheadList {
  public:
   OverheadList(google::protobuf::RepeatedPtrField<v1::Overhead>* out, bool with_basis)
       : out_(out), with_basis_(with_basis) {}
   void Add(const char* name, double bytes, bool in_allocated, const char* basis) {
     if (bytes <= 0) return;
+    const uint64_t count = RoundedCount(bytes);
+    uint64_t& sum = in_allocated ? sums_.in_allocated : sums_.device_only;
+    sum = AddCounts(sum, count);
+    if (out_ == nullptr) return;
     v1::Overhead* o = out_->Add();
     o->set_name(name);
-    o->set_bytes(RoundedCount(bytes));
+    o->set_bytes(count);
     o->set_in_allocated(in_allocated);
     if (with_basis_) o->set_basis(basis);
   }
+  const OverheadSums& sums() const { return sums_; }
 
  private:
   google::protobuf::RepeatedPtrField<v1::Overhead>* out_;
   bool with_basis_;
+  OverheadSums sums_;
 };
 
 // Process groups with more than one member that NCCL sets up buffers for.
@@ -49,8 +56,8 @@ int CommunicatorCount(const ValidatedJob& j) {
 
 }  // namespace
 
-void AddOverheads(const ValidatedJob& j, const RankMemory& m, bool with_basis,
-                  google::protobuf::RepeatedPtrField<v1::Overhead>* out) {
+OverheadSums AddOverheads(const ValidatedJob& j, const RankMemory& m, bool with_basis,
+                          google::protobuf::RepeatedPtrField<v1::Overhead>* out) {
   OverheadList list(out, with_basis);
   const Parallelism& par = j.parallelism;
   const MicroBatchShape shape(j);
@@ -144,6 +151,7 @@ void AddOverheads(const ValidatedJob& j, const RankMemory& m, bool with_basis,
              "(fragmentation): 0.3-5.8 GiB "
              "measured, growing with activation churn");
   }
+  return list.sums();
 }
 
 }  // namespace oomguard

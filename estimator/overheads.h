@@ -8,6 +8,7 @@
 #ifndef OOMGUARD_ESTIMATOR_OVERHEADS_H_
 #define OOMGUARD_ESTIMATOR_OVERHEADS_H_
 
+#include <cstdint>
 #include <vector>
 
 #include "estimator/validated_job.h"
@@ -23,10 +24,19 @@ struct RankMemory {
   bool has_output_layer = false;      // The rank runs the output layer and loss.
 };
 
-// Appends the overheads of one rank to `out`, with their basis when
-// `with_basis`.
-void AddOverheads(const ValidatedJob& j, const RankMemory& m, bool with_basis,
-                  google::protobuf::RepeatedPtrField<v1::Overhead>* out);
+// The overheads of one rank summed (each item rounded to a count, sums
+// capped at the limit): what lives inside PyTorch's allocator and what lives
+// outside it.
+struct OverheadSums {
+  uint64_t in_allocated = 0;
+  uint64_t device_only = 0;
+};
+
+// Sums the overheads of one rank and, when `out` is not null, appends each
+// item to it, with its basis when `with_basis`. The report and the
+// peaks-only path (estimator.h) both call it, so their numbers agree.
+OverheadSums AddOverheads(const ValidatedJob& j, const RankMemory& m, bool with_basis,
+                          google::protobuf::RepeatedPtrField<v1::Overhead>* out);
 
 // Fraction of extra routed-expert tokens a GPU receives over the balanced
 // share when routing is not forced to balance.

@@ -2,8 +2,10 @@
 #include "service/call_loop.h"
 
 #include <utility>
+#include <vector>
 
 #include "grpcpp/server_context.h"
+#include "grpcpp/support/async_stream.h"
 #include "grpcpp/support/async_unary_call.h"
 
 namespace oomguard::service {
@@ -87,12 +89,77 @@ class UnaryCall final : public Call {
   bool finishing_ = false;
 };
 
+// One server-streaming call: waits for a request, runs the handler (which
+// returns every message to send), writes the messages one completion at a
+// time, finishes, then deletes itself.
+class ServerStreamCall final : public Call {
+ public:
+  using Requester = void (AsyncOomguard::*)(grpc::ServerContext*, grpc::ByteBuffer*,
+                                            grpc::ServerAsyncWriter<grpc::ByteBuffer>*,
+                                            grpc::CompletionQueue*, grpc::ServerCompletionQueue*,
+                                            void*);
+  using Handler = grpc::Status (OomguardService::*)(grpc::ServerContext&, const grpc::ByteBuffer&,
+                                                    std::vector<grpc::ByteBuffer>*);
+
+  static void Await(const Endpoints& endpoints, Requester requester, Handler handler) {
+    auto* call = new ServerStreamCall(endpoints, requester, handler);
+    (endpoints.async->*requester)(&call->context_, &call->request_, &call->writer_, endpoints.queue,
+                                  endpoints.queue, call);
+  }
+
+  void Proceed(bool ok) override {
+    if (state_ == State::kFinishing || (state_ == State::kWaiting && !ok)) {
+      delete this;  // Finished, or the server is shutting down.
+      return;
+    }
+    if (state_ == State::kWaiting) {
+      Await(endpoints_, requester_, handler_);  // Keep a call of this method waiting.
+      const grpc::Status status = (endpoints_.handlers->*handler_)(context_, request_, &responses_);
+      if (!status.ok()) {
+        Finish(status);
+        return;
+      }
+      state_ = State::kWriting;
+    } else if (!ok) {  // A write failed: the client is gone.
+      Finish(grpc::Status(grpc::StatusCode::CANCELLED, "the client went away"));
+      return;
+    }
+    if (next_ < responses_.size()) {
+      writer_.Write(responses_[next_++], this);
+    } else {
+      Finish(grpc::Status::OK);
+    }
+  }
+
+ private:
+  enum class State { kWaiting, kWriting, kFinishing };
+
+  ServerStreamCall(const Endpoints& endpoints, Requester requester, Handler handler)
+      : endpoints_(endpoints), requester_(requester), handler_(handler), writer_(&context_) {}
+
+  void Finish(const grpc::Status& status) {
+    state_ = State::kFinishing;
+    writer_.Finish(status, this);
+  }
+
+  const Endpoints endpoints_;
+  const Requester requester_;
+  const Handler handler_;
+  grpc::ServerContext context_;
+  grpc::ByteBuffer request_;
+  std::vector<grpc::ByteBuffer> responses_;
+  size_t next_ = 0;
+  grpc::ServerAsyncWriter<grpc::ByteBuffer> writer_;
+  State state_ = State::kWaiting;
+};
+
 void AwaitEveryMethod(const Endpoints& e) {
   using RawCall = UnaryCall<grpc::ByteBuffer, grpc::ByteBuffer>;
   RawCall::Await(e, &AsyncOomguard::RequestEstimate, &OomguardService::Estimate);
   RawCall::Await(e, &AsyncOomguard::RequestCheck, &OomguardService::Check);
   RawCall::Await(e, &AsyncOomguard::RequestListPresets, &OomguardService::ListPresets);
   RawCall::Await(e, &AsyncOomguard::RequestListGpus, &OomguardService::ListGpus);
+  ServerStreamCall::Await(e, &AsyncOomguard::RequestPlan, &OomguardService::Plan);
 }
 
 void Work(grpc::ServerCompletionQueue* queue) {

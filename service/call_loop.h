@@ -18,9 +18,9 @@ namespace oomguard::service {
 
 // The service as registered: every method asynchronous on serialized
 // messages, which the handlers parse themselves (see wire_message.h).
-using AsyncOomguard = v1::Oomguard::WithRawMethod_Estimate<
-    v1::Oomguard::WithRawMethod_Check<v1::Oomguard::WithRawMethod_ListPresets<
-        v1::Oomguard::WithRawMethod_ListGpus<v1::Oomguard::Service>>>>;
+using AsyncOomguard = v1::Oomguard::WithRawMethod_Estimate<v1::Oomguard::WithRawMethod_Check<
+    v1::Oomguard::WithRawMethod_ListPresets<v1::Oomguard::WithRawMethod_ListGpus<
+        v1::Oomguard::WithRawMethod_Plan<v1::Oomguard::Service>>>>>;
 
 class CallLoop {
  public:

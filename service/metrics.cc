@@ -38,6 +38,8 @@ absl::string_view MethodName(Method method) {
       return "ListGpus";
     case Method::kWebhook:
       return "Webhook";
+    case Method::kPlan:
+      return "Plan";
   }
   return "unknown";
 }

@@ -31,8 +31,8 @@ namespace oomguard::service {
 
 // The RPCs of oomguard.v1.Oomguard, and the Kubernetes admission webhook
 // (POST /validate, webhook/webhook_server.h).
-enum class Method { kEstimate, kCheck, kListPresets, kListGpus, kWebhook };
-inline constexpr int kNumMethods = 5;
+enum class Method { kEstimate, kCheck, kListPresets, kListGpus, kWebhook, kPlan };
+inline constexpr int kNumMethods = 6;
 
 // "Estimate", "Check", ...: the RPC name; "Webhook" for the webhook.
 absl::string_view MethodName(Method method);

@@ -65,6 +65,25 @@ grpc::Status OomguardService::Check(grpc::ServerContext& context, const grpc::By
                 });
 }
 
+grpc::Status OomguardService::Plan(grpc::ServerContext& context, const grpc::ByteBuffer& request,
+                                   std::vector<grpc::ByteBuffer>* responses) {
+  return Handle(Method::kPlan, context, [&](absl::Time deadline, Outcome&) -> absl::Status {
+    OOMGUARD_ASSIGN_OR_RETURN(const std::string request_bytes, RequestBytes(request));
+    v1::PlanRequest parsed;
+    OOMGUARD_RETURN_IF_ERROR(ParseRequest(request_bytes, parsed));
+    PlanResult plan;
+    OOMGUARD_RETURN_IF_ERROR(handlers_.RunPlan(parsed, deadline, &plan));
+    v1::PlanResponse message;
+    for (v1::PlanCandidate& candidate : plan.candidates) {
+      *message.mutable_candidate() = std::move(candidate);
+      responses->push_back(SerializeResponse(message));
+    }
+    *message.mutable_summary() = std::move(plan.summary);
+    responses->push_back(SerializeResponse(message));
+    return absl::OkStatus();
+  });
+}
+
 grpc::Status OomguardService::ListPresets(grpc::ServerContext& context,
                                           const grpc::ByteBuffer& request,
                                           grpc::ByteBuffer* response) {

@@ -6,6 +6,8 @@
 #ifndef OOMGUARD_SERVICE_OOMGUARD_SERVICE_H_
 #define OOMGUARD_SERVICE_OOMGUARD_SERVICE_H_
 
+#include <vector>
+
 #include "grpcpp/server_context.h"
 #include "grpcpp/support/byte_buffer.h"
 #include "oomguard/v1/service.pb.h"
@@ -30,6 +32,10 @@ class OomguardService {
                            grpc::ByteBuffer* response);
   grpc::Status ListGpus(grpc::ServerContext& context, const grpc::ByteBuffer& request,
                         grpc::ByteBuffer* response);
+  // Server streaming: the messages to send, in order (the candidates, best
+  // first, then the summary); call_loop writes them one by one.
+  grpc::Status Plan(grpc::ServerContext& context, const grpc::ByteBuffer& request,
+                    std::vector<grpc::ByteBuffer>* responses);
 
   // The Check computation itself (resolution, then the core), for
   // in-process callers such as the admission webhook: no cache, metrics or

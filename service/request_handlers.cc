@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
@@ -13,6 +14,8 @@
 #include "common/status_macros.h"
 #include "estimator/estimator.h"
 #include "jobspec/presets.h"
+#include "planner/alternatives.h"
+#include "planner/gpu_performance.h"
 #include "service/request_log.h"
 #include "service/request_resolution.h"
 #include "service/status_mapping.h"
@@ -102,6 +105,7 @@ absl::Status RequestHandlers::RunCheck(const v1::CheckRequest& request, absl::Ti
                                                       : config_.default_safety_margin,
                                  .deadline = Deadline(deadline, &stop_)};
   OOMGUARD_ASSIGN_OR_RETURN(v1::CheckResponse checked, CheckJob(job.spec, gpu, options));
+  OOMGUARD_RETURN_IF_ERROR(AddAlternatives(job.spec, gpu, options.deadline, &checked));
   AddNotes(job.notes, checked.mutable_report());
   *response = std::move(checked);
   return absl::OkStatus();
@@ -123,6 +127,42 @@ absl::StatusOr<ResponseCache::Entry> RequestHandlers::Check(const std::string& r
   outcome.verdict = cached->verdict;
   outcome.peak_bytes = cached->peak_bytes;
   return *std::move(cached);
+}
+
+absl::Status RequestHandlers::RunPlan(const v1::PlanRequest& request, absl::Time deadline,
+                                      PlanResult* result) const {
+  OOMGUARD_ASSIGN_OR_RETURN(ResolvedJob job, ResolveJobSource(request.job(), "job"));
+  PlanCluster cluster;
+  absl::StatusOr<v1::GpuSpec> gpu = config_.catalog.Find(request.gpu_name());
+  if (!gpu.ok())
+    return WithBadField(absl::InvalidArgumentError(gpu.status().message()), "gpu_name");
+  cluster.gpu = *std::move(gpu);
+  absl::StatusOr<GpuPerformance> speed = FindGpuPerformance(cluster.gpu.name());
+  if (!speed.ok()) {
+    return WithBadField(absl::InvalidArgumentError(speed.status().message()), "gpu_name");
+  }
+  cluster.speed = *speed;
+  if (request.job().gpus_per_node() > 0) cluster.gpus_per_node = request.job().gpus_per_node();
+  PlanOptions options;
+  const v1::PlanConstraints& c = request.constraints();
+  if (c.has_memory_margin()) options.memory_margin = c.memory_margin();
+  if (request.limit() > 0) options.limit = request.limit();
+  options.allow_recompute = !c.no_recompute();
+  options.allow_offload = !c.no_offload();
+  options.allow_cross_node_expert_parallel = c.allow_cross_node_expert_parallel();
+  options.deadline = Deadline(deadline, &stop_);
+  absl::StatusOr<PlanResult> plan = oomguard::Plan(job.spec, cluster, options);
+  if (!plan.ok()) {
+    const absl::string_view message = plan.status().message();
+    if (absl::StartsWith(message, "limit")) return WithBadField(plan.status(), "limit");
+    if (absl::StartsWith(message, "constraints.memory_margin")) {
+      return WithBadField(plan.status(), "constraints.memory_margin");
+    }
+    return plan.status();
+  }
+  for (std::string& note : job.notes) plan->summary.add_notes(std::move(note));
+  *result = *std::move(plan);
+  return absl::OkStatus();
 }
 
 v1::ListPresetsResponse RequestHandlers::ListPresets() const {

@@ -20,6 +20,7 @@
 #include "common/deadline.h"
 #include "grpcpp/support/status.h"
 #include "oomguard/v1/service.pb.h"
+#include "planner/planner.h"
 #include "service/metrics.h"
 #include "service/response_cache.h"
 
@@ -76,6 +77,12 @@ class RequestHandlers {
   // `deadline` passes, Unavailable once the work is stopped (StopWorkAt).
   absl::Status RunCheck(const v1::CheckRequest& request, absl::Time deadline,
                         v1::CheckResponse* response) const;
+  // The Plan computation itself (resolution, then the planner): no metrics
+  // or log. InvalidArgument for a bad request (naming the field),
+  // ResourceExhausted beyond the planner's bound, DeadlineExceeded once
+  // `deadline` passes.
+  absl::Status RunPlan(const v1::PlanRequest& request, absl::Time deadline,
+                       PlanResult* result) const;
   v1::ListPresetsResponse ListPresets() const;
   const v1::ListGpusResponse& ListGpus() const { return gpus_; }
 

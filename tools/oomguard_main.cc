@@ -1,4 +1,4 @@
-// The `oomguard` command: estimate, calibrate, serve, check.
+// The `oomguard` command: estimate, plan, calibrate, serve, check.
 #include <iostream>
 #include <string>
 #include <vector>
@@ -6,6 +6,7 @@
 #include "tools/calibrate_command.h"
 #include "tools/check_command.h"
 #include "tools/estimate_command.h"
+#include "tools/plan_command.h"
 #include "tools/serve_command.h"
 
 namespace {
@@ -14,6 +15,8 @@ constexpr char kUsage[] =
     "oomguard: per-rank GPU memory of Megatron-Core training jobs\n"
     "  oomguard estimate --gpus N [--gpu-memory-gib G] [--json] [--tree] -- <Megatron-LM args>\n"
     "  oomguard estimate --gpus N --preset NAME [Megatron-LM args overriding the preset]\n"
+    "  oomguard plan --gpus N --gpu NAME [--gpus-per-node K] (--preset P | --hf-config F) [--top K]"
+    " [--json] [Megatron-LM args]   (see plan --help)\n"
     "  oomguard serve [--grpc_address=127.0.0.1:50051 --metrics_address=... ; see serve --help]\n"
     "  oomguard check --server HOST:PORT [--gpu NAME] [--gpus N] (--script FILE | --job-file FILE |"
     " -- <Megatron-LM args>)   (see check --help)\n"
@@ -34,6 +37,13 @@ int main(int argc, char** argv) {
     const int rc = oomguard::RunEstimateCommand(args, out, err);
     std::cout << out;
     if (!err.empty()) std::cerr << "oomguard estimate: " << err << "\n";
+    return rc;
+  }
+  if (command == "plan") {
+    std::string out, err;
+    const int rc = oomguard::RunPlanCommand(args, out, err);
+    std::cout << out;
+    if (!err.empty()) std::cerr << "oomguard plan: " << err << "\n";
     return rc;
   }
   if (command == "calibrate") {

@@ -53,6 +53,21 @@ std::string FormatVerdict(const v1::CheckResponse& r) {
       }
     }
   }
+  for (const v1::Alternative& a : r.alternatives()) {
+    if (a.speedup() > 0) {
+      absl::StrAppendFormat(&out,
+                            "oomguard: faster on the same GPUs: %s (+%.0f%% tokens/GPU/s "
+                            "predicted, worst rank %s): %s\n",
+                            a.description(), 100 * (a.speedup() - 1), GiB(a.peak_device_bytes()),
+                            a.megatron_args());
+    } else {
+      absl::StrAppendFormat(&out,
+                            "oomguard: fits on the same GPUs: %s (worst rank %s, %.0f "
+                            "tokens/GPU/s predicted): %s\n",
+                            a.description(), GiB(a.peak_device_bytes()),
+                            a.tokens_per_gpu_per_second(), a.megatron_args());
+    }
+  }
   for (const v1::Recommendation& rec : r.recommendations()) {
     if (rec.kind() != v1::Recommendation::KIND_INCOMPATIBILITY) continue;
     absl::StrAppend(&out, "oomguard: will not start as given: ", rec.reason(),

@@ -63,6 +63,28 @@ TEST(FormatVerdictTest, DoesNotFitListsStepsThenIncompatibilities) {
             "oomguard: will not start as given: b needs c (fix: --no-b)\n");
 }
 
+TEST(FormatVerdictTest, AlternativesSayWhatFitsOrRunsFaster) {
+  v1::CheckResponse r;
+  r.set_verdict(v1::VERDICT_DOES_NOT_FIT);
+  r.set_summary("Does not fit");
+  v1::Alternative* fits = r.add_alternatives();
+  fits->set_description("TP 4 PP 4 VPP 5");
+  fits->set_peak_device_bytes(uint64_t{70} << 30);
+  fits->set_tokens_per_gpu_per_second(1500);
+  fits->set_megatron_args("--tensor-model-parallel-size 4");
+  EXPECT_EQ(FormatVerdict(r),
+            "oomguard: Does not fit\n"
+            "oomguard: fits on the same GPUs: TP 4 PP 4 VPP 5 (worst rank 70.0 GiB, 1500 "
+            "tokens/GPU/s predicted): --tensor-model-parallel-size 4\n");
+  r.set_verdict(v1::VERDICT_FITS);
+  r.set_summary("Fits");
+  fits->set_speedup(1.25);
+  EXPECT_EQ(FormatVerdict(r),
+            "oomguard: Fits\n"
+            "oomguard: faster on the same GPUs: TP 4 PP 4 VPP 5 (+25% tokens/GPU/s predicted, "
+            "worst rank 70.0 GiB): --tensor-model-parallel-size 4\n");
+}
+
 TEST(FormatCheckResponseJsonTest, OneLineWithProtoNamesAndDefaults) {
   v1::CheckResponse r;
   r.set_verdict(v1::VERDICT_FITS);

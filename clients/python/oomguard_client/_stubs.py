@@ -24,7 +24,7 @@ import subprocess
 import sys
 import tempfile
 
-PROTO_FILES = ("job.proto", "report.proto", "admission.proto", "service.proto", "error.proto")
+PROTO_FILES = ("job.proto", "report.proto", "admission.proto", "plan.proto", "service.proto", "error.proto")
 
 
 class StubsUnavailable(ImportError):

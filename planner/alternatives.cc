@@ -1,0 +1,72 @@
+// Alternatives inside an admission check (see alternatives.h).
+#include "planner/alternatives.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "planner/planner.h"
+
+namespace oomguard {
+namespace {
+
+// The job with its layout and recompute left to the search (its batch,
+// sequence, model, precision and runtime kept).
+v1::JobSpec Searchable(const v1::JobSpec& job) {
+  v1::JobSpec base = job;
+  v1::ParallelismSpec* p = base.mutable_parallelism();
+  const uint32_t gpus = p->num_gpus();
+  p->Clear();
+  p->set_num_gpus(gpus);
+  base.clear_recompute();
+  base.mutable_precision()->clear_optimizer_cpu_offload();
+  base.mutable_precision()->clear_optimizer_offload_fraction();
+  return base;
+}
+
+void Add(const v1::PlanCandidate& c, double own_tokens, v1::CheckResponse* response) {
+  v1::Alternative* a = response->add_alternatives();
+  a->set_megatron_args(c.megatron_args());
+  a->set_description(absl::StrCat("TP ", c.tp(), " PP ", c.pp(), " VPP ", c.vpp(), " CP ", c.cp(),
+                                  " EP ", c.ep(), " ETP ", c.etp(), ", micro-batch ",
+                                  c.micro_batch_size(), ", recompute ", c.recompute(),
+                                  c.optimizer_cpu_offload() ? ", optimizer CPU offload" : ""));
+  a->set_peak_device_bytes(c.peak_device_bytes());
+  a->set_tokens_per_gpu_per_second(c.tokens_per_gpu_per_second());
+  a->set_speedup(own_tokens > 0 ? c.tokens_per_gpu_per_second() / own_tokens : 0);
+}
+
+}  // namespace
+
+absl::Status AddAlternatives(const v1::JobSpec& job, const v1::GpuSpec& gpu,
+                             const Deadline& deadline, v1::CheckResponse* response) {
+  const absl::StatusOr<GpuPerformance> speed = FindGpuPerformance(gpu.name());
+  if (!speed.ok()) return absl::OkStatus();
+  PlanCluster cluster;
+  cluster.gpu = gpu;
+  cluster.speed = *speed;
+  cluster.gpus_per_node =
+      static_cast<uint32_t>(job.runtime().has_gpus_per_node() ? job.runtime().gpus_per_node() : 8);
+  PlanOptions options;
+  options.memory_margin = response->safety_margin();
+  options.limit = kMaxAlternatives;
+  options.deadline = deadline;
+  const absl::StatusOr<PlanResult> plan = Plan(Searchable(job), cluster, options);
+  if (absl::IsDeadlineExceeded(plan.status()) || absl::IsUnavailable(plan.status())) {
+    return plan.status();
+  }
+  if (!plan.ok() || plan->candidates.empty()) return absl::OkStatus();
+  if (response->verdict() == v1::VERDICT_DOES_NOT_FIT) {
+    for (const v1::PlanCandidate& c : plan->candidates) Add(c, 0, response);
+    return absl::OkStatus();
+  }
+  const absl::StatusOr<v1::PlanCandidate> own = DescribeJob(job, cluster, options.memory_margin);
+  if (!own.ok()) return absl::OkStatus();
+  const v1::PlanCandidate& best = plan->candidates.front();
+  if (best.tokens_per_gpu_per_second() >= kClearlyFaster * own->tokens_per_gpu_per_second()) {
+    Add(best, own->tokens_per_gpu_per_second(), response);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace oomguard

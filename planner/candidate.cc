@@ -1,0 +1,206 @@
+// A planned configuration described (see candidate.h).
+#include "planner/candidate.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "estimator/recompute_rules.h"
+#include "jobspec/megatron_flags.h"
+
+namespace oomguard {
+namespace {
+
+// The flag that sets the JobSpec field `path` (a constant here: one no
+// flag sets is a bug).
+const MegatronFlag& FlagFor(std::string_view path) {
+  const MegatronFlag* flag = FindMegatronFlagForField(path);
+  if (flag == nullptr) {
+    std::fprintf(stderr, "oomguard: planner: no Megatron-LM flag sets %.*s\n",
+                 static_cast<int>(path.size()), path.data());
+    std::abort();
+  }
+  return *flag;
+}
+
+void AddValue(std::vector<std::string>& words, std::string_view path, int64_t value) {
+  words.push_back(FlagFor(path).Spelling());
+  words.push_back(absl::StrCat(value));
+}
+
+void AddWord(std::vector<std::string>& words, std::string_view path, int value) {
+  const MegatronFlag& flag = FlagFor(path);
+  words.push_back(flag.Spelling());
+  words.push_back(std::string(flag.WordFor(value)));
+}
+
+}  // namespace
+
+std::string RecomputeText(const ValidatedJob& j) {
+  const RecomputeSettings& r = j.recompute;
+  if (r.granularity == v1::RECOMPUTE_GRANULARITY_FULL) {
+    return absl::StrCat("full ", r.method == v1::RECOMPUTE_METHOD_UNIFORM ? "uniform " : "block ",
+                        r.num_layers);
+  }
+  if (r.granularity == v1::RECOMPUTE_GRANULARITY_SELECTIVE) {
+    std::vector<std::string> names;
+    for (int m = v1::RecomputeModule_MIN; m <= v1::RecomputeModule_MAX; ++m) {
+      const auto module = static_cast<v1::RecomputeModule>(m);
+      if (r.HasModule(module)) names.emplace_back(RecomputeModuleWord(module));
+    }
+    return absl::StrCat("selective ", absl::StrJoin(names, ","));
+  }
+  return "none";
+}
+
+std::string CandidateArgs(const ValidatedJob& j, const v1::JobSpec& job) {
+  const Parallelism& par = j.parallelism;
+  const v1::ParallelismSpec& p = job.parallelism();
+  std::vector<std::string> w;
+  AddValue(w, "parallelism.tensor_model_parallel_size", par.tp);
+  AddValue(w, "parallelism.pipeline_model_parallel_size", par.pp);
+  if (p.has_num_virtual_stages_per_pipeline_rank()) {
+    AddValue(w, "parallelism.num_virtual_stages_per_pipeline_rank", par.vpp);
+  } else if (p.has_num_layers_per_virtual_pipeline_stage()) {
+    AddValue(w, "parallelism.num_layers_per_virtual_pipeline_stage",
+             p.num_layers_per_virtual_pipeline_stage());
+  }
+  if (p.has_decoder_first_pipeline_num_layers()) {
+    AddValue(w, "parallelism.decoder_first_pipeline_num_layers",
+             p.decoder_first_pipeline_num_layers());
+  }
+  if (p.has_decoder_last_pipeline_num_layers()) {
+    AddValue(w, "parallelism.decoder_last_pipeline_num_layers",
+             p.decoder_last_pipeline_num_layers());
+  }
+  if (p.account_for_embedding_in_pipeline_split()) {
+    w.push_back(FlagFor("parallelism.account_for_embedding_in_pipeline_split").Spelling());
+  }
+  if (p.account_for_loss_in_pipeline_split()) {
+    w.push_back(FlagFor("parallelism.account_for_loss_in_pipeline_split").Spelling());
+  }
+  AddValue(w, "parallelism.context_parallel_size", par.cp);
+  if (j.is_moe_model()) {
+    AddValue(w, "parallelism.expert_model_parallel_size", par.ep);
+    AddValue(w, "parallelism.expert_tensor_parallel_size", par.etp);
+  }
+  if (par.sp) w.push_back(FlagFor("parallelism.sequence_parallel").Spelling());
+  AddValue(w, "training.micro_batch_size", j.training.micro_batch);
+  AddValue(w, "training.global_batch_size", j.training.global_batch);
+  AddValue(w, "training.seq_length", j.training.seq);
+  const RecomputeSettings& r = j.recompute;
+  if (r.granularity == v1::RECOMPUTE_GRANULARITY_FULL ||
+      r.granularity == v1::RECOMPUTE_GRANULARITY_SELECTIVE) {
+    AddWord(w, "recompute.granularity", r.granularity);
+  }
+  if (r.granularity == v1::RECOMPUTE_GRANULARITY_FULL) {
+    AddWord(w, "recompute.method", r.method);
+    AddValue(w, "recompute.num_layers", r.num_layers);
+  } else if (r.granularity == v1::RECOMPUTE_GRANULARITY_SELECTIVE) {
+    w.push_back(FlagFor("recompute.modules").Spelling());
+    for (int m = v1::RecomputeModule_MIN; m <= v1::RecomputeModule_MAX; ++m) {
+      const auto module = static_cast<v1::RecomputeModule>(m);
+      if (r.HasModule(module)) w.emplace_back(RecomputeModuleWord(module));
+    }
+  }
+  if (j.precision.distributed_optimizer) {
+    w.push_back(FlagFor("precision.use_distributed_optimizer").Spelling());
+  }
+  if (j.precision.offload_fraction > 0) {
+    w.push_back(FlagFor("precision.optimizer_cpu_offload").Spelling());
+    w.push_back(FlagFor("precision.optimizer_offload_fraction").Spelling());
+    w.push_back(absl::StrFormat("%g", j.precision.offload_fraction));
+  }
+  // The step-time model assumes the data-parallel overlap (step_time.cc).
+  w.push_back("--overlap-grad-reduce");
+  w.push_back("--overlap-param-gather");
+  return absl::StrJoin(w, " ");
+}
+
+v1::PlanCandidate DescribeCandidate(const v1::JobSpec& job, const ValidatedJob& j,
+                                    const StepTime& t, const PeakEstimate& peaks,
+                                    uint64_t usable_bytes) {
+  const Parallelism& par = j.parallelism;
+  v1::PlanCandidate c;
+  c.set_tp(static_cast<uint32_t>(par.tp));
+  c.set_pp(static_cast<uint32_t>(par.pp));
+  c.set_vpp(static_cast<uint32_t>(par.vpp));
+  c.set_cp(static_cast<uint32_t>(par.cp));
+  c.set_ep(static_cast<uint32_t>(par.ep));
+  c.set_etp(static_cast<uint32_t>(par.etp));
+  c.set_dp(static_cast<uint32_t>(par.dp));
+  c.set_micro_batch_size(static_cast<uint32_t>(j.training.micro_batch));
+  c.set_num_microbatches(static_cast<uint32_t>(j.training.num_microbatches));
+  c.set_decoder_first_pipeline_num_layers(job.parallelism().decoder_first_pipeline_num_layers());
+  c.set_decoder_last_pipeline_num_layers(job.parallelism().decoder_last_pipeline_num_layers());
+  c.set_sequence_parallel(par.sp);
+  c.set_distributed_optimizer(j.precision.distributed_optimizer);
+  c.set_optimizer_cpu_offload(j.precision.offload_fraction > 0);
+  c.set_recompute(RecomputeText(j));
+  const uint64_t peak = peaks.ranks[peaks.worst_rank].peak_device_bytes;
+  c.set_peak_device_bytes(peak);
+  c.set_worst_pp_rank(static_cast<uint32_t>(peaks.worst_rank));
+  c.set_headroom_bytes(static_cast<int64_t>(usable_bytes) - static_cast<int64_t>(peak));
+  for (const RankPeak& r : peaks.ranks) c.add_rank_peak_device_bytes(r.peak_device_bytes);
+  c.set_step_time_seconds(t.seconds);
+  c.set_tokens_per_gpu_per_second(t.tokens_per_gpu_per_second);
+  c.set_mfu(t.mfu);
+  v1::StepTimeBreakdown* b = c.mutable_breakdown();
+  b->set_compute_seconds(t.compute);
+  b->set_recompute_seconds(t.recompute);
+  b->set_tensor_parallel_seconds(t.tensor_parallel);
+  b->set_context_parallel_seconds(t.context_parallel);
+  b->set_expert_parallel_seconds(t.expert_parallel);
+  b->set_pipeline_bubble_seconds(t.pipeline_bubble);
+  b->set_data_parallel_seconds(t.data_parallel);
+  b->set_offload_seconds(t.offload);
+  c.set_megatron_args(CandidateArgs(j, job));
+  return c;
+}
+
+void SetReasons(double best_tokens_per_gpu_per_second, v1::PlanCandidate* c) {
+  c->clear_reasons();
+  const double ratio = c->tokens_per_gpu_per_second() / best_tokens_per_gpu_per_second;
+  if (ratio >= 0.9995) {
+    c->add_reasons(absl::StrFormat("fastest predicted: %.0f tokens/GPU/s, MFU %.0f%%",
+                                   c->tokens_per_gpu_per_second(), 100 * c->mfu()));
+  } else {
+    c->add_reasons(absl::StrFormat("%.1f%% slower than the best (%.0f tokens/GPU/s, MFU %.0f%%)",
+                                   100 * (1 - ratio), c->tokens_per_gpu_per_second(),
+                                   100 * c->mfu()));
+  }
+  // The two largest costs beyond the model's own compute.
+  const v1::StepTimeBreakdown& b = c->breakdown();
+  const double step = c->step_time_seconds();
+  std::vector<std::pair<double, std::string>> costs = {
+      {b.recompute_seconds(), absl::StrCat("recompute (", c->recompute(), ")")},
+      {b.tensor_parallel_seconds(), absl::StrCat("TP/SP communication (TP ", c->tp(), ")")},
+      {b.context_parallel_seconds(), absl::StrCat("CP key/value exchange (CP ", c->cp(), ")")},
+      {b.expert_parallel_seconds(), absl::StrCat("EP all-to-all (EP ", c->ep(), ")")},
+      {b.pipeline_bubble_seconds(),
+       absl::StrCat("pipeline bubble (PP ", c->pp(), ", VPP ", c->vpp(), ", ",
+                    c->num_microbatches(), " micro-batches)")},
+      {b.data_parallel_seconds(), absl::StrCat("data-parallel sync (DP ", c->dp(), ")")},
+      {b.offload_seconds(), "optimizer CPU offload"},
+  };
+  std::sort(costs.begin(), costs.end(),
+            [](const auto& a, const auto& b) { return a.first > b.first; });
+  for (int i = 0; i < 2 && costs[i].first > 0.005 * step; ++i) {
+    c->add_reasons(absl::StrFormat("%s takes %.0f%% of the step", costs[i].second,
+                                   100 * costs[i].first / step));
+  }
+  if (c->reasons_size() < 3) {
+    c->add_reasons(absl::StrFormat("peak %.1f GiB on PP rank %u, %.1f GiB headroom",
+                                   static_cast<double>(c->peak_device_bytes()) / (1 << 30),
+                                   c->worst_pp_rank(),
+                                   static_cast<double>(c->headroom_bytes()) / (1 << 30)));
+  }
+}
+
+}  // namespace oomguard

@@ -1,0 +1,36 @@
+// One planned configuration as the plan returns it (v1::PlanCandidate): its
+// sizes, recompute as text, memory per rank, predicted speed, the reasons for
+// its rank, and the Megatron-LM arguments that run it.
+#ifndef OOMGUARD_PLANNER_CANDIDATE_H_
+#define OOMGUARD_PLANNER_CANDIDATE_H_
+
+#include <string>
+
+#include "estimator/estimator.h"
+#include "estimator/validated_job.h"
+#include "oomguard/v1/job.pb.h"
+#include "oomguard/v1/plan.pb.h"
+#include "planner/step_time.h"
+
+namespace oomguard {
+
+// "none", "selective core_attn,layernorm", "full uniform 1", "full block 2".
+std::string RecomputeText(const ValidatedJob& j);
+
+// The Megatron-LM arguments that set `j`'s parallel sizes, batch, recompute
+// and optimizer (flag spellings from jobspec's flag table), with the
+// overlap flags the step-time model assumes.
+std::string CandidateArgs(const ValidatedJob& j, const v1::JobSpec& job);
+
+// The candidate for `job`: `usable_bytes` is the GPU memory after the margin.
+v1::PlanCandidate DescribeCandidate(const v1::JobSpec& job, const ValidatedJob& j,
+                                    const StepTime& t, const PeakEstimate& peaks,
+                                    uint64_t usable_bytes);
+
+// Sets the reasons of `c` (two or three, largest effect first), against the
+// plan's best throughput `best_tokens_per_gpu_per_second`.
+void SetReasons(double best_tokens_per_gpu_per_second, v1::PlanCandidate* c);
+
+}  // namespace oomguard
+
+#endif  // OOMGUARD_PLANNER_CANDIDATE_H_

@@ -1,0 +1,36 @@
+// The speed of a GPU and of its links, as the step-time model
+// (step_time.h) reads them: dense GEMM peaks, HBM bandwidth, the NVLink
+// domain's collective bandwidth, the per-GPU network bandwidth between nodes
+// and the host link. The GPU catalog (admission/gpu_catalog.h) holds memory;
+// this table holds speed, by the same names.
+#ifndef OOMGUARD_PLANNER_GPU_PERFORMANCE_H_
+#define OOMGUARD_PLANNER_GPU_PERFORMANCE_H_
+
+#include <string_view>
+
+#include "absl/status/statusor.h"
+
+namespace oomguard {
+
+struct GpuPerformance {
+  const char* name = "";
+  double bf16_flops = 0;  // Dense BF16 tensor-core peak, FLOP/s (no sparsity).
+  double fp8_flops = 0;   // Dense FP8 peak, FLOP/s; 0 = no FP8 (runs at bf16 speed).
+  double hbm_bytes_per_second = 0;
+  // NVLink per GPU and direction (the link rate a ring collective's bus
+  // bandwidth approaches; all-to-all reaches less, see step_time.cc).
+  double nvlink_bytes_per_second = 0;
+  // Network per GPU and direction between nodes (one NIC per GPU).
+  double network_bytes_per_second = 0;
+  double pcie_bytes_per_second = 0;  // Host link per GPU and direction.
+};
+
+// The entry for a catalog name or alias (H100-SXM-80GB, H100, H800,
+// H200-141GB, A100-SXM-80GB, A100-40GB, B200-192GB, MI300X-192GB), matched
+// like the catalog matches (case-insensitive, '_' = '-'). NotFound naming the
+// known GPUs otherwise.
+absl::StatusOr<GpuPerformance> FindGpuPerformance(std::string_view name);
+
+}  // namespace oomguard
+
+#endif  // OOMGUARD_PLANNER_GPU_PERFORMANCE_H_

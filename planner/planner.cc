@@ -1,0 +1,251 @@
+// The planner's search (see planner.h).
+#include "planner/planner.h"
+
+#include <algorithm>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "common/status_macros.h"
+#include "estimator/estimator.h"
+#include "estimator/validated_job.h"
+#include "planner/candidate.h"
+#include "planner/search_space.h"
+#include "planner/step_time.h"
+
+namespace oomguard {
+namespace {
+
+constexpr uint32_t kDefaultSeqLength = 4096;
+constexpr uint32_t kDefaultGlobalBatch = 1024;
+
+// The fastest setting of one layout and micro-batch size that fits.
+struct Found {
+  size_t layout = 0;
+  int64_t micro_batch = 0;
+  size_t setting = 0;
+  double tokens_per_gpu_per_second = 0;
+};
+
+struct Counts {
+  uint64_t considered = 0, estimated = 0, fitting = 0;
+};
+
+uint64_t WorstPeak(const PeakEstimate& p) { return p.ranks[p.worst_rank].peak_device_bytes; }
+
+class Search {
+ public:
+  Search(const v1::JobSpec& base, const PlanCluster& cluster, const PlanOptions& options,
+         uint64_t usable)
+      : base_(base), cluster_(cluster), options_(options), usable_(usable) {}
+
+  // Searches with `bounds`; appends what fits to `found_`.
+  absl::Status Run(const SearchBounds& bounds) {
+    layouts_ = EnumerateLayouts(base_, bounds);
+    settings_ = EnumerateSettings(base_, bounds);
+    const std::vector<int64_t> micro_batches = MicroBatchSizes(base_);
+    const uint64_t space =
+        static_cast<uint64_t>(layouts_.size()) * micro_batches.size() * settings_.size();
+    if (space > kMaxPlanSettings) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "plan: the search has ", space, " settings (", layouts_.size(), " layouts x ",
+          micro_batches.size(), " micro-batch sizes x ", settings_.size(),
+          " recompute/offload settings), over the bound of ", kMaxPlanSettings,
+          "; fix a parallel size (e.g. --tensor-model-parallel-size) to narrow it"));
+    }
+    counts_.considered += space;
+    found_.clear();
+    v1::JobSpec job;
+    std::vector<std::pair<double, size_t>> order;
+    std::vector<std::optional<ValidatedJob>> validated(settings_.size());
+    const size_t most_saving = settings_.size() - 1;
+    const int64_t global_batch = base_.training().global_batch_size();
+    for (size_t li = 0; li < layouts_.size(); ++li) {
+      if (options_.deadline.Passed()) {
+        return options_.deadline.Check(
+            absl::StrCat("planning (after ", li, " of ", layouts_.size(), " layouts)"));
+      }
+      const Layout& l = layouts_[li];
+      const int64_t dp =
+          static_cast<int64_t>(base_.parallelism().num_gpus()) / (l.tp * l.cp * l.pp);
+      for (const int64_t mb : micro_batches) {
+        if (global_batch % (mb * dp) != 0) continue;
+        // The most memory-saving setting first: if it does not fit, no
+        // setting does, nor any larger micro-batch.
+        ApplyCandidate(base_, l, mb, settings_[most_saving], &job);
+        absl::StatusOr<ValidatedJob> saving = ValidateJob(job, nullptr);
+        if (!saving.ok()) continue;
+        ++counts_.estimated;
+        const bool saving_fits = WorstPeak(EstimatePeaks(*saving)) <= usable_;
+        if (!saving_fits) break;
+        // The others by predicted speed; the first that fits is kept.
+        order.clear();
+        for (size_t si = 0; si < settings_.size(); ++si) {
+          validated[si].reset();
+          if (si == most_saving) {
+            validated[si] = *std::move(saving);
+          } else {
+            ApplyCandidate(base_, l, mb, settings_[si], &job);
+            absl::StatusOr<ValidatedJob> v = ValidateJob(job, nullptr);
+            if (!v.ok()) continue;
+            validated[si] = *std::move(v);
+          }
+          order.emplace_back(EstimateStepTime(*validated[si], cluster_.speed).seconds, si);
+        }
+        std::sort(order.begin(), order.end());
+        for (const auto& [seconds, si] : order) {
+          if (si != most_saving) {
+            ++counts_.estimated;
+            if (WorstPeak(EstimatePeaks(*validated[si])) > usable_) continue;
+          }
+          ++counts_.fitting;
+          const double tokens = static_cast<double>(global_batch) *
+                                static_cast<double>(base_.training().seq_length()) /
+                                static_cast<double>(base_.parallelism().num_gpus()) / seconds;
+          found_.push_back(Found{li, mb, si, tokens});
+          break;
+        }
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  // The best `limit` of what was found, described.
+  std::vector<v1::PlanCandidate> Best(uint32_t limit) {
+    std::stable_sort(found_.begin(), found_.end(), [](const Found& a, const Found& b) {
+      return a.tokens_per_gpu_per_second > b.tokens_per_gpu_per_second;
+    });
+    std::vector<v1::PlanCandidate> out;
+    v1::JobSpec job;
+    for (size_t i = 0; i < found_.size() && out.size() < limit; ++i) {
+      const Found& f = found_[i];
+      ApplyCandidate(base_, layouts_[f.layout], f.micro_batch, settings_[f.setting], &job);
+      const absl::StatusOr<ValidatedJob> v = ValidateJob(job, nullptr);
+      if (!v.ok()) continue;  // Validated in the search: cannot happen.
+      out.push_back(DescribeCandidate(job, *v, EstimateStepTime(*v, cluster_.speed),
+                                      EstimatePeaks(*v), usable_));
+    }
+    for (v1::PlanCandidate& c : out) {
+      SetReasons(out.front().tokens_per_gpu_per_second(), &c);
+    }
+    return out;
+  }
+
+  bool empty() const { return found_.empty(); }
+  const Counts& counts() const { return counts_; }
+
+ private:
+  const v1::JobSpec& base_;
+  const PlanCluster& cluster_;
+  const PlanOptions& options_;
+  const uint64_t usable_;
+  std::vector<Layout> layouts_;
+  std::vector<Setting> settings_;
+  std::vector<Found> found_;
+  Counts counts_;
+};
+
+absl::Status CheckOptions(const PlanCluster& cluster, const PlanOptions& options) {
+  if (!(options.memory_margin >= 0 && options.memory_margin < 1)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("constraints.memory_margin = ", options.memory_margin, ": must be in [0, 1)"));
+  }
+  if (options.limit < 1 || options.limit > kMaxPlanLimit) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("limit = ", options.limit, ": must be in [1, ", kMaxPlanLimit, "]"));
+  }
+  if (cluster.gpu.memory_bytes() == 0) {
+    return absl::InvalidArgumentError("gpu.memory_bytes = 0: must be positive");
+  }
+  if (cluster.gpus_per_node < 1 || cluster.gpus_per_node > 1024) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("gpus_per_node = ", cluster.gpus_per_node, ": must be in [1, 1024]"));
+  }
+  return absl::OkStatus();
+}
+
+// The job with the shape defaults the plan assumes.
+v1::JobSpec WithShape(const v1::JobSpec& job, const PlanCluster& cluster,
+                      std::vector<std::string>* notes) {
+  v1::JobSpec base = job;
+  if (base.training().seq_length() == 0) {
+    base.mutable_training()->set_seq_length(kDefaultSeqLength);
+    notes->push_back(absl::StrCat("no --seq-length: ", kDefaultSeqLength, " assumed"));
+  }
+  if (!base.training().has_global_batch_size()) {
+    base.mutable_training()->set_global_batch_size(kDefaultGlobalBatch);
+    notes->push_back(absl::StrCat("no --global-batch-size: ", kDefaultGlobalBatch, " assumed"));
+  }
+  base.mutable_runtime()->set_gpus_per_node(cluster.gpus_per_node);
+  return base;
+}
+
+uint64_t Usable(const PlanCluster& cluster, double margin) {
+  return static_cast<uint64_t>(static_cast<double>(cluster.gpu.memory_bytes()) * (1 - margin));
+}
+
+}  // namespace
+
+absl::StatusOr<PlanResult> Plan(const v1::JobSpec& job, const PlanCluster& cluster,
+                                const PlanOptions& options) {
+  OOMGUARD_RETURN_IF_ERROR(CheckOptions(cluster, options));
+  std::vector<std::string> notes;
+  const v1::JobSpec base = WithShape(job, cluster, &notes);
+  // The job as given must be a valid model and shape (its own layout aside).
+  if (base.parallelism().num_gpus() == 0) {
+    return absl::InvalidArgumentError("parallelism.num_gpus = 0: must be at least 1");
+  }
+  if (base.model().num_layers() == 0) {
+    return absl::InvalidArgumentError(
+        "model.num_layers = 0: the plan needs a model (--preset, --hf-config or --num-layers)");
+  }
+  const uint64_t usable = Usable(cluster, options.memory_margin);
+  SearchBounds bounds;
+  bounds.gpus_per_node = cluster.gpus_per_node;
+  bounds.allow_recompute = options.allow_recompute;
+  bounds.allow_offload = options.allow_offload;
+  bounds.cross_node_expert_parallel = options.allow_cross_node_expert_parallel;
+  Search search(base, cluster, options, usable);
+  OOMGUARD_RETURN_IF_ERROR(search.Run(bounds));
+  std::string space = absl::StrFormat(
+      "TP powers of 2 up to %u, CP while >= %d tokens per rank, PP dividing the GPUs (even, "
+      "embedding/loss-counted and uneven first/last splits), VPP up to %d, EP x ETP within the "
+      "node, micro-batch 1-8, 7 recompute settings, optimizer offload off/on; at most %d "
+      "settings",
+      cluster.gpus_per_node, kMinCpTokens, kMaxVpp, kMaxPlanSettings);
+  if (search.empty() && base.model().num_experts() > 0 && !bounds.cross_node_expert_parallel) {
+    bounds.cross_node_expert_parallel = true;
+    OOMGUARD_RETURN_IF_ERROR(search.Run(bounds));
+    notes.push_back(
+        "nothing fits with the expert-parallel group inside one node: EP x ETP across nodes "
+        "searched too (its all-to-all runs over the network)");
+    absl::StrAppend(&space, "; EP x ETP across nodes");
+  }
+  PlanResult result;
+  result.candidates = search.Best(options.limit);
+  v1::PlanSummary& s = result.summary;
+  s.set_candidates_considered(search.counts().considered);
+  s.set_candidates_estimated(search.counts().estimated);
+  s.set_candidates_fitting(search.counts().fitting);
+  s.set_search_space(space);
+  s.set_usable_bytes(usable);
+  if (result.candidates.empty()) {
+    notes.push_back("no configuration fits: use more GPUs or GPUs with more memory");
+  }
+  for (std::string& n : notes) s.add_notes(std::move(n));
+  return result;
+}
+
+absl::StatusOr<v1::PlanCandidate> DescribeJob(const v1::JobSpec& job, const PlanCluster& cluster,
+                                              double memory_margin) {
+  OOMGUARD_ASSIGN_OR_RETURN(const ValidatedJob j, ValidateJob(job, nullptr));
+  v1::PlanCandidate c = DescribeCandidate(job, j, EstimateStepTime(j, cluster.speed),
+                                          EstimatePeaks(j), Usable(cluster, memory_margin));
+  SetReasons(c.tokens_per_gpu_per_second(), &c);
+  return c;
+}
+
+}  // namespace oomguard

@@ -1,0 +1,93 @@
+// The planner: every parallel and recompute configuration of a model that
+// fits a cluster, ranked by expected speed (step_time.h).
+//
+// The search, from a base job (the model and training shape, with any
+// parallel size the user fixed) and the cluster:
+//   TP        powers of two up to the NVLink domain (TP never leaves a node);
+//   CP        1, and powers of two while each rank keeps >= kMinCpTokens
+//             tokens of the sequence;
+//   PP        divisors of GPUs / (TP x CP) up to the decoder layers, each with
+//             its splits: even, embedding and loss counted as layers
+//             (--account-for-embedding/loss-in-pipeline-split), and uneven
+//             first/last stages (--decoder-first/last-pipeline-num-layers);
+//   VPP       1 and the divisors of the layers per stage, up to kMaxVpp;
+//   EP, ETP   (MoE models) EP a power of two dividing the experts, ETP 1 or
+//             TP; EP x ETP inside the NVLink domain unless nothing there
+//             fits (or the request allows more);
+//   micro-batch 1, 2, 4, 8 (dividing the global batch over DP);
+//   recompute none, selective (core_attn; moe_act + layernorm; moe +
+//             layernorm; mlp), full (block: half the layers of a chunk;
+//             uniform: every layer); optimizer CPU offload off, then on.
+// Sequence parallel is on whenever TP > 1 and the distributed optimizer
+// always (both only save memory at no modelled cost). Every candidate is
+// validated by the estimator (ValidateJob: Megatron-Core's rules live there)
+// and its memory estimated by the same model as `oomguard estimate`
+// (EstimatePeaks). Of the settings of one layout and micro-batch size only
+// the fastest that fits is kept: the others are slower by the model and
+// need no estimate. A layout whose most memory-saving setting does not fit
+// at a micro-batch size skips the larger sizes.
+#ifndef OOMGUARD_PLANNER_PLANNER_H_
+#define OOMGUARD_PLANNER_PLANNER_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "common/deadline.h"
+#include "oomguard/v1/admission.pb.h"
+#include "oomguard/v1/job.pb.h"
+#include "oomguard/v1/plan.pb.h"
+#include "planner/gpu_performance.h"
+
+namespace oomguard {
+
+// The bound of the search: settings enumerated (layout x micro-batch x
+// recompute x offload). A request over it is refused (fix a parallel size).
+inline constexpr uint64_t kMaxPlanSettings = 1'000'000;
+inline constexpr uint32_t kMaxPlanLimit = 1000;  // Candidates returned.
+inline constexpr int64_t kMaxVpp = 16;
+inline constexpr int64_t kMinCpTokens = 2048;
+// A candidate is "clearly faster" than the job's own configuration when its
+// predicted throughput is this much higher.
+inline constexpr double kClearlyFaster = 1.10;
+
+struct PlanCluster {
+  uint32_t gpus_per_node = 8;  // The NVLink domain.
+  v1::GpuSpec gpu;             // Memory (the catalog entry).
+  GpuPerformance speed;        // Speed (gpu_performance.h).
+};
+
+struct PlanOptions {
+  // Fraction of the GPU's memory a candidate leaves free, in [0, 1).
+  double memory_margin = 0.05;
+  uint32_t limit = 20;  // Candidates returned, best first; 1..kMaxPlanLimit.
+  bool allow_recompute = true;
+  bool allow_offload = true;
+  bool allow_cross_node_expert_parallel = false;
+  // DeadlineExceeded once this passes (checked for every layout).
+  Deadline deadline;
+};
+
+struct PlanResult {
+  std::vector<v1::PlanCandidate> candidates;  // Best first.
+  v1::PlanSummary summary;
+};
+
+// Plans `job` (built by jobspec's BuildJob: parallelism.num_gpus is the
+// cluster's GPU count; a parallel size it sets is kept fixed; without
+// --seq-length 4096 and without --global-batch-size 1024 are assumed, with a
+// note). InvalidArgument naming the field for a bad job or option;
+// ResourceExhausted when the search exceeds kMaxPlanSettings;
+// DeadlineExceeded.
+absl::StatusOr<PlanResult> Plan(const v1::JobSpec& job, const PlanCluster& cluster,
+                                const PlanOptions& options);
+
+// The predicted step time of `job` itself on the cluster, as a candidate
+// (its memory included); for comparing a job with its plan.
+absl::StatusOr<v1::PlanCandidate> DescribeJob(const v1::JobSpec& job, const PlanCluster& cluster,
+                                              double memory_margin);
+
+}  // namespace oomguard
+
+#endif  // OOMGUARD_PLANNER_PLANNER_H_

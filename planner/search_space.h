@@ -1,0 +1,62 @@
+// The planner's search space (see planner.h): the parallel layouts of a job
+// on a cluster, and the memory/speed settings tried on each, as changes to a
+// JobSpec. What the user fixed in the base job stays as given.
+#ifndef OOMGUARD_PLANNER_SEARCH_SPACE_H_
+#define OOMGUARD_PLANNER_SEARCH_SPACE_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "oomguard/v1/job.pb.h"
+
+namespace oomguard {
+
+// How the decoder layers are split over the pipeline stages.
+enum class PipelineSplit {
+  kAsGiven,                  // The base job's own split (the user fixed it), or PP = 1.
+  kEven,                     // Megatron's default.
+  kAccountEmbeddingAndLoss,  // --account-for-{embedding,loss}-in-pipeline-split.
+  kUnevenFirstLast,          // --decoder-first/last-pipeline-num-layers.
+};
+
+struct Layout {
+  int64_t tp = 1, cp = 1, pp = 1, vpp = 1, ep = 1, etp = 1;
+  PipelineSplit split = PipelineSplit::kAsGiven;
+  int64_t first_layers = 0, last_layers = 0;  // kUnevenFirstLast.
+  int64_t layers_per_chunk = 0;  // Of a middle stage's chunk (sizes full-block recompute).
+};
+
+// One memory/speed setting tried on a layout.
+struct Setting {
+  bool keep_recompute = false;  // The base job's recompute, as given.
+  v1::RecomputeGranularity granularity = v1::RECOMPUTE_GRANULARITY_NONE;
+  v1::RecomputeMethod method = v1::RECOMPUTE_METHOD_UNSPECIFIED;
+  bool half_of_chunk = false;  // Full block: half the layers of a chunk.
+  std::vector<v1::RecomputeModule> modules;
+  bool optimizer_offload = false;
+};
+
+struct SearchBounds {
+  int64_t gpus_per_node = 8;
+  bool allow_recompute = true;
+  bool allow_offload = true;
+  bool cross_node_expert_parallel = false;  // EP x ETP may exceed the node.
+};
+
+// The layouts of `base` (its parallelism.num_gpus GPUs).
+std::vector<Layout> EnumerateLayouts(const v1::JobSpec& base, const SearchBounds& bounds);
+
+// Micro-batch sizes to try, ascending.
+std::vector<int64_t> MicroBatchSizes(const v1::JobSpec& base);
+
+// Settings to try on every layout, the most memory-saving last.
+std::vector<Setting> EnumerateSettings(const v1::JobSpec& base, const SearchBounds& bounds);
+
+// `base` with `layout`, `micro_batch` and `setting` applied (sequence
+// parallel with TP > 1, the distributed optimizer).
+void ApplyCandidate(const v1::JobSpec& base, const Layout& layout, int64_t micro_batch,
+                    const Setting& setting, v1::JobSpec* job);
+
+}  // namespace oomguard
+
+#endif  // OOMGUARD_PLANNER_SEARCH_SPACE_H_

@@ -1,0 +1,71 @@
+// The planner inside an admission check: a job that does not fit gets the
+// configurations that fit on the same GPUs; a job that fits but runs a slow
+// layout gets a clearly faster one.
+#include "planner/alternatives.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
+#include "admission/admission.h"
+#include "admission/gpu_catalog.h"
+#include "jobspec/job_builder.h"
+
+namespace oomguard {
+namespace {
+
+v1::JobSpec Job(const std::string& preset, uint32_t gpus, const std::string& args) {
+  JobInputs src;
+  src.preset = preset;
+  src.num_gpus = gpus;
+  src.megatron_args = absl::StrSplit(args, ' ', absl::SkipEmpty());
+  auto job = BuildJob(src, nullptr);
+  EXPECT_TRUE(job.ok()) << job.status();
+  return job.ok() ? *job : v1::JobSpec();
+}
+
+v1::CheckResponse CheckWithAlternatives(const v1::JobSpec& job) {
+  const v1::GpuSpec gpu = *GpuCatalog::Builtin().Find("H100-SXM-80GB");
+  auto checked =
+      CheckJob(job, gpu, AdmissionOptions{.safety_margin = 0.05, .deadline = Deadline()});
+  EXPECT_TRUE(checked.ok()) << checked.status();
+  if (!checked.ok()) return {};
+  // A generous budget: the test machine's speed must not decide.
+  EXPECT_TRUE(AddAlternatives(job, gpu, Deadline(), &*checked).ok());
+  return *checked;
+}
+
+TEST(Alternatives, DoesNotFitNamesConfigurationsThatFit) {
+  // Llama-3 70B on 32 GPUs with TP 1 (DP 32): far over 80 GB.
+  const v1::CheckResponse r =
+      CheckWithAlternatives(Job("llama3-70b", 32,
+                                "--seq-length 4096 --global-batch-size 64 --micro-batch-size 1 "
+                                "--use-distributed-optimizer"));
+  ASSERT_EQ(r.verdict(), v1::VERDICT_DOES_NOT_FIT);
+  ASSERT_FALSE(r.alternatives().empty());
+  EXPECT_LE(r.alternatives_size(), kMaxAlternatives);
+  for (const v1::Alternative& a : r.alternatives()) {
+    EXPECT_LE(a.peak_device_bytes(), r.usable_bytes()) << a.description();
+    EXPECT_EQ(a.speedup(), 0);
+    EXPECT_NE(a.megatron_args().find("--micro-batch-size 1"), std::string::npos);
+  }
+}
+
+TEST(Alternatives, FitsButSlowNamesAClearlyFasterOne) {
+  // Llama-3 8B on 8 GPUs at TP 8: fits, and TP 1 (or 2) is much faster.
+  const v1::CheckResponse r = CheckWithAlternatives(
+      Job("llama3-8b", 8,
+          "--seq-length 4096 --global-batch-size 64 --micro-batch-size 1 "
+          "--tensor-model-parallel-size 8 --sequence-parallel --use-distributed-optimizer"));
+  ASSERT_NE(r.verdict(), v1::VERDICT_DOES_NOT_FIT);
+  ASSERT_EQ(r.alternatives_size(), 1);
+  EXPECT_GE(r.alternatives(0).speedup(), 1.1);
+  EXPECT_EQ(r.alternatives(0).megatron_args().find("--tensor-model-parallel-size 8"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace oomguard

@@ -1,0 +1,136 @@
+// The planner's search against the seeds' user stories, its guard rails, and
+// that every candidate's arguments run the configuration it describes.
+#include "planner/planner.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_split.h"
+#include "admission/gpu_catalog.h"
+#include "estimator/estimator.h"
+#include "jobspec/job_builder.h"
+
+namespace oomguard {
+namespace {
+
+v1::JobSpec Job(const std::string& preset, uint32_t gpus, const std::string& args) {
+  JobInputs src;
+  src.preset = preset;
+  src.num_gpus = gpus;
+  src.megatron_args = absl::StrSplit(args, ' ', absl::SkipEmpty());
+  auto job = BuildJob(src, nullptr);
+  EXPECT_TRUE(job.ok()) << job.status();
+  return job.ok() ? *job : v1::JobSpec();
+}
+
+PlanCluster Cluster(const std::string& gpu) {
+  PlanCluster c;
+  c.gpu = *GpuCatalog::Builtin().Find(gpu);
+  c.speed = *FindGpuPerformance(gpu);
+  return c;
+}
+
+// Seed 000 (../shared/seeds/000_6339aaf100fa166b.txt): Qwen3-30B-A3B on 32 x
+// 80 GB at sequence 10k. The seed shows TP2 EP8 and CP2 EP8 without
+// recompute running out of memory; EP8 with full recompute and TP2 EP8 with
+// moe_act + layernorm recompute run (and are the fastest it found).
+TEST(Plan, Qwen3With10kSequenceOn32H100FitsAndAvoidsTheSeedsOoms) {
+  const v1::JobSpec job = Job("qwen3-30b-a3b", 32,
+                              "--seq-length 10240 --global-batch-size 256 --moe-grouped-gemm "
+                              "--moe-token-dispatcher-type alltoall");
+  const auto plan = Plan(job, Cluster("H100-SXM-80GB"), PlanOptions());
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  ASSERT_FALSE(plan->candidates.empty());
+  for (const v1::PlanCandidate& c : plan->candidates) {
+    std::printf("%u/%u/%u/%u/%u/%u mbs %u %s peak %.1f GiB %.0f tok/s\n", c.tp(), c.pp(), c.vpp(),
+                c.cp(), c.ep(), c.etp(), c.micro_batch_size(), c.recompute().c_str(),
+                c.peak_device_bytes() / 1073741824.0, c.tokens_per_gpu_per_second());
+  }
+  const v1::PlanCandidate& best = plan->candidates.front();
+  EXPECT_GT(best.headroom_bytes(), 0);
+  const bool oom_tp2_ep8 = best.tp() == 2 && best.cp() == 1 && best.ep() == 8 && best.pp() == 1 &&
+                           best.recompute() == "none";
+  const bool oom_cp2_ep8 = best.tp() == 1 && best.cp() == 2 && best.ep() == 8 && best.pp() == 1 &&
+                           best.recompute() == "none";
+  EXPECT_FALSE(oom_tp2_ep8 || oom_cp2_ep8) << best.megatron_args();
+  EXPECT_GT(plan->summary.candidates_fitting(), 0u);
+}
+
+TEST(Plan, CandidatesAreBestFirstAndTheirArgumentsRunThem) {
+  const v1::JobSpec job =
+      Job("llama3-70b", 32, "--seq-length 4096 --global-batch-size 32 --fp8-format hybrid");
+  PlanOptions options;
+  options.limit = 10;
+  const auto plan = Plan(job, Cluster("H100"), options);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  ASSERT_FALSE(plan->candidates.empty());
+  EXPECT_LE(plan->candidates.size(), 10u);
+  double previous = 1e300;
+  for (const v1::PlanCandidate& c : plan->candidates) {
+    EXPECT_LE(c.tokens_per_gpu_per_second(), previous);
+    previous = c.tokens_per_gpu_per_second();
+    EXPECT_GE(c.reasons_size(), 2);
+    EXPECT_GE(c.headroom_bytes(), 0);
+    // The arguments, on top of the preset and the shape, give the same peak.
+    const v1::JobSpec again =
+        Job("llama3-70b", 32,
+            "--seq-length 4096 --global-batch-size 32 --fp8-format hybrid " + c.megatron_args());
+    const auto peaks = EstimatePeaks(again);
+    ASSERT_TRUE(peaks.ok()) << peaks.status() << ": " << c.megatron_args();
+    EXPECT_EQ(peaks->ranks[peaks->worst_rank].peak_device_bytes, c.peak_device_bytes())
+        << c.megatron_args();
+  }
+}
+
+TEST(Plan, KeepsTheParallelSizesTheJobFixes) {
+  const v1::JobSpec job = Job("llama3-70b", 32,
+                              "--seq-length 4096 --global-batch-size 32 "
+                              "--tensor-model-parallel-size 8 --micro-batch-size 1");
+  const auto plan = Plan(job, Cluster("H100"), PlanOptions());
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  ASSERT_FALSE(plan->candidates.empty());
+  for (const v1::PlanCandidate& c : plan->candidates) {
+    EXPECT_EQ(c.tp(), 8u);
+    EXPECT_EQ(c.micro_batch_size(), 1u);
+  }
+}
+
+TEST(Plan, RefusesPastItsDeadline) {
+  PlanOptions options;
+  options.deadline = Deadline(absl::Now() - absl::Seconds(1));
+  const auto plan = Plan(Job("llama3-70b", 32, "--seq-length 4096"), Cluster("H100"), options);
+  EXPECT_EQ(plan.status().code(), absl::StatusCode::kDeadlineExceeded) << plan.status();
+}
+
+TEST(Plan, RefusesBadOptionsByName) {
+  PlanOptions options;
+  options.memory_margin = 1.5;
+  const auto plan = Plan(Job("llama3-8b", 8, "--seq-length 4096"), Cluster("H100"), options);
+  EXPECT_EQ(plan.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(plan.status().message().find("memory_margin"), std::string::npos);
+}
+
+TEST(Plan, DeepSeekV3On1024H100) {
+  const v1::JobSpec job = Job("deepseek-v3", 1024,
+                              "--seq-length 4096 --global-batch-size 8192 --moe-grouped-gemm "
+                              "--moe-token-dispatcher-type alltoall");
+  const auto start = std::chrono::steady_clock::now();
+  const auto plan = Plan(job, Cluster("H100"), PlanOptions());
+  const double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  std::printf("%.1f ms: %s\n", ms, plan->summary.DebugString().c_str());
+  for (const v1::PlanCandidate& c : plan->candidates) {
+    std::printf("%u/%u/%u/%u/%u/%u mbs %u %s peak %.1f GiB %.0f tok/s | %s\n", c.tp(), c.pp(),
+                c.vpp(), c.cp(), c.ep(), c.etp(), c.micro_batch_size(), c.recompute().c_str(),
+                c.peak_device_bytes() / 1073741824.0, c.tokens_per_gpu_per_second(),
+                c.reasons(0).c_str());
+  }
+  EXPECT_FALSE(plan->candidates.empty());
+}
+
+}  // namespace
+}  // namespace oomguard

@@ -1,0 +1,83 @@
+// Tests of `oomguard plan` (tools/plan_command.h): the JSON the acceptance
+// checks read, the table, and the errors (one line, exit 2).
+#include "tools/plan_command.h"
+
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+
+namespace oomguard {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+using ::testing::Not;
+
+const std::vector<std::string> kLlama8b = {"--gpus",       "16",       "--gpu",
+                                           "H100",         "--preset", "llama3-8b",
+                                           "--seq-length", "4096",     "--global-batch-size",
+                                           "256"};
+
+std::vector<std::string> With(std::vector<std::string> flags) {
+  flags.insert(flags.begin(), kLlama8b.begin(), kLlama8b.end());
+  return flags;
+}
+
+TEST(PlanCommand, JsonHoldsTheCandidatesBestFirst) {
+  std::string out, err;
+  ASSERT_EQ(RunPlanCommand(With({"--json", "--top", "5"}), out, err), 0) << err;
+  EXPECT_THAT(err, IsEmpty());
+  const nlohmann::json plan = nlohmann::json::parse(out);
+  ASSERT_TRUE(plan["candidates"].is_array());
+  ASSERT_FALSE(plan["candidates"].empty());
+  EXPECT_LE(plan["candidates"].size(), 5u);
+  double previous = 1e300;
+  for (const auto& c : plan["candidates"]) {
+    for (const char* key : {"tp", "pp", "vpp", "cp", "ep", "etp", "micro_batch_size"}) {
+      EXPECT_TRUE(c[key].is_number_unsigned()) << key;
+    }
+    EXPECT_TRUE(c["recompute"].is_string());
+    EXPECT_TRUE(c["peak_device_bytes"].is_number_unsigned());
+    EXPECT_TRUE(c["megatron_args"].is_string());
+    EXPECT_THAT(c["megatron_args"].get<std::string>(), HasSubstr("--tensor-model-parallel-size"));
+    const double tokens = c["tokens_per_gpu_per_second"].get<double>();
+    EXPECT_LE(tokens, previous);
+    previous = tokens;
+  }
+}
+
+TEST(PlanCommand, TableByDefaultAndFixedSizesKept) {
+  std::string out, err;
+  ASSERT_EQ(RunPlanCommand(With({"--tensor-model-parallel-size", "2"}), out, err), 0) << err;
+  EXPECT_THAT(out, HasSubstr("tok/GPU/s"));
+  EXPECT_THAT(out, HasSubstr("args: --tensor-model-parallel-size 2 "));
+  EXPECT_THAT(out, Not(HasSubstr("args: --tensor-model-parallel-size 1 ")));
+}
+
+TEST(PlanCommand, BadInputIsOneLineAndExit2) {
+  std::string out, err;
+  EXPECT_EQ(RunPlanCommand({"--gpu", "H100", "--preset", "llama3-8b"}, out, err), 2);
+  EXPECT_THAT(err, HasSubstr("--gpus"));
+  EXPECT_EQ(RunPlanCommand({"--gpus", "8", "--gpu", "H100"}, out, err), 2);
+  EXPECT_THAT(err, HasSubstr("--preset"));
+  EXPECT_EQ(RunPlanCommand({"--gpus", "8", "--gpu", "Z80", "--preset", "llama3-8b"}, out, err), 2);
+  EXPECT_THAT(err, HasSubstr("Z80"));
+  EXPECT_EQ(RunPlanCommand(With({"--top", "0"}), out, err), 2);
+  EXPECT_THAT(err, HasSubstr("--top"));
+}
+
+TEST(PlanCommand, NothingFitsIsExit4) {
+  std::string out, err;
+  EXPECT_EQ(RunPlanCommand({"--gpus", "1", "--gpu", "A100-40GB", "--preset", "llama3-405b",
+                            "--seq-length", "4096", "--global-batch-size", "8"},
+                           out, err),
+            4)
+      << err;
+  EXPECT_THAT(out, HasSubstr("no configuration fits"));
+}
+
+}  // namespace
+}  // namespace oomguard
