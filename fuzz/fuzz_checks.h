@@ -61,7 +61,8 @@ inline uint32_t WorldSizeFor(const v1::JobSpec& job, uint32_t dp) {
   const uint64_t pp = value(p.has_pipeline_model_parallel_size(), p.pipeline_model_parallel_size());
   const uint64_t cp = value(p.has_context_parallel_size(), p.context_parallel_size());
   const uint64_t ep = value(p.has_expert_model_parallel_size(), p.expert_model_parallel_size());
-  const uint64_t etp = p.has_expert_tensor_parallel_size() ? value(true, p.expert_tensor_parallel_size()) : tp;
+  const uint64_t etp =
+      p.has_expert_tensor_parallel_size() ? value(true, p.expert_tensor_parallel_size()) : tp;
   const uint64_t dense = tp * cp * pp, expert = pp * ep * etp;
   if (dense > (uint64_t{1} << 32) || expert > (uint64_t{1} << 32)) return 0;
   uint64_t a = dense, b = expert;

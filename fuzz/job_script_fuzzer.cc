@@ -22,14 +22,14 @@ void Resolve(const absl::StatusOr<ScriptJob>& script, const char* where) {
   ExpectAnswerCode(script.status(), where);
   if (!script.ok() || !script->found) return;
   for (const std::string& word : script->unresolved) (void)MayChangeMemory(word);
-  const v1::CheckRequest request = BuildCheckRequest(
-      LaunchCheck{.megatron_args = script->megatron_args,
-                  .preset = script->preset,
-                  .num_gpus = script->num_gpus > 0 ? script->num_gpus : 8,
-                  .gpus_per_node = script->gpus_per_node,
-                  .env = script->env,
-                  .gpu_name = script->gpu.empty() ? "h100" : script->gpu,
-                  .safety_margin = script->safety_margin});
+  const v1::CheckRequest request =
+      BuildCheckRequest(LaunchCheck{.megatron_args = script->megatron_args,
+                                    .preset = script->preset,
+                                    .num_gpus = script->num_gpus > 0 ? script->num_gpus : 8,
+                                    .gpus_per_node = script->gpus_per_node,
+                                    .env = script->env,
+                                    .gpu_name = script->gpu.empty() ? "h100" : script->gpu,
+                                    .safety_margin = script->safety_margin});
   ExpectAnswerCode(service::ResolveJobSource(request.job(), "job").status(), "ResolveJobSource");
 }
 
