@@ -285,6 +285,12 @@ absl::Status ResolveParallelism(const v1::ParallelismSpec& spec, ValidatedJob& j
   par.overlap_moe_ep = spec.overlap_moe_expert_parallel_comm();
 
   OOMGUARD_ASSIGN_OR_RETURN(par.vpp, ResolveVirtualStages(spec, model, par.pp));
+  // Each virtual stage is placed in memory: PP x VPP stays within kMaxGpus.
+  if (par.vpp > kMaxGpus / par.pp) {
+    return Bad("parallelism.num_virtual_stages_per_pipeline_rank", par.vpp,
+               absl::StrCat("times pipeline_model_parallel_size ", par.pp,
+                            " is absurdly large (limit ", kMaxGpus, " virtual stages)"));
+  }
   PlacementInput place;
   place.num_layers = model.num_layers;
   place.mtp_layers = model.mtp_layers;

@@ -136,6 +136,28 @@ TEST(ValidateJob, SequenceParallelAtTpOneIsDroppedWithANote) {
 
 // Each parallel size may be up to 2^22: the product of three of them once
 // overflowed int64 (2^66) before the divisibility check.
+// Found by fuzz/estimator_fuzzer: empty middle and last pipeline ranks let any
+// number of virtual stages divide their layers, and PP x VPP = 2^38 stages
+// were allocated before anything refused them.
+TEST(ValidateJob, VirtualStagesAreBounded) {
+  v1::JobSpec job = MinimalJob();
+  job.mutable_model()->set_num_layers(65536);
+  v1::ParallelismSpec* p = job.mutable_parallelism();
+  p->set_num_gpus(uint32_t{1} << 22);
+  p->set_tensor_model_parallel_size(1);
+  p->set_pipeline_model_parallel_size(uint32_t{1} << 22);
+  p->set_decoder_first_pipeline_num_layers(65536);
+  p->set_decoder_last_pipeline_num_layers(0);
+  p->set_num_virtual_stages_per_pipeline_rank(65536);
+  absl::StatusOr<ValidatedJob> j = ValidateJob(job, nullptr);
+  ASSERT_FALSE(j.ok());
+  EXPECT_EQ(j.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(j.status().message(),
+            "parallelism.num_virtual_stages_per_pipeline_rank = 65536: times "
+            "pipeline_model_parallel_size 4194304 is absurdly large (limit 4194304 virtual "
+            "stages)");
+}
+
 TEST(ValidateJob, ParallelSizeProductsNeverOverflow) {
   constexpr uint32_t kBig = 1u << 22;
   v1::JobSpec job = MinimalJob();

@@ -1,0 +1,50 @@
+// Fuzzes a Check call from its wire bytes: the input is the request body as
+// the service receives it (ParseRequest), then the whole in-process Check
+// (OomguardService::RunCheck: ResolveJobSource, ResolveGpu, the estimate,
+// the verdict and every recommendation's re-estimate). The same bytes are
+// also parsed as an EstimateRequest and its job resolved, as Estimate does.
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "absl/time/time.h"
+#include "fuzz/fuzz_checks.h"
+#include "oomguard/v1/service.pb.h"
+#include "service/metrics.h"
+#include "service/oomguard_service.h"
+#include "service/request_resolution.h"
+#include "service/wire_message.h"
+
+namespace oomguard::fuzz {
+namespace {
+
+service::OomguardService& Service() {
+  static service::ServiceMetrics* metrics = new service::ServiceMetrics("fuzz");
+  static service::OomguardService* service = new service::OomguardService(
+      service::ServiceConfig{.log_requests = false, .response_cache_bytes = 0}, metrics);
+  return *service;
+}
+
+}  // namespace
+}  // namespace oomguard::fuzz
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  using namespace oomguard;
+  const std::string bytes(reinterpret_cast<const char*>(data), size);
+  v1::CheckRequest request;
+  const absl::Status parsed = service::ParseRequest(bytes, request);
+  fuzz::ExpectAnswerCode(parsed, "ParseRequest(CheckRequest)");
+  if (parsed.ok()) {
+    v1::CheckResponse response;
+    const absl::Status checked =
+        fuzz::Service().RunCheck(request, absl::InfiniteFuture(), &response);
+    fuzz::ExpectAnswerCode(checked, "RunCheck");
+    if (checked.ok()) fuzz::ExpectInvariants(response.report(), "RunCheck");
+  }
+  v1::EstimateRequest estimate;
+  if (service::ParseRequest(bytes, estimate).ok()) {
+    fuzz::ExpectAnswerCode(service::ResolveJobSource(estimate.job(), "job").status(),
+                           "ResolveJobSource");
+  }
+  return 0;
+}

@@ -1,0 +1,210 @@
+#!/usr/bin/env python3
+"""Writes the seed corpus fuzz/corpus/<target>/ from what the repository
+ships: the examples, the strings of the tests (argument lines, layouts,
+patterns, config.json texts, job scripts, AdmissionReviews) and the
+calibration cases (../shared/calibration/megatron_ci_h100.jsonl). Run from the
+worktree root; protoc encodes the CheckRequest bytes. Each seed is named by
+the SHA-1 of its content, as libFuzzer names the inputs it keeps."""
+
+import hashlib
+import json
+import os
+import re
+import shlex
+import subprocess
+import sys
+
+ROOT = os.getcwd()
+OUT = os.path.join(ROOT, "fuzz", "corpus")
+
+
+def read(path):
+    with open(os.path.join(ROOT, path), encoding="utf-8") as f:
+        return f.read()
+
+
+def raw_strings(path):
+    """The C++ raw string literals R"tag(...)tag" of a source file."""
+    text = read(path)
+    return [m.group(2) for m in re.finditer(r'R"([a-z]*)\((.*?)\)\1"', text, re.S)]
+
+
+def quoted_strings(path):
+    """Ordinary string literals (no escapes beyond \\" kept literally)."""
+    return [m.group(1) for m in re.finditer(r'"((?:[^"\\\n]|\\.)*)"', read(path))]
+
+
+def write(target, seeds):
+    folder = os.path.join(OUT, target)
+    os.makedirs(folder, exist_ok=True)
+    for seed in seeds:
+        data = seed if isinstance(seed, bytes) else seed.encode("utf-8")
+        name = hashlib.sha1(data).hexdigest()
+        with open(os.path.join(folder, name), "wb") as f:
+            f.write(data)
+
+
+def calibration_cases(limit):
+    path = os.path.join(ROOT, "..", "shared", "calibration", "megatron_ci_h100.jsonl")
+    cases = [json.loads(line) for line in open(path, encoding="utf-8")]
+    # Every family, then as many more as fit the limit.
+    seen, picked = set(), []
+    for case in cases:
+        family = case["case"].split("/")[0]
+        if family not in seen:
+            seen.add(family)
+            picked.append(case)
+    for case in cases:
+        if len(picked) >= limit:
+            break
+        if case not in picked:
+            picked.append(case)
+    return picked
+
+
+def main():
+    cases = calibration_cases(24)
+    lines = [" ".join(shlex.quote(w) for w in c["argv"]) for c in cases]
+    for example in ("examples/deepseek_v3_256gpu.args", "examples/deepseek_v3_1024gpu.args"):
+        lines.append(read(example))
+    layouts = sorted({s for s in quoted_strings("tests/estimator/pipeline_layout_test.cc")
+                      if s and re.fullmatch(r"[EtmL|()*0-9,]+", s)})
+    patterns = sorted({s for s in quoted_strings("tests/jobspec/layer_pattern_test.cc")
+                       if s and re.fullmatch(r"[\[\]()0-9*+ ]+", s)})
+    lines += [
+        "--num-layers 8 --hidden-size 512 --num-attention-heads 8 --seq-length 1024 "
+        "--max-position-embeddings 1024 --micro-batch-size 2 --pipeline-model-parallel-size 2 "
+        "--pipeline-model-parallel-layout 'Et*4|t*4L' --bf16",
+        "--num-layers 4 --hidden-size 256 --num-attention-heads 4 --num-experts 8 "
+        "--moe-layer-freq '([0]*1+[1]*3)' --moe-router-topk 2 --expert-model-parallel-size 2 "
+        "--seq-length 512 --max-position-embeddings 512 --micro-batch-size 1",
+    ]
+    write("megatron_args_fuzzer", lines + raw_strings("tests/jobspec/shell_words_test.cc"))
+    write("layout_pattern_fuzzer", layouts + patterns)
+
+    configs = raw_strings("jobspec/preset_configs.inc") + raw_strings(
+        "tests/jobspec/hf_config_test.cc") + raw_strings("tests/jobspec/config_json_test.cc")
+    configs += [read("examples/hf/" + f) for f in sorted(os.listdir("examples/hf"))]
+    write("hf_config_fuzzer", [c for c in configs if "{" in c])
+
+    scripts = []
+    for path in ("tests/jobscript/job_script_test.cc", "tests/jobscript/launch_finder_test.cc",
+                 "tests/jobscript/shell_variables_test.cc", "tests/tools/check_command_test.cc"):
+        scripts += raw_strings(path)
+    scripts.append("\0".join(["torchrun", "--nproc-per-node=8", "pretrain_gpt.py"] +
+                             cases[0]["argv"]))
+    scripts.append("\0".join(["bash", "-c", "python pretrain_gpt.py " + lines[0]]))
+    write("job_script_fuzzer", scripts)
+
+    reviews = [read("tests/data/admission/" + f)
+               for f in sorted(os.listdir("tests/data/admission"))]
+    write("admission_review_fuzzer", reviews)
+
+    requests = []
+    for case in [c for c in cases if isinstance(c["gpus"], int)][:12]:
+        requests.append({"job": {"megatron": {"argv": case["argv"], "numGpus": case["gpus"]},
+                                 "env": case.get("env", {})},
+                         "gpuName": "h100"})
+    requests += [
+        {"job": {"megatron": {"preset": "deepseek-v3", "numGpus": 256,
+                              "args": read("examples/deepseek_v3_256gpu.args")}},
+         "gpuName": "h100", "policy": {"safetyMargin": 0.1}},
+        {"job": {"megatron": {"hfConfigJson": read("examples/hf/qwen3_30b_a3b_config.json"),
+                              "numGpus": 8, "argv": ["--micro-batch-size", "1"]},
+                 "gpusPerNode": 8},
+         "gpuMemoryBytes": "85899345920"},
+        {"job": {"spec": {"model": {"numLayers": 2, "hiddenSize": 64, "numAttentionHeads": 2,
+                                    "vocabSize": 1000},
+                          "parallelism": {"numGpus": 1},
+                          "training": {"microBatchSize": 1, "seqLength": 128}}},
+         "gpuName": "a100-80gb"},
+    ]
+    write("check_request_json_fuzzer", [json.dumps(r) for r in requests])
+    write("check_request_proto_fuzzer", [encode(r) for r in requests])
+    # FuzzedDataProvider input: fixed pseudo-random bytes.
+    write("estimator_fuzzer", [hashlib.sha256(bytes([i])).digest() * 4 for i in range(16)])
+    write_dicts()
+
+
+def dict_entry(data):
+    """A libFuzzer dictionary entry: quoted, with \\, \" and \\xHH escapes."""
+    out = []
+    for b in data:
+        if b in (0x22, 0x5C):
+            out.append("\\" + chr(b))
+        elif 0x20 <= b < 0x7F:
+            out.append(chr(b))
+        else:
+            out.append("\\x%02X" % b)
+    return '"' + "".join(out) + '"'
+
+
+def dict_file(name, tokens):
+    os.makedirs(os.path.join(ROOT, "fuzz", "dicts"), exist_ok=True)
+    with open(os.path.join(ROOT, "fuzz", "dicts", name + ".dict"), "w", encoding="utf-8") as f:
+        f.write("# Generated by fuzz/seed_corpus.py.\n")
+        for token in sorted(set(tokens)):
+            f.write(dict_entry(token.encode("utf-8")) + "\n")
+
+
+def write_dicts():
+    flags = re.findall(r'Add\("([a-z0-9-]+)"', read("jobspec/megatron_flags.cc"))
+    flags += re.findall(r'\{"([a-z0-9-]+)", "', read("jobspec/ignored_flags.cc"))
+    megatron = ["--" + f for f in flags] + ["=", "'", '"', "\\", " "]
+    dict_file("megatron_args", megatron)
+    grammar = ["E", "t", "m", "L", "|", "(", ")", "*", ",", "[", "]", "+", "[0]", "[1]", "*2"]
+    dict_file("layout_pattern", grammar)
+    json_tokens = ["{", "}", "[", "]", ":", ",", "true", "false", "null", '"', "\\u0000",
+                   "1e400", "-0", "\ufeff"]
+    hf_keys = re.findall(r'"([a-z_0-9]+)"', read("jobspec/hf_config.cc"))
+    dict_file("hf_config", json_tokens + ['"%s"' % k for k in hf_keys])
+    shell = ["#OOMGUARD ", "preset=", "gpu=", "gpus=", "gpus-per-node=", "safety-margin=", "skip",
+             "torchrun", "python", "srun", "mpirun", "exec", "env", "export ", "declare -a ",
+             "pretrain_gpt.py", "-m megatron.training.pretrain_gpt", "bash -c ", "$(", "`", "${",
+             ":-", "[@]", "=(", "+=", "<<EOF", "\\\n", "'", '"', "$((", "unset "]
+    dict_file("job_script", shell + ["--" + f for f in flags[:40]])
+    proto_keys = []
+    for proto in ("job", "admission", "service"):
+        for field in re.findall(r"^\s+(?:optional |repeated )?[\w.<>, ]+ (\w+) = \d+;",
+                                read("proto/oomguard/v1/%s.proto" % proto), re.M):
+            camel = re.sub(r"_([a-z])", lambda m: m.group(1).upper(), field)
+            proto_keys += ['"%s"' % field, '"%s"' % camel]
+    dict_file("check_request_json", json_tokens + proto_keys)
+    k8s = re.findall(r'"([a-zA-Z][a-zA-Z_./-]+)"',
+                     read("webhook/webhook_workload.cc") + read("webhook/admission_webhook.cc") +
+                     read("webhook/pod_scan.cc") + read("webhook/workload_kinds.cc"))
+    dict_file("admission_review", json_tokens + ['"%s"' % k for k in k8s])
+
+
+def to_text_format(value, indent=""):
+    """A JSON request (camelCase) as protobuf text format."""
+    out = []
+    for key, v in value.items():
+        name = re.sub(r"([A-Z])", lambda m: "_" + m.group(1).lower(), key)
+        if isinstance(v, dict) and name == "env":
+            for k, s in v.items():
+                out.append(f"env {{ key: {json.dumps(k)} value: {json.dumps(s)} }}")
+        elif isinstance(v, dict):
+            out.append(f"{name} {{ {to_text_format(v)} }}")
+        elif isinstance(v, list):
+            out += [f"{name}: {json.dumps(x)}" for x in v]
+        elif isinstance(v, bool):
+            out.append(f"{name}: {'true' if v else 'false'}")
+        elif isinstance(v, str) and name.endswith("_bytes"):
+            out.append(f"{name}: {v}")
+        else:
+            out.append(f"{name}: {json.dumps(v)}")
+    return " ".join(out)
+
+
+def encode(request):
+    result = subprocess.run(
+        ["protoc", "-Iproto", "--encode=oomguard.v1.CheckRequest", "oomguard/v1/admission.proto"],
+        input=to_text_format(request).encode("utf-8"), capture_output=True, cwd=ROOT)
+    if result.returncode != 0:
+        sys.exit("protoc: " + result.stderr.decode())
+    return result.stdout
+
+
+if __name__ == "__main__":
+    main()
