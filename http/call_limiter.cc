@@ -2,11 +2,12 @@
 #include "http/call_limiter.h"
 
 #include "absl/strings/str_cat.h"
+#include "common/wait_until.h"
 
 namespace oomguard::http {
 
 absl::Status CallLimiter::Acquire(absl::Time deadline) {
-  absl::MutexLock lock(&mu_);
+  std::unique_lock<std::mutex> lock(mu_);
   if (!TurnFree()) {
     if (waiting_ >= max_waiting_) {
       return absl::UnavailableError(absl::StrCat("server overloaded: ", running_,
@@ -14,8 +15,8 @@ absl::Status CallLimiter::Acquire(absl::Time deadline) {
                                                  " waiting; try again later"));
     }
     ++waiting_;
-    const bool turn =
-        mu_.AwaitWithDeadline(absl::Condition(this, &CallLimiter::TurnFree), deadline);
+    const bool turn = WaitUntil(turn_freed_, lock, deadline,
+                                [this]() ABSL_NO_THREAD_SAFETY_ANALYSIS { return TurnFree(); });
     --waiting_;
     if (!turn) {
       return absl::DeadlineExceededError(absl::StrCat(
@@ -27,8 +28,11 @@ absl::Status CallLimiter::Acquire(absl::Time deadline) {
 }
 
 void CallLimiter::Release() {
-  absl::MutexLock lock(&mu_);
-  --running_;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    --running_;
+  }
+  turn_freed_.notify_one();
 }
 
 }  // namespace oomguard::http

@@ -6,9 +6,11 @@
 #ifndef OOMGUARD_HTTP_CALL_LIMITER_H_
 #define OOMGUARD_HTTP_CALL_LIMITER_H_
 
+#include <condition_variable>
+#include <mutex>
+
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 
 namespace oomguard::http {
@@ -27,7 +29,11 @@ class CallLimiter {
 
   const int max_running_;
   const int max_waiting_;
-  absl::Mutex mu_;
+  // std::mutex, not absl::Mutex: Debian's Abseil is not built with
+  // ThreadSanitizer annotations, so TSan (CI's server tests) could not see
+  // an absl::Mutex and would report every access it guards.
+  std::mutex mu_;
+  std::condition_variable turn_freed_;
   int running_ ABSL_GUARDED_BY(mu_) = 0;
   int waiting_ ABSL_GUARDED_BY(mu_) = 0;
 };

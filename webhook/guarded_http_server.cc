@@ -70,7 +70,7 @@ bool GuardedHttpServer::process_and_close_socket(int sock) {
   std::vector<std::thread> ended;
   bool admitted = false;
   {
-    absl::MutexLock lock(&mu_);
+    std::lock_guard<std::mutex> lock(mu_);
     ended.swap(ended_);
     if (!stopping_ && open_ >= limits_.max_connections) {
       ConnectionList::iterator longest = connections_.end();
@@ -129,10 +129,11 @@ void GuardedHttpServer::Serve(ConnectionList::iterator connection, int fd, absl:
     }
   }
   {
-    absl::MutexLock lock(&mu_);
+    std::lock_guard<std::mutex> lock(mu_);
     if (!connection->closing) --open_;
     ended_.push_back(std::move(connection->thread));
     connections_.erase(connection);
+    if (connections_.empty()) no_connections_.notify_all();
   }
   ::close(fd);  // Nothing names it any more.
 }
@@ -159,14 +160,14 @@ bool GuardedHttpServer::ServeRequests(ConnectionStream& stream, ConnectionList::
 }
 
 bool GuardedHttpServer::BeginRequest(ConnectionList::iterator connection) {
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   if (connection->closing) return false;
   connection->in_request = true;
   return true;
 }
 
 bool GuardedHttpServer::EndRequest(ConnectionList::iterator connection) {
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   connection->in_request = false;
   connection->waiting_since = absl::Now();
   if (stopping_ && !connection->closing) CloseLocked(connection);
@@ -174,7 +175,7 @@ bool GuardedHttpServer::EndRequest(ConnectionList::iterator connection) {
 }
 
 void GuardedHttpServer::CloseConnections() {
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   stopping_ = true;
   for (auto c = connections_.begin(); c != connections_.end(); ++c) {
     if (!c->in_request && !c->closing) CloseLocked(c);
@@ -184,7 +185,8 @@ void GuardedHttpServer::CloseConnections() {
 void GuardedHttpServer::WaitForConnections() {
   std::vector<std::thread> ended;
   {
-    absl::MutexLock lock(&mu_, absl::Condition(this, &GuardedHttpServer::NoConnections));
+    std::unique_lock<std::mutex> lock(mu_);
+    no_connections_.wait(lock, [this]() ABSL_NO_THREAD_SAFETY_ANALYSIS { return NoConnections(); });
     ended.swap(ended_);
   }
   for (std::thread& thread : ended) thread.join();

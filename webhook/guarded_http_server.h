@@ -34,15 +34,16 @@
 
 #include <httplib.h>
 
+#include <condition_variable>
 #include <cstddef>
 #include <functional>
 #include <list>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 
 namespace oomguard::webhook {
@@ -107,7 +108,11 @@ class GuardedHttpServer : public httplib::Server {
   const ConnectionLimits limits_;
   const bool tls_ = false;
   SSL_CTX* tls_context_ = nullptr;
-  absl::Mutex mu_;
+  // std::mutex, not absl::Mutex: Debian's Abseil is not built with
+  // ThreadSanitizer annotations, so TSan (CI's server tests) could not see
+  // an absl::Mutex and would report every access it guards.
+  std::mutex mu_;
+  std::condition_variable no_connections_;  // Notified when connections_ empties.
   ConnectionList connections_ ABSL_GUARDED_BY(mu_);
   int open_ ABSL_GUARDED_BY(mu_) = 0;  // Those not closing.
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;

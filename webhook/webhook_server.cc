@@ -15,6 +15,7 @@
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 #include "common/status_macros.h"
+#include "common/wait_until.h"
 #include "service/request_log.h"
 #include "webhook/admission_webhook.h"
 #include "webhook/guarded_http_server.h"
@@ -199,17 +200,20 @@ void WebhookServer::HandleValidate(const httplib::Request& request, httplib::Res
 absl::Status WebhookServer::RunCheck(const v1::CheckRequest& check, absl::Time deadline,
                                      v1::CheckResponse* checked) {
   {
-    absl::MutexLock lock(&checks_mu_);
-    if (!checks_mu_.AwaitWithDeadline(absl::Condition(this, &WebhookServer::CheckTurnFree),
-                                      deadline)) {
+    std::unique_lock<std::mutex> lock(checks_mu_);
+    if (!WaitUntil(check_turn_freed_, lock, deadline,
+                   [this]() ABSL_NO_THREAD_SAFETY_ANALYSIS { return CheckTurnFree(); })) {
       return absl::DeadlineExceededError(
           absl::StrCat("no check turn free (threads = ", options_.threads, ")"));
     }
     ++checks_running_;
   }
   absl::Status status = service_->RunCheck(check, deadline, checked);
-  absl::MutexLock lock(&checks_mu_);
-  --checks_running_;
+  {
+    std::lock_guard<std::mutex> lock(checks_mu_);
+    --checks_running_;
+  }
+  check_turn_freed_.notify_one();
   return status;
 }
 
