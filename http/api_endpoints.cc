@@ -87,6 +87,27 @@ absl::Status CheckScript(RequestHandlers& handlers, absl::string_view body, absl
   return absl::OkStatus();
 }
 
+// The server-streaming Plan as Envoy's gRPC-JSON transcoder maps a stream:
+// one JSON array of the PlanResponse messages, in order (the candidates, best
+// first, then the summary).
+absl::Status Plan(RequestHandlers& handlers, absl::string_view body, absl::Time deadline,
+                  CallOutcome&, std::string& json) {
+  v1::PlanRequest request;
+  OOMGUARD_RETURN_IF_ERROR(ParseJsonBody(body, request));
+  PlanResult plan;
+  OOMGUARD_RETURN_IF_ERROR(handlers.RunPlan(request, deadline, &plan));
+  nlohmann::json messages = nlohmann::json::array();
+  v1::PlanResponse message;
+  for (v1::PlanCandidate& candidate : plan.candidates) {
+    *message.mutable_candidate() = std::move(candidate);
+    messages.push_back(nlohmann::json::parse(ToJson(message)));
+  }
+  *message.mutable_summary() = std::move(plan.summary);
+  messages.push_back(nlohmann::json::parse(ToJson(message)));
+  json = messages.dump();
+  return absl::OkStatus();
+}
+
 absl::Status ListPresets(RequestHandlers& handlers, absl::string_view, absl::Time, CallOutcome&,
                          std::string& json) {
   json = ToJson(handlers.ListPresets());
@@ -129,7 +150,7 @@ std::optional<HttpAnswer> ApiEndpoints::Serve(const ApiRequest& request) {
       {"/v1/check_script", "POST", Method::kCheck, &CheckScript},
       {"/v1/presets", "GET", Method::kListPresets, &ListPresets},
       {"/v1/gpus", "GET", Method::kListGpus, &ListGpus},
-      // {"/v1/plan", "POST", Method::kPlan, &Plan} once the Plan RPC exists.
+      {"/v1/plan", "POST", Method::kPlan, &Plan},
   };
   for (const Endpoint& endpoint : kEndpoints) {
     if (endpoint.path != request.path) continue;

@@ -10,9 +10,11 @@
 //                      and its CheckResponse (script_check.h)
 //   GET  /v1/presets   ListPresetsResponse
 //   GET  /v1/gpus      ListGpusResponse
+//   POST /v1/plan      PlanRequest     -> a JSON array of the streamed
+//                      PlanResponse messages (as Envoy's transcoder maps a
+//                      server stream): the candidates, then the summary
 //
-// (POST /v1/plan goes in the table in api_endpoints.cc once the Plan RPC
-// exists.) A failed call answers the JSON of a google.rpc.Status under the
+// A failed call answers the JSON of a google.rpc.Status under the
 // HTTP status of its code (400 naming the field, 503 overloaded, 504 past
 // its deadline); a known path with another method 405 (with Allow).
 #ifndef OOMGUARD_HTTP_API_ENDPOINTS_H_

@@ -203,6 +203,46 @@ TEST_F(HttpApiTest, PastedScriptErrorsNameTheField) {
   EXPECT_EQ(bad->status, 400);
 }
 
+TEST_F(HttpApiTest, PlansAsAJsonArrayOfTheStreamedMessages) {
+  Start();
+  const json request = {
+      {"job",
+       {{"megatron",
+         {{"preset", "llama3-8b"},
+          {"numGpus", 16},
+          {"args", "--seq-length 4096 --global-batch-size 128 --micro-batch-size 1"}}}}},
+      {"gpuName", "H100-SXM-80GB"},
+      {"limit", 3}};
+  httplib::Result plan = Post("/v1/plan", request.dump());
+  ASSERT_TRUE(plan);
+  ASSERT_EQ(plan->status, 200) << plan->body;
+  const json messages = json::parse(plan->body);
+  ASSERT_TRUE(messages.is_array());
+  // Up to `limit` candidates, best first, then the summary.
+  ASSERT_GE(messages.size(), 2u);
+  ASSERT_LE(messages.size(), 4u);
+  for (size_t i = 0; i + 1 < messages.size(); ++i) {
+    ASSERT_TRUE(messages[i].contains("candidate")) << messages[i];
+    const json& c = messages[i]["candidate"];
+    EXPECT_EQ(c["tp"].get<int>() * c["pp"].get<int>() * c["cp"].get<int>() *
+                  (16 / (c["tp"].get<int>() * c["pp"].get<int>() * c["cp"].get<int>())),
+              16);
+    EXPECT_THAT(c["megatronArgs"].get<std::string>(), HasSubstr("--tensor-model-parallel-size"));
+    if (i > 0) {
+      EXPECT_GE(messages[i - 1]["candidate"]["tokensPerGpuPerSecond"].get<double>(),
+                c["tokensPerGpuPerSecond"].get<double>());
+    }
+  }
+  EXPECT_TRUE(messages.back().contains("summary")) << messages.back();
+
+  json bad = request;
+  bad["gpuName"] = "H999";
+  httplib::Result refused = Post("/v1/plan", bad.dump());
+  ASSERT_TRUE(refused);
+  EXPECT_EQ(refused->status, 400);
+  EXPECT_EQ(json::parse(refused->body)["details"][0]["fieldViolations"][0]["field"], "gpu_name");
+}
+
 TEST_F(HttpApiTest, BadFieldIs400NamingIt) {
   Start();
   json request = DeepSeekCheck();

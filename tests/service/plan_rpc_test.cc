@@ -26,9 +26,8 @@ class PlanRpcTest : public ::testing::Test {
         server::Server::Start(std::move(options));
     ASSERT_TRUE(server.ok()) << server.status();
     server_ = *std::move(server);
-    stub_ = v1::Oomguard::NewStub(
-        grpc::CreateChannel(absl::StrCat("127.0.0.1:", server_->grpc_port()),
-                            grpc::InsecureChannelCredentials()));
+    stub_ = v1::Oomguard::NewStub(grpc::CreateChannel(
+        absl::StrCat("127.0.0.1:", server_->grpc_port()), grpc::InsecureChannelCredentials()));
   }
 
   // Reads the whole stream.
