@@ -105,7 +105,13 @@ absl::Status RequestHandlers::RunCheck(const v1::CheckRequest& request, absl::Ti
                                                       : config_.default_safety_margin,
                                  .deadline = Deadline(deadline, &stop_)};
   OOMGUARD_ASSIGN_OR_RETURN(v1::CheckResponse checked, CheckJob(job.spec, gpu, options));
-  OOMGUARD_RETURN_IF_ERROR(AddAlternatives(job.spec, gpu, options.deadline, &checked));
+  // Only a job that does not fit pays for a plan (milliseconds against the
+  // check's microseconds): the admission path stays fast for the jobs it
+  // admits. (AddAlternatives can also name a clearly faster configuration
+  // for a job that fits; `oomguard plan` answers that.)
+  if (checked.verdict() == v1::VERDICT_DOES_NOT_FIT) {
+    OOMGUARD_RETURN_IF_ERROR(AddAlternatives(job.spec, gpu, options.deadline, &checked));
+  }
   AddNotes(job.notes, checked.mutable_report());
   *response = std::move(checked);
   return absl::OkStatus();
