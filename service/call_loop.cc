@@ -103,6 +103,7 @@ class ServerStreamCall final : public Call {
 
   static void Await(const Endpoints& endpoints, Requester requester, Handler handler) {
     auto* call = new ServerStreamCall(endpoints, requester, handler);
+    HandOver(call);
     (endpoints.async->*requester)(&call->context_, &call->request_, &call->writer_, endpoints.queue,
                                   endpoints.queue, call);
   }
@@ -125,7 +126,9 @@ class ServerStreamCall final : public Call {
       return;
     }
     if (next_ < responses_.size()) {
-      writer_.Write(responses_[next_++], this);
+      const grpc::ByteBuffer& message = responses_[next_++];
+      HandOver(this);  // After the last use of the call's own fields.
+      writer_.Write(message, this);
     } else {
       Finish(grpc::Status::OK);
     }
@@ -139,6 +142,7 @@ class ServerStreamCall final : public Call {
 
   void Finish(const grpc::Status& status) {
     state_ = State::kFinishing;
+    HandOver(this);
     writer_.Finish(status, this);
   }
 
