@@ -93,7 +93,7 @@ def invalid_request(stubs, rng):
     r = stubs.admission.CheckRequest(gpu_name="H100-SXM-80GB")
     r.job.megatron.preset = "llama3-8b"
     r.job.megatron.num_gpus = 8
-    bad = rng.choice([("--tensor-model-parallel-size 3", "tensor_model_parallel_size"),
+    bad = rng.choice([("--tensor-model-parallel-size 3", "TP x PP x CP = 3 x 1 x 1"),
                       ("--micro-batch-size 0", "micro_batch_size"),
                       ("--seq-length -5", "seq-length")])
     r.job.megatron.args = bad[0]
@@ -177,11 +177,12 @@ def main():
     wrong, latencies = [], []
 
     def record_wrong(what):
+        if draining.is_set():  # Calls cut by the SIGTERM drain are not answers.
+            with lock:
+                counts["unavailable_during_drain"] += 1
+            return
         with lock:
-            if len(wrong) < 20:
-                wrong.append(what)
-            else:
-                wrong.append(None)
+            wrong.append(what)
 
     def grpc_worker(seed):
         local = random.Random(seed)
@@ -303,7 +304,7 @@ def main():
         "rss_mib": {"start": round(rss[0][2], 1), "end": round(rss[-1][2], 1),
                     "max": round(max(r[2] for r in rss), 1)},
         "wrong_answers": len(wrong),
-        "wrong_examples": [w for w in wrong if w][:5],
+        "wrong_examples": sorted(set(w[:100] for w in wrong))[:5],
         "sigterm_exit_code": code,
         "sigterm_to_exit_s": round(exit_s, 2),
         "grace_s": args.grace,
