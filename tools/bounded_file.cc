@@ -6,6 +6,8 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "jobspec/config_json.h"
 #include "tools/shown_value.h"
 
 namespace oomguard {
@@ -32,6 +34,16 @@ absl::StatusOr<std::string> ReadBoundedFile(absl::string_view flag, const std::s
   if (text.size() > max_bytes) {
     return absl::InvalidArgumentError(
         absl::StrCat(flag, ": \"", ShownValue(path), "\" is larger than ", max_bytes, " bytes"));
+  }
+  return text;
+}
+
+absl::StatusOr<std::string> ReadHfConfigFlag(const std::string& path) {
+  OOMGUARD_ASSIGN_OR_RETURN(std::string text,
+                            ReadBoundedFile("--hf-config", path, kMaxConfigBytes));
+  if (text.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--hf-config: \"", ShownValue(path), "\" is empty; expected a config.json"));
   }
   return text;
 }

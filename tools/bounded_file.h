@@ -18,6 +18,11 @@ namespace oomguard {
 absl::StatusOr<std::string> ReadBoundedFile(absl::string_view flag, const std::string& path,
                                             size_t max_bytes);
 
+// The text of the `--hf-config` file at `path`: at most kMaxConfigBytes (the
+// config reader's own limit) are read, and an empty file is an error (the
+// job builder reads empty config text as "no config").
+absl::StatusOr<std::string> ReadHfConfigFlag(const std::string& path);
+
 }  // namespace oomguard
 
 #endif  // OOMGUARD_TOOLS_BOUNDED_FILE_H_

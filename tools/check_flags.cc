@@ -73,12 +73,7 @@ absl::StatusOr<bool> TakeValueFlag(const std::vector<std::string>& args, size_t&
     f.safety_margin = margin;
   } else if (IsFlag(a, "--env")) {
     OOMGUARD_ASSIGN_OR_RETURN(const std::string v, TakeFlagValue(args, i, "--env"));
-    const size_t eq = v.find('=');
-    if (eq == std::string::npos || eq == 0) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--env: expected NAME=VALUE, got \"", ShownValue(v), "\""));
-    }
-    f.env[v.substr(0, eq)] = v.substr(eq + 1);
+    OOMGUARD_RETURN_IF_ERROR(AddEnvFlag(v, f.env));
   } else {
     return false;
   }

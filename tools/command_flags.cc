@@ -4,6 +4,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "tools/shown_value.h"
 
 namespace oomguard {
 
@@ -18,6 +19,16 @@ absl::StatusOr<std::string> TakeFlagValue(const std::vector<std::string>& args, 
   if (i + 1 >= args.size())
     return absl::InvalidArgumentError(absl::StrCat(name, ": missing value"));
   return args[++i];
+}
+
+absl::Status AddEnvFlag(const std::string& value, std::map<std::string, std::string>& env) {
+  const size_t eq = value.find('=');
+  if (eq == std::string::npos || eq == 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--env: expected NAME=VALUE, got \"", ShownValue(value), "\""));
+  }
+  env[value.substr(0, eq)] = value.substr(eq + 1);
+  return absl::OkStatus();
 }
 
 }  // namespace oomguard

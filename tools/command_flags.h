@@ -5,6 +5,7 @@
 #define OOMGUARD_TOOLS_COMMAND_FLAGS_H_
 
 #include <cstddef>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,10 @@ bool IsFlag(const std::string& a, absl::string_view name);
 // then moves to it). InvalidArgument "NAME: missing value" when there is none.
 absl::StatusOr<std::string> TakeFlagValue(const std::vector<std::string>& args, size_t& i,
                                           absl::string_view name);
+
+// Adds the NAME=VALUE of an `--env` flag to `env`. InvalidArgument quoting the
+// value (cut, as ShownValue cuts it) when it has no NAME=.
+absl::Status AddEnvFlag(const std::string& value, std::map<std::string, std::string>& env);
 
 }  // namespace oomguard
 

@@ -9,12 +9,10 @@
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "estimator/estimator.h"
-#include "jobspec/config_json.h"
 #include "jobspec/job_builder.h"
 #include "tools/bounded_file.h"
 #include "tools/command_flags.h"
 #include "tools/report_format.h"
-#include "tools/shown_value.h"
 
 namespace oomguard {
 namespace {
@@ -65,12 +63,7 @@ absl::StatusOr<EstimateFlags> ParseFlags(const std::vector<std::string>& args) {
       OOMGUARD_ASSIGN_OR_RETURN(f.hf_config_path, TakeFlagValue(args, i, "--hf-config"));
     } else if (IsFlag(a, "--env")) {
       OOMGUARD_ASSIGN_OR_RETURN(const std::string v, TakeFlagValue(args, i, "--env"));
-      const size_t eq = v.find('=');
-      if (eq == std::string::npos || eq == 0) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("--env: expected NAME=VALUE, got \"", v, "\""));
-      }
-      f.source.env[v.substr(0, eq)] = v.substr(eq + 1);
+      OOMGUARD_RETURN_IF_ERROR(AddEnvFlag(v, f.source.env));
     } else if (a == "--help" || a == "-h") {
       f.help = true;
       return f;
@@ -84,23 +77,10 @@ absl::StatusOr<EstimateFlags> ParseFlags(const std::vector<std::string>& args) {
   return f;
 }
 
-// The text of the --hf-config file: at most kMaxConfigBytes (the reader's
-// own limit) are read, and an empty file is an error (the job builder reads
-// empty config text as "no config").
-absl::StatusOr<std::string> ReadHfConfig(const std::string& path) {
-  OOMGUARD_ASSIGN_OR_RETURN(std::string text,
-                            ReadBoundedFile("--hf-config", path, kMaxConfigBytes));
-  if (text.empty()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--hf-config: \"", ShownValue(path), "\" is empty; expected a config.json"));
-  }
-  return text;
-}
-
 // The report of the job the flags describe, with the parsers' notes.
 absl::StatusOr<v1::EstimateReport> EstimateJob(EstimateFlags& f) {
   if (!f.hf_config_path.empty()) {
-    OOMGUARD_ASSIGN_OR_RETURN(f.source.hf_config_json, ReadHfConfig(f.hf_config_path));
+    OOMGUARD_ASSIGN_OR_RETURN(f.source.hf_config_json, ReadHfConfigFlag(f.hf_config_path));
   }
   std::vector<std::string> notes;
   OOMGUARD_ASSIGN_OR_RETURN(const v1::JobSpec job, BuildJob(f.source, &notes));

@@ -11,7 +11,6 @@
 #include "absl/strings/str_join.h"
 #include "admission/gpu_catalog.h"
 #include "common/status_macros.h"
-#include "jobspec/config_json.h"
 #include "jobspec/job_builder.h"
 #include "nlohmann/json.hpp"
 #include "planner/planner.h"
@@ -90,12 +89,7 @@ absl::StatusOr<PlanFlags> ParseFlags(const std::vector<std::string>& args) {
       OOMGUARD_ASSIGN_OR_RETURN(f.hf_config_path, TakeFlagValue(args, i, "--hf-config"));
     } else if (IsFlag(a, "--env")) {
       OOMGUARD_ASSIGN_OR_RETURN(const std::string v, TakeFlagValue(args, i, "--env"));
-      const size_t eq = v.find('=');
-      if (eq == std::string::npos || eq == 0) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("--env: expected NAME=VALUE, got \"", ShownValue(v), "\""));
-      }
-      f.source.env[v.substr(0, eq)] = v.substr(eq + 1);
+      OOMGUARD_RETURN_IF_ERROR(AddEnvFlag(v, f.source.env));
     } else if (a == "--help" || a == "-h") {
       f.help = true;
       return f;
@@ -115,12 +109,7 @@ absl::StatusOr<PlanFlags> ParseFlags(const std::vector<std::string>& args) {
 
 absl::StatusOr<PlanResult> PlanFromFlags(PlanFlags& f, PlanCluster& cluster) {
   if (!f.hf_config_path.empty()) {
-    OOMGUARD_ASSIGN_OR_RETURN(f.source.hf_config_json,
-                              ReadBoundedFile("--hf-config", f.hf_config_path, kMaxConfigBytes));
-    if (f.source.hf_config_json.empty()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "--hf-config: \"", ShownValue(f.hf_config_path), "\" is empty; expected a config.json"));
-    }
+    OOMGUARD_ASSIGN_OR_RETURN(f.source.hf_config_json, ReadHfConfigFlag(f.hf_config_path));
   }
   OOMGUARD_ASSIGN_OR_RETURN(cluster.gpu, GpuCatalog::Builtin().Find(f.gpu));
   OOMGUARD_ASSIGN_OR_RETURN(cluster.speed, FindGpuPerformance(cluster.gpu.name()));
