@@ -21,18 +21,28 @@ namespace {
 
 // --- The check --------------------------------------------------------------
 
+// The worst rank of an estimate: the one with the largest compared peak
+// (`bytes`: its device upper bound, or its point estimate when the policy
+// says so), with both of its peaks.
 struct Peak {
   uint32_t pp_rank = 0;
   uint64_t bytes = 0;
+  uint64_t point = 0, upper = 0;
 };
 
-absl::StatusOr<Peak> WorstPeak(const v1::EstimateReport& report) {
+Peak RankPeakOf(uint32_t pp_rank, uint64_t point, uint64_t upper, bool compare_upper) {
+  return Peak{pp_rank, compare_upper ? upper : point, point, upper};
+}
+
+absl::StatusOr<Peak> WorstPeak(const v1::EstimateReport& report, bool compare_upper) {
   if (report.ranks().empty()) return absl::InternalError("the estimate has no ranks");
-  Peak worst{report.ranks(0).pp_rank(), report.ranks(0).peak_device_bytes()};
+  std::optional<Peak> worst;
   for (const v1::RankReport& r : report.ranks()) {
-    if (r.peak_device_bytes() > worst.bytes) worst = {r.pp_rank(), r.peak_device_bytes()};
+    const Peak p =
+        RankPeakOf(r.pp_rank(), r.peak_device_bytes(), r.peak_device_upper_bytes(), compare_upper);
+    if (!worst || p.bytes > worst->bytes) worst = p;
   }
-  return worst;
+  return *worst;
 }
 
 // Runs estimates within the deadline. With `fast_peaks`, a re-estimate that
@@ -40,8 +50,11 @@ absl::StatusOr<Peak> WorstPeak(const v1::EstimateReport& report) {
 // (EstimatePeaks: the same numbers without building a report).
 class BudgetedEstimator {
  public:
-  BudgetedEstimator(EstimateFunction estimate, const Deadline& deadline, bool fast_peaks)
-      : estimate_(estimate), deadline_(deadline), fast_peaks_(fast_peaks) {}
+  BudgetedEstimator(EstimateFunction estimate, const AdmissionOptions& options, bool fast_peaks)
+      : estimate_(estimate),
+        options_(options),
+        deadline_(options.deadline),
+        fast_peaks_(fast_peaks) {}
 
   absl::StatusOr<v1::EstimateReport> Report(const v1::JobSpec& job) {
     OOMGUARD_RETURN_IF_ERROR(CheckDeadline());
@@ -54,16 +67,20 @@ class BudgetedEstimator {
     if (fast_peaks_) {
       OOMGUARD_RETURN_IF_ERROR(CheckDeadline());
       ++runs_;
-      const absl::StatusOr<PeakEstimate> peaks = EstimatePeaks(job, deadline_);
+      const absl::StatusOr<PeakEstimate> peaks =
+          EstimatePeaks(job, deadline_, options_.upper_bound_coverage);
       if (Stopped(peaks.status())) return peaks.status();
       if (!peaks.ok()) return std::nullopt;
-      return Peak{static_cast<uint32_t>(peaks->worst_rank),
-                  peaks->ranks[peaks->worst_rank].peak_device_bytes};
+      const int64_t worst =
+          options_.compare_upper_bound ? peaks->worst_upper_rank : peaks->worst_rank;
+      const RankPeak& r = peaks->ranks[worst];
+      return RankPeakOf(static_cast<uint32_t>(worst), r.peak_device_bytes,
+                        r.peak_device_upper_bytes, options_.compare_upper_bound);
     }
     absl::StatusOr<v1::EstimateReport> report = Report(job);
     if (Stopped(report.status())) return report.status();
     if (!report.ok()) return std::nullopt;
-    OOMGUARD_ASSIGN_OR_RETURN(const Peak peak, WorstPeak(*report));
+    OOMGUARD_ASSIGN_OR_RETURN(const Peak peak, WorstPeak(*report, options_.compare_upper_bound));
     return peak;
   }
 
@@ -80,6 +97,7 @@ class BudgetedEstimator {
   }
 
   EstimateFunction estimate_;
+  const AdmissionOptions& options_;
   const Deadline& deadline_;
   bool fast_peaks_;
   int runs_ = 0;
@@ -145,12 +163,25 @@ absl::Status AddIncompatibilities(const v1::JobSpec& job, const Peak& base, cons
   return absl::OkStatus();
 }
 
-// "<usable> usable on <GPU> (<capacity> less <margin>% kept free)".
+// "<usable> usable on <GPU>", then " (<capacity> less <margin>% kept free)"
+// when a margin is kept.
 std::string UsablePhrase(const v1::CheckResponse& r, const v1::GpuSpec& gpu) {
   const std::string on =
       gpu.name().empty() ? absl::StrCat("a ", FormatBytes(r.capacity_bytes()), " GPU") : gpu.name();
-  return absl::StrFormat("%s usable on %s (%s less %g%% kept free)", FormatBytes(r.usable_bytes()),
-                         on, FormatBytes(r.capacity_bytes()), 100 * r.safety_margin());
+  std::string phrase = absl::StrFormat("%s usable on %s", FormatBytes(r.usable_bytes()), on);
+  if (r.safety_margin() > 0) {
+    absl::StrAppendFormat(&phrase, " (%s less %g%% kept free)", FormatBytes(r.capacity_bytes()),
+                          100 * r.safety_margin());
+  }
+  return phrase;
+}
+
+// "<point> (at most <upper> at 95%)", or with the point compared
+// "<point> (the point estimate; at most <upper> at 95%)".
+std::string PeakPhrase(const v1::CheckResponse& r) {
+  return absl::StrFormat("%s (%sat most %s at %g%%)", FormatBytes(r.peak_device_bytes()),
+                         r.peak_bound() == v1::PEAK_BOUND_POINT ? "the point estimate; " : "",
+                         FormatBytes(r.peak_device_upper_bytes()), 100 * r.upper_bound_coverage());
 }
 
 // The first rank whose estimate reached the limit of reported_count.h.
@@ -162,9 +193,8 @@ std::optional<uint32_t> RankOverLimit(const v1::EstimateReport& report) {
 }
 
 std::string Summary(const v1::CheckResponse& r, const v1::GpuSpec& gpu) {
-  const std::string where =
-      absl::StrFormat("PP rank %d peaks at %s of %s", r.worst_pp_rank(),
-                      FormatBytes(r.peak_device_bytes()), UsablePhrase(r, gpu));
+  const std::string where = absl::StrFormat("PP rank %d peaks at %s of %s", r.worst_pp_rank(),
+                                            PeakPhrase(r), UsablePhrase(r, gpu));
   std::vector<const v1::Recommendation*> env, ladder, incompatible;
   for (const v1::Recommendation& rec : r.recommendations()) {
     if (rec.kind() == v1::Recommendation::KIND_INCOMPATIBILITY) {
@@ -237,15 +267,21 @@ absl::StatusOr<v1::CheckResponse> RunCheck(const v1::JobSpec& job, const v1::Gpu
     return absl::InvalidArgumentError(
         absl::StrCat("gpu memory_bytes = ", gpu.memory_bytes(), ": must be at most 2^50 (1 PiB)"));
   }
-  BudgetedEstimator estimator(estimate, options.deadline, fast_peaks);
+  OOMGUARD_RETURN_IF_ERROR(
+      ValidateUpperBoundCoverage(options.upper_bound_coverage, "upper_bound_coverage"));
+  BudgetedEstimator estimator(estimate, options, fast_peaks);
   OOMGUARD_ASSIGN_OR_RETURN(v1::EstimateReport report, estimator.Report(job));
-  OOMGUARD_ASSIGN_OR_RETURN(const Peak base, WorstPeak(report));
+  OOMGUARD_ASSIGN_OR_RETURN(const Peak base, WorstPeak(report, options.compare_upper_bound));
 
   v1::CheckResponse out;
   const auto usable =
       static_cast<uint64_t>(std::floor(static_cast<double>(gpu.memory_bytes()) * (1.0 - margin)));
   out.set_worst_pp_rank(base.pp_rank);
-  out.set_peak_device_bytes(base.bytes);
+  out.set_peak_device_bytes(base.point);
+  out.set_peak_device_upper_bytes(base.upper);
+  out.set_peak_bound(options.compare_upper_bound ? v1::PEAK_BOUND_UPPER : v1::PEAK_BOUND_POINT);
+  out.set_compared_peak_bytes(base.bytes);
+  out.set_upper_bound_coverage(options.upper_bound_coverage);
   out.set_capacity_bytes(gpu.memory_bytes());
   out.set_usable_bytes(usable);
   out.set_headroom_bytes(static_cast<int64_t>(usable) - static_cast<int64_t>(base.bytes));
@@ -285,6 +321,7 @@ absl::StatusOr<v1::CheckResponse> CheckJob(const v1::JobSpec& job, const v1::Gpu
         EstimateOptions brief;
         brief.overhead_basis = false;
         brief.deadline = options.deadline;
+        brief.upper_bound_coverage = options.upper_bound_coverage;
         return Estimate(j, brief);
       },
       /*fast_peaks=*/true);

@@ -1,7 +1,9 @@
 // The admission check: does a job fit on a GPU, and if not, what to change.
 //
-// The verdict compares the worst rank's estimated device peak with the
-// usable capacity (GPU memory x (1 - safety margin)). Recommendations are
+// The verdict compares the worst rank's estimated device peak (its upper
+// bound at the stated coverage unless the policy asks for the point
+// estimate; estimator/peak_bound.h) with the usable capacity (GPU memory x
+// (1 - safety margin)). Recommendations are
 // never canned numbers: each is the job re-estimated with the change
 // applied. Environment settings come first (zero throughput cost), then the
 // config changes in the order of the tuning guides (selective recompute of
@@ -18,6 +20,7 @@
 #include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "common/deadline.h"
+#include "estimator/peak_bound.h"
 #include "oomguard/v1/admission.pb.h"
 #include "oomguard/v1/job.pb.h"
 #include "oomguard/v1/report.pb.h"
@@ -27,6 +30,10 @@ namespace oomguard {
 struct AdmissionOptions {
   // Fraction of the GPU's memory kept free, in [0, 1).
   double safety_margin = 0.0;
+  // Compare each rank's device upper bound (true) or its point estimate.
+  bool compare_upper_bound = true;
+  // Coverage of the upper bounds, in [0.5, 0.999].
+  double upper_bound_coverage = kDefaultUpperBoundCoverage;
   // Work stops with the deadline's error once it passes (checked before
   // every estimate, of which a check runs up to about a dozen, and inside
   // each).
@@ -39,8 +46,8 @@ using EstimateFunction = absl::FunctionRef<absl::StatusOr<v1::EstimateReport>(co
 
 // Checks `job` against `gpu` (a catalog entry, or just memory_bytes).
 // Errors: InvalidArgument for a bad job (from the estimator, naming the
-// JobSpec field), a safety margin outside [0, 1), GPU memory of zero or over
-// 2^50 bytes; DeadlineExceeded.
+// JobSpec field), a safety margin outside [0, 1), a coverage outside
+// [0.5, 0.999], GPU memory of zero or over 2^50 bytes; DeadlineExceeded.
 absl::StatusOr<v1::CheckResponse> CheckJob(const v1::JobSpec& job, const v1::GpuSpec& gpu,
                                            const AdmissionOptions& options);
 

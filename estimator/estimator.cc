@@ -10,6 +10,7 @@
 #include "common/status_macros.h"
 #include "estimator/layer_memory.h"
 #include "estimator/overheads.h"
+#include "estimator/peak_bound.h"
 #include "estimator/pipeline_schedule.h"
 #include "estimator/reported_count.h"
 #include "estimator/validated_job.h"
@@ -141,15 +142,43 @@ double OptimizerStepBytes(const ValidatedJob& j, double dense, double expert) {
   return 4 * (dense / r_dense + expert / r_expert);
 }
 
+// torch's foreach AdamW temporary during the step (torch/optim/adamw.py
+// _multi_tensor_adamw: the sqrt of exp_avg_sq, one fp32 tensor per
+// parameter of the group): 4 bytes per Adam-updated element of the rank's
+// shard (under Muon, the `adam` part of the dense elements). FusedAdam
+// makes none.
+double OptimizerStepTemporaryBytes(const ValidatedJob& j, double dense, double adam,
+                                   double expert) {
+  if (!j.runtime.torch_adam) return 0;
+  const auto [r_dense, r_expert] = OptimizerShards(j);
+  if (j.precision.optimizer == v1::OPTIMIZER_ADAM) return 4 * (dense / r_dense + expert / r_expert);
+  if (j.precision.optimizer == v1::OPTIMIZER_MUON) return 4 * adam / r_dense;
+  return 0;
+}
+
 // Whether a count of `rank` (its module tree aside) reached the limit.
 bool HasCappedCount(const v1::RankReport& rank) {
   const v1::StaticBytes& s = rank.static_();
-  for (const uint64_t count :
-       {rank.parameters(), rank.dense_parameters(), rank.expert_parameters(), rank.static_bytes(),
-        s.dense_param_bytes(), s.dense_grad_bytes(), s.dense_optimizer_bytes(),
-        s.expert_param_bytes(), s.expert_grad_bytes(), s.expert_optimizer_bytes(),
-        s.host_optimizer_bytes(), s.total_bytes(), rank.activation_bytes(), rank.transient_bytes(),
-        rank.optimizer_step_bytes(), rank.peak_allocated_bytes(), rank.peak_device_bytes()}) {
+  for (const uint64_t count : {rank.parameters(),
+                               rank.dense_parameters(),
+                               rank.expert_parameters(),
+                               rank.static_bytes(),
+                               s.dense_param_bytes(),
+                               s.dense_grad_bytes(),
+                               s.dense_optimizer_bytes(),
+                               s.expert_param_bytes(),
+                               s.expert_grad_bytes(),
+                               s.expert_optimizer_bytes(),
+                               s.host_optimizer_bytes(),
+                               s.total_bytes(),
+                               rank.activation_bytes(),
+                               rank.transient_bytes(),
+                               rank.optimizer_step_bytes(),
+                               rank.optimizer_step_temporary_bytes(),
+                               rank.peak_allocated_bytes(),
+                               rank.peak_device_bytes(),
+                               rank.peak_allocated_upper_bytes(),
+                               rank.peak_device_upper_bytes()}) {
     if (IsCapped(count)) return true;
   }
   for (const v1::Overhead& o : rank.overheads()) {
@@ -246,16 +275,25 @@ struct RankTotals {
   RankMemory mem;
   v1::StaticBytes static_bytes;
   uint64_t activation_bytes = 0, transient_bytes = 0, optimizer_step_bytes = 0;
+  uint64_t optimizer_step_temporary_bytes = 0;
   uint64_t peak_allocated_bytes = 0, peak_device_bytes = 0;
+  uint64_t peak_allocated_upper_bytes = 0, peak_device_upper_bytes = 0;
 };
 
-// Fills `t` (its vectors reused between ranks) with PP rank `r`'s memory;
-// appends the rank's overheads to `overheads` when it is not null. Stops
-// with the deadline's error once it passes.
-absl::Status ComputeRank(const ValidatedJob& j, const BlockCosts& b, int64_t r, bool overhead_basis,
-                         const Deadline& deadline,
-                         google::protobuf::RepeatedPtrField<v1::Overhead>* overheads,
-                         RankTotals& t) {
+// Where a rank's itemised overheads and uncertainties go (null: nowhere),
+// and whether they carry their basis.
+struct RankItems {
+  google::protobuf::RepeatedPtrField<v1::Overhead>* overheads = nullptr;
+  google::protobuf::RepeatedPtrField<v1::Uncertainty>* uncertainties = nullptr;
+  bool with_basis = false;
+};
+
+// Fills `t` (its vectors reused between ranks) with PP rank `r`'s memory,
+// its upper bounds at the coverage whose normal quantile is `z`; itemises
+// the rank's overheads and uncertainties into `items`. Stops with the
+// deadline's error once it passes.
+absl::Status ComputeRank(const ValidatedJob& j, const BlockCosts& b, int64_t r, double z,
+                         const Deadline& deadline, const RankItems& items, RankTotals& t) {
   if (deadline.Passed()) {
     return deadline.Check(absl::StrCat("estimating pipeline rank ", r, " of ", j.parallelism.pp));
   }
@@ -285,12 +323,27 @@ absl::Status ComputeRank(const ValidatedJob& j, const BlockCosts& b, int64_t r, 
   t.activation_bytes = RoundedCount(t.in_flight.held_bytes);
   t.transient_bytes = RoundedCount(t.transient);
   t.optimizer_step_bytes = RoundedCount(OptimizerStepBytes(j, t.dense, t.expert));
-  const OverheadSums sums = AddOverheads(j, t.mem, overhead_basis, overheads);
+  t.optimizer_step_temporary_bytes =
+      RoundedCount(OptimizerStepTemporaryBytes(j, t.dense, t.adam, t.expert));
+  UncertaintyList spread(items.uncertainties, items.with_basis);
+  AddModelUncertainties(
+      j,
+      ModelTerms{.static_bytes = static_cast<double>(t.static_bytes.total_bytes()),
+                 .held_activation_bytes = t.in_flight.held_bytes,
+                 .transient_bytes = t.transient},
+      spread);
+  t.mem.optimizer_step_bytes =
+      static_cast<double>(AddCounts(t.optimizer_step_bytes, t.optimizer_step_temporary_bytes));
+  const OverheadSums sums = AddOverheads(j, t.mem, items.with_basis, items.overheads, spread);
   t.peak_allocated_bytes = AddCounts(
       AddCounts(t.static_bytes.total_bytes(),
-                std::max(AddCounts(t.activation_bytes, t.transient_bytes), t.optimizer_step_bytes)),
+                std::max(AddCounts(t.activation_bytes, t.transient_bytes),
+                         AddCounts(t.optimizer_step_bytes, t.optimizer_step_temporary_bytes))),
       sums.in_allocated);
   t.peak_device_bytes = AddCounts(t.peak_allocated_bytes, sums.device_only);
+  const PeakVariance& v = spread.variance();
+  t.peak_allocated_upper_bytes = UpperBound(t.peak_allocated_bytes, v.in_allocated, z);
+  t.peak_device_upper_bytes = UpperBound(t.peak_device_bytes, v.in_allocated + v.device_only, z);
   return absl::OkStatus();
 }
 
@@ -300,8 +353,11 @@ absl::StatusOr<v1::EstimateReport> Estimate(const v1::JobSpec& job,
                                             const EstimateOptions& options) {
   v1::EstimateReport report;
   std::vector<std::string> notes;
+  OOMGUARD_RETURN_IF_ERROR(
+      ValidateUpperBoundCoverage(options.upper_bound_coverage, "upper_bound_coverage"));
   OOMGUARD_ASSIGN_OR_RETURN(const ValidatedJob j, ValidateJob(job, &notes));
   const Parallelism& par = j.parallelism;
+  const double z = CoverageQuantile(options.upper_bound_coverage);
   const BlockCosts b = CostsOfBlocks(j);
 
   report.set_num_gpus(par.world);
@@ -315,6 +371,7 @@ absl::StatusOr<v1::EstimateReport> Estimate(const v1::JobSpec& job,
   report.set_expert_data_parallel(par.edp);
   report.set_num_microbatches(j.training.num_microbatches);
   report.set_padded_vocab_size(j.model.padded_vocab);
+  report.set_upper_bound_coverage(options.upper_bound_coverage);
 
   double total_params = 0;
   uint64_t worst_peak = 0;
@@ -323,8 +380,15 @@ absl::StatusOr<v1::EstimateReport> Estimate(const v1::JobSpec& job,
   for (int64_t r = 0; r < par.pp; ++r) {
     v1::RankReport* rank = report.add_ranks();
     rank->set_pp_rank(r);
-    OOMGUARD_RETURN_IF_ERROR(ComputeRank(j, b, r, options.overhead_basis, options.deadline,
-                                         rank->mutable_overheads(), t));
+    OOMGUARD_RETURN_IF_ERROR(ComputeRank(j, b, r, z, options.deadline,
+                                         RankItems{.overheads = rank->mutable_overheads(),
+                                                   .uncertainties = rank->mutable_uncertainties(),
+                                                   .with_basis = options.overhead_basis},
+                                         t));
+    std::stable_sort(rank->mutable_uncertainties()->begin(), rank->mutable_uncertainties()->end(),
+                     [](const v1::Uncertainty& a, const v1::Uncertainty& b) {
+                       return a.sd_bytes() > b.sd_bytes();
+                     });
     for (int64_t c = 0; c < par.vpp; ++c) {
       const StageContents& st = j.stages[r + c * par.pp];
       const double count = static_cast<double>(t.in_flight.per_chunk[c]);
@@ -348,8 +412,11 @@ absl::StatusOr<v1::EstimateReport> Estimate(const v1::JobSpec& job,
     rank->set_activation_bytes(t.activation_bytes);
     rank->set_transient_bytes(t.transient_bytes);
     rank->set_optimizer_step_bytes(t.optimizer_step_bytes);
+    rank->set_optimizer_step_temporary_bytes(t.optimizer_step_temporary_bytes);
     rank->set_peak_allocated_bytes(t.peak_allocated_bytes);
     rank->set_peak_device_bytes(t.peak_device_bytes);
+    rank->set_peak_allocated_upper_bytes(t.peak_allocated_upper_bytes);
+    rank->set_peak_device_upper_bytes(t.peak_device_upper_bytes);
     if (rank->peak_device_bytes() > worst_peak) {
       worst_peak = rank->peak_device_bytes();
       report.set_worst_rank(static_cast<uint32_t>(r));
@@ -385,33 +452,41 @@ absl::StatusOr<v1::EstimateReport> Estimate(const v1::JobSpec& job,
 
 namespace {
 
-absl::StatusOr<PeakEstimate> PeaksOf(const ValidatedJob& j, const Deadline& deadline) {
+absl::StatusOr<PeakEstimate> PeaksOf(const ValidatedJob& j, double coverage,
+                                     const Deadline& deadline) {
   const BlockCosts b = CostsOfBlocks(j);
+  const double z = CoverageQuantile(coverage);
   PeakEstimate out;
   out.ranks.reserve(j.parallelism.pp);
   RankTotals t;
   for (int64_t r = 0; r < j.parallelism.pp; ++r) {
-    OOMGUARD_RETURN_IF_ERROR(
-        ComputeRank(j, b, r, /*overhead_basis=*/false, deadline, /*overheads=*/nullptr, t));
+    OOMGUARD_RETURN_IF_ERROR(ComputeRank(j, b, r, z, deadline, RankItems(), t));
     out.ranks.push_back(RankPeak{.static_bytes = t.static_bytes.total_bytes(),
                                  .activation_bytes = t.activation_bytes,
                                  .peak_allocated_bytes = t.peak_allocated_bytes,
-                                 .peak_device_bytes = t.peak_device_bytes});
+                                 .peak_device_bytes = t.peak_device_bytes,
+                                 .peak_allocated_upper_bytes = t.peak_allocated_upper_bytes,
+                                 .peak_device_upper_bytes = t.peak_device_upper_bytes});
     if (t.peak_device_bytes > out.ranks[out.worst_rank].peak_device_bytes) out.worst_rank = r;
+    if (t.peak_device_upper_bytes > out.ranks[out.worst_upper_rank].peak_device_upper_bytes) {
+      out.worst_upper_rank = r;
+    }
   }
   return out;
 }
 
 }  // namespace
 
-PeakEstimate EstimatePeaks(const ValidatedJob& j) {
+PeakEstimate EstimatePeaks(const ValidatedJob& j, double coverage) {
   // A deadline that never passes never stops the computation.
-  return *PeaksOf(j, Deadline());
+  return *PeaksOf(j, coverage, Deadline());
 }
 
-absl::StatusOr<PeakEstimate> EstimatePeaks(const v1::JobSpec& job, const Deadline& deadline) {
+absl::StatusOr<PeakEstimate> EstimatePeaks(const v1::JobSpec& job, const Deadline& deadline,
+                                           double coverage) {
+  OOMGUARD_RETURN_IF_ERROR(ValidateUpperBoundCoverage(coverage, "upper_bound_coverage"));
   OOMGUARD_ASSIGN_OR_RETURN(const ValidatedJob j, ValidateJob(job, nullptr));
-  return PeaksOf(j, deadline);
+  return PeaksOf(j, coverage, deadline);
 }
 
 }  // namespace oomguard

@@ -11,6 +11,7 @@
 
 #include "absl/status/statusor.h"
 #include "common/deadline.h"
+#include "estimator/peak_bound.h"
 #include "estimator/validated_job.h"
 #include "oomguard/v1/job.pb.h"
 #include "oomguard/v1/report.pb.h"
@@ -26,6 +27,9 @@ struct EstimateOptions {
   // Work stops with the deadline's error (DEADLINE_EXCEEDED or UNAVAILABLE)
   // once it passes: checked per pipeline rank and inside the schedule walk.
   Deadline deadline;
+  // Coverage of the ranks' upper bounds (peak_bound.h), in [0.5, 0.999];
+  // outside it, Estimate() fails naming `upper_bound_coverage`.
+  double upper_bound_coverage = kDefaultUpperBoundCoverage;
 };
 
 // Estimates the per-rank GPU memory of `job`.
@@ -38,23 +42,30 @@ struct RankPeak {
   uint64_t activation_bytes = 0;
   uint64_t peak_allocated_bytes = 0;
   uint64_t peak_device_bytes = 0;
+  uint64_t peak_allocated_upper_bytes = 0;
+  uint64_t peak_device_upper_bytes = 0;
 };
 
 struct PeakEstimate {
-  std::vector<RankPeak> ranks;  // One per PP rank.
-  int64_t worst_rank = 0;       // The first rank with the largest peak_device_bytes.
+  std::vector<RankPeak> ranks;   // One per PP rank.
+  int64_t worst_rank = 0;        // The first rank with the largest peak_device_bytes.
+  int64_t worst_upper_rank = 0;  // The first with the largest peak_device_upper_bytes.
 };
 
 // The per-rank totals of `job` without building a report (no module tree, no
 // overhead items, no notes): the same computation as Estimate(), so every
 // number equals the report's field of the same name. For callers that
 // estimate many jobs (the planner, the admission check's re-estimates).
-// Stops with the deadline's error once `deadline` passes.
+// Stops with the deadline's error once `deadline` passes. The upper bounds
+// are at `coverage` (refused outside [0.5, 0.999], naming
+// `upper_bound_coverage`).
 absl::StatusOr<PeakEstimate> EstimatePeaks(const v1::JobSpec& job,
-                                           const Deadline& deadline = Deadline());
+                                           const Deadline& deadline = Deadline(),
+                                           double coverage = kDefaultUpperBoundCoverage);
 
-// Same, for a job already validated (ValidateJob, validated_job.h).
-PeakEstimate EstimatePeaks(const ValidatedJob& job);
+// Same, for a job already validated (ValidateJob, validated_job.h) and a
+// coverage already validated (ValidateUpperBoundCoverage).
+PeakEstimate EstimatePeaks(const ValidatedJob& job, double coverage = kDefaultUpperBoundCoverage);
 
 }  // namespace oomguard
 

@@ -13,13 +13,18 @@ constexpr double kMiB = 1024.0 * 1024.0;
 constexpr double kGiB = 1024.0 * kMiB;
 
 // Sums the overhead items and, when there is a list, appends each (the
-// basis only when it is wanted).
+// basis only when it is wanted). An item whose size is uncertain declares
+// one standard deviation of its error, as a fraction of the item, to the
+// rank's upper bound (peak_bound.h), with the evidence for it.
 class OverheadList {
  public:
-  OverheadList(google::protobuf::RepeatedPtrField<v1::Overhead>* out, bool with_basis)
-      : out_(out), with_basis_(with_basis) {}
-  void Add(const char* name, double bytes, bool in_allocated, const char* basis) {
+  OverheadList(google::protobuf::RepeatedPtrField<v1::Overhead>* out, bool with_basis,
+               UncertaintyList& spread)
+      : out_(out), with_basis_(with_basis), spread_(spread) {}
+  void Add(const char* name, double bytes, bool in_allocated, const char* basis,
+           double sd_fraction = 0, const char* sd_basis = "") {
     if (bytes <= 0) return;
+    spread_.Add(name, sd_fraction * bytes, in_allocated, sd_basis);
     const uint64_t count = RoundedCount(bytes);
     uint64_t& sum = in_allocated ? sums_.in_allocated : sums_.device_only;
     sum = AddCounts(sum, count);
@@ -35,6 +40,7 @@ class OverheadList {
  private:
   google::protobuf::RepeatedPtrField<v1::Overhead>* out_;
   bool with_basis_;
+  UncertaintyList& spread_;
   OverheadSums sums_;
 };
 
@@ -57,8 +63,9 @@ int CommunicatorCount(const ValidatedJob& j) {
 }  // namespace
 
 OverheadSums AddOverheads(const ValidatedJob& j, const RankMemory& m, bool with_basis,
-                          google::protobuf::RepeatedPtrField<v1::Overhead>* out) {
-  OverheadList list(out, with_basis);
+                          google::protobuf::RepeatedPtrField<v1::Overhead>* out,
+                          UncertaintyList& spread) {
+  OverheadList list(out, with_basis, spread);
   const Parallelism& par = j.parallelism;
   const MicroBatchShape shape(j);
   const double elt = shape.elt, tokens = shape.full_tokens, sp_tokens = shape.sp_tokens;
@@ -121,7 +128,11 @@ OverheadSums AddOverheads(const ValidatedJob& j, const RankMemory& m, bool with_
              "than the balanced "
              "share; margin of 25% on routed-expert activations (measured "
              "peaks grow ~10% over the "
-             "first 50 steps of Megatron's MoE test)");
+             "first 50 steps of Megatron's MoE test)",
+             0.6,
+             "which ranks run hot and by how much depends on the data: sd 15% of routed-expert "
+             "activations, so the 95% bound (25% + 1.645 x 15%) reaches the 50% over the "
+             "balanced share measured on hot ranks");
   }
   if (j.runtime.cuda_graphs) {
     const double fraction = j.runtime.cuda_graph_modules.empty() ? 1.0 : 0.5;
@@ -129,27 +140,45 @@ OverheadSums AddOverheads(const ValidatedJob& j, const RankMemory& m, bool with_
              "graph-private pools keep static input/output buffers per "
              "captured layer and "
              "micro-batch (approximated as a second copy of the graphed "
-             "layers' held activations)");
+             "layers' held activations)",
+             0.5,
+             "graph pools depend on which tensors the capture keeps static: sd 50% (a few GiB "
+             "to +34 GiB measured on matched runs)");
   }
   list.Add("cuda_context", 2.5 * kGiB, false,
            "CUDA context, cuBLAS/cuDNN handles and NCCL initialisation outside "
            "PyTorch's allocator "
-           "(2.4-2.8 GiB measured on one H100)");
+           "(2.4-2.8 GiB measured on one H100)",
+           0.06, "sd 0.15 GiB: 2.4-2.8 GiB measured across CUDA and driver versions");
   const int comms = CommunicatorCount(j);
   list.Add("nccl_buffers", 0.9 * kGiB * comms, false,
            "NCCL channel buffers, ~0.9 GiB per process group with more than one "
            "member (6.4 GB "
-           "non-PyTorch memory measured on 64 H100s with DP, PP and EP groups)");
-  const double dynamic = m.held_activation_bytes + m.transient_bytes;
+           "non-PyTorch memory measured on 64 H100s with DP, PP and EP groups)",
+           0.35,
+           "NCCL sizes buffers by channels and algorithms it picks at run time: sd 0.3 GiB per "
+           "group (1.6 GB measured for one communicator, ~6 GB for three or more)");
+  // What the allocator allocates and frees again within an iteration: the
+  // activations and backward working set, or the optimizer step's copies
+  // and temporaries, whichever is larger.
+  const double churn =
+      std::max(m.held_activation_bytes + m.transient_bytes, m.optimizer_step_bytes);
   if (j.runtime.expandable_segments) {
-    list.Add("allocator_slack", 64 * kMiB + 0.01 * dynamic, false,
+    const double slack = 64 * kMiB + 0.01 * churn;
+    list.Add("allocator_slack", slack, false,
              "reserved minus allocated with expandable_segments: 74-307 MiB "
-             "measured");
+             "measured",
+             std::max(0.5, 128 * kMiB / slack), "sd 50%, at least 128 MiB: 74-307 MiB measured");
   } else {
-    list.Add("allocator_slack", 512 * kMiB + 0.10 * dynamic, false,
+    const double slack = 512 * kMiB + 0.10 * churn;
+    list.Add("allocator_slack", slack, false,
              "reserved minus allocated without expandable_segments "
              "(fragmentation): 0.3-5.8 GiB "
-             "measured, growing with activation churn");
+             "measured, growing with the allocations an iteration makes and frees",
+             std::max(0.5, kGiB / slack),
+             "fragmentation depends on the order of allocations: sd 50%, at least 1 GiB "
+             "(0.1-5.8 GiB measured on one H100 with no predictor better than the churn, "
+             "up to 8 GiB with EP overlap)");
   }
   return list.sums();
 }

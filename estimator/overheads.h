@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "estimator/peak_bound.h"
 #include "estimator/validated_job.h"
 #include "oomguard/v1/report.pb.h"
 
@@ -22,6 +23,8 @@ struct RankMemory {
   double transient_bytes = 0;
   double layer_activation_bytes = 0;  // Decoder-layer part of held activations.
   bool has_output_layer = false;      // The rank runs the output layer and loss.
+  // What the optimizer step allocates (kept copies and temporaries).
+  double optimizer_step_bytes = 0;
 };
 
 // The overheads of one rank summed (each item rounded to a count, sums
@@ -33,10 +36,12 @@ struct OverheadSums {
 };
 
 // Sums the overheads of one rank and, when `out` is not null, appends each
-// item to it, with its basis when `with_basis`. The report and the
-// peaks-only path (estimator.h) both call it, so their numbers agree.
+// item to it, with its basis when `with_basis`; adds the uncertainty of each
+// uncertain item to `spread`. The report and the peaks-only path
+// (estimator.h) both call it, so their numbers agree.
 OverheadSums AddOverheads(const ValidatedJob& j, const RankMemory& m, bool with_basis,
-                          google::protobuf::RepeatedPtrField<v1::Overhead>* out);
+                          google::protobuf::RepeatedPtrField<v1::Overhead>* out,
+                          UncertaintyList& spread);
 
 // Fraction of extra routed-expert tokens a GPU receives over the balanced
 // share when routing is not forced to balance.

@@ -111,9 +111,10 @@ absl::Status CheckRank(const v1::EstimateReport& report, int index) {
       Equal(where, "static_bytes = static.total_bytes", r.static_bytes(), s.total_bytes()));
   OOMGUARD_RETURN_IF_ERROR(Equal(where, "parameters = dense + expert", r.parameters(),
                                  AddCounts(r.dense_parameters(), r.expert_parameters())));
-  uint64_t allocated = AddCounts(
-      r.static_bytes(),
-      std::max(AddCounts(r.activation_bytes(), r.transient_bytes()), r.optimizer_step_bytes()));
+  uint64_t allocated =
+      AddCounts(r.static_bytes(),
+                std::max(AddCounts(r.activation_bytes(), r.transient_bytes()),
+                         AddCounts(r.optimizer_step_bytes(), r.optimizer_step_temporary_bytes())));
   uint64_t device_only = 0;
   for (const v1::Overhead& o : r.overheads()) {
     uint64_t& sum = o.in_allocated() ? allocated : device_only;
@@ -131,6 +132,12 @@ absl::Status CheckRank(const v1::EstimateReport& report, int index) {
                                    r.peak_device_bytes(), r.peak_allocated_bytes()));
   OOMGUARD_RETURN_IF_ERROR(AtLeast(where, "peak_allocated_bytes >= static_bytes",
                                    r.peak_allocated_bytes(), r.static_bytes()));
+  OOMGUARD_RETURN_IF_ERROR(AtLeast(where, "peak_allocated_upper_bytes >= peak_allocated_bytes",
+                                   r.peak_allocated_upper_bytes(), r.peak_allocated_bytes()));
+  OOMGUARD_RETURN_IF_ERROR(AtLeast(where, "peak_device_upper_bytes >= peak_device_bytes",
+                                   r.peak_device_upper_bytes(), r.peak_device_bytes()));
+  OOMGUARD_RETURN_IF_ERROR(AtLeast(where, "peak_device_upper_bytes >= peak_allocated_upper_bytes",
+                                   r.peak_device_upper_bytes(), r.peak_allocated_upper_bytes()));
 
   // Chunks.
   OOMGUARD_RETURN_IF_ERROR(Equal(where, "chunks = virtual_pipeline_chunks", r.chunks_size(),

@@ -479,6 +479,8 @@ absl::Status ResolvePrecision(const v1::PrecisionSpec& p, ValidatedJob& j) {
       p.optimizer() == v1::OPTIMIZER_SGD || p.optimizer() == v1::OPTIMIZER_MUON ? m1 : m1 + m2;
   precision.adam_moment_bytes =
       p.optimizer() == v1::OPTIMIZER_MUON ? m1 + m2 : precision.moment_bytes;
+  precision.optimizer =
+      p.optimizer() == v1::OPTIMIZER_UNSPECIFIED ? v1::OPTIMIZER_ADAM : p.optimizer();
   precision.distributed_optimizer = p.use_distributed_optimizer();
   precision.optimizer_instances =
       p.has_num_distributed_optimizer_instances() ? p.num_distributed_optimizer_instances() : 1;
@@ -521,6 +523,7 @@ void ResolveRuntime(const v1::RuntimeSpec& r, RuntimeSettings& runtime) {
   runtime.nccl_ub = r.use_nccl_ub();
   runtime.nccl_graph_register_disabled = r.nccl_graph_register_disabled();
   runtime.gpus_per_node = r.has_gpus_per_node() ? r.gpus_per_node() : 8;
+  runtime.torch_adam = r.optimizer_implementation() == v1::OPTIMIZER_IMPLEMENTATION_TORCH;
 }
 
 }  // namespace

@@ -154,6 +154,7 @@ struct PrecisionSettings {
   // Moment bytes of the parameters Muon leaves to Adam (embeddings, output
   // layer, 1-D); equal to moment_bytes for the other optimizers.
   double adam_moment_bytes = 0;
+  v1::Optimizer optimizer = v1::OPTIMIZER_ADAM;  // UNSPECIFIED resolved to ADAM.
   bool distributed_optimizer = false;
   int64_t optimizer_instances = 1;  // Distributed-optimizer copies over DP.
   double offload_fraction = 0;      // Of the optimizer moments, on the host.
@@ -171,6 +172,8 @@ struct RuntimeSettings {
   bool nccl_ub = false;                       // `--use-nccl-ub`: NCCL user buffers.
   bool nccl_graph_register_disabled = false;  // NCCL_GRAPH_REGISTER=0.
   int64_t gpus_per_node = 8;
+  // torch.optim.AdamW's foreach step (OPTIMIZER_IMPLEMENTATION_TORCH).
+  bool torch_adam = false;
 };
 
 struct ValidatedJob {

@@ -48,7 +48,10 @@ absl::Status AddAlternatives(const v1::JobSpec& job, const v1::GpuSpec& gpu,
   cluster.gpus_per_node =
       static_cast<uint32_t>(job.runtime().has_gpus_per_node() ? job.runtime().gpus_per_node() : 8);
   PlanOptions options;
+  // The check's own memory rule: an alternative it proposes passes it.
   options.memory_margin = response->safety_margin();
+  options.compare_upper_bound = response->peak_bound() != v1::PEAK_BOUND_POINT;
+  options.upper_bound_coverage = response->upper_bound_coverage();
   options.limit = kMaxAlternatives;
   options.deadline = deadline;
   const absl::StatusOr<PlanResult> plan = Plan(Searchable(job), cluster, options);
@@ -60,7 +63,7 @@ absl::Status AddAlternatives(const v1::JobSpec& job, const v1::GpuSpec& gpu,
     for (const v1::PlanCandidate& c : plan->candidates) Add(c, 0, response);
     return absl::OkStatus();
   }
-  const absl::StatusOr<v1::PlanCandidate> own = DescribeJob(job, cluster, options.memory_margin);
+  const absl::StatusOr<v1::PlanCandidate> own = DescribeJob(job, cluster, options);
   if (!own.ok()) return absl::OkStatus();
   const v1::PlanCandidate& best = plan->candidates.front();
   if (best.tokens_per_gpu_per_second() >= kClearlyFaster * own->tokens_per_gpu_per_second()) {

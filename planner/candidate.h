@@ -22,10 +22,12 @@ std::string RecomputeText(const ValidatedJob& j);
 // overlap flags the step-time model assumes.
 std::string CandidateArgs(const ValidatedJob& j, const v1::JobSpec& job);
 
-// The candidate for `job`: `usable_bytes` is the GPU memory after the margin.
+// The candidate for `job`: `usable_bytes` is the GPU memory after the margin;
+// its worst rank and headroom are by the device upper bound when
+// `compare_upper_bound`, else by the point estimate.
 v1::PlanCandidate DescribeCandidate(const v1::JobSpec& job, const ValidatedJob& j,
                                     const StepTime& t, const PeakEstimate& peaks,
-                                    uint64_t usable_bytes);
+                                    uint64_t usable_bytes, bool compare_upper_bound);
 
 // Sets the reasons of `c` (two or three, largest effect first), against the
 // plan's best throughput `best_tokens_per_gpu_per_second`.

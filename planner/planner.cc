@@ -34,8 +34,6 @@ struct Counts {
   uint64_t considered = 0, estimated = 0, fitting = 0;
 };
 
-uint64_t WorstPeak(const PeakEstimate& p) { return p.ranks[p.worst_rank].peak_device_bytes; }
-
 class Search {
  public:
   Search(const v1::JobSpec& base, const PlanCluster& cluster, const PlanOptions& options,
@@ -79,7 +77,7 @@ class Search {
         absl::StatusOr<ValidatedJob> saving = ValidateJob(job, nullptr);
         if (!saving.ok()) continue;
         ++counts_.estimated;
-        const bool saving_fits = WorstPeak(EstimatePeaks(*saving)) <= usable_;
+        const bool saving_fits = ComparedPeak(*saving) <= usable_;
         if (!saving_fits) break;
         // The others by predicted speed; the first that fits is kept.
         order.clear();
@@ -99,7 +97,7 @@ class Search {
         for (const auto& [seconds, si] : order) {
           if (si != most_saving) {
             ++counts_.estimated;
-            if (WorstPeak(EstimatePeaks(*validated[si])) > usable_) continue;
+            if (ComparedPeak(*validated[si]) > usable_) continue;
           }
           ++counts_.fitting;
           const double tokens = static_cast<double>(global_batch) *
@@ -126,7 +124,8 @@ class Search {
       const absl::StatusOr<ValidatedJob> v = ValidateJob(job, nullptr);
       if (!v.ok()) continue;  // Validated in the search: cannot happen.
       out.push_back(DescribeCandidate(job, *v, EstimateStepTime(*v, cluster_.speed),
-                                      EstimatePeaks(*v), usable_));
+                                      EstimatePeaks(*v, options_.upper_bound_coverage), usable_,
+                                      options_.compare_upper_bound));
     }
     for (v1::PlanCandidate& c : out) {
       SetReasons(out.front().tokens_per_gpu_per_second(), &c);
@@ -138,6 +137,13 @@ class Search {
   const Counts& counts() const { return counts_; }
 
  private:
+  // The worst rank's peak the options compare with the usable memory.
+  uint64_t ComparedPeak(const ValidatedJob& j) const {
+    const PeakEstimate p = EstimatePeaks(j, options_.upper_bound_coverage);
+    return options_.compare_upper_bound ? p.ranks[p.worst_upper_rank].peak_device_upper_bytes
+                                        : p.ranks[p.worst_rank].peak_device_bytes;
+  }
+
   const v1::JobSpec& base_;
   const PlanCluster& cluster_;
   const PlanOptions& options_;
@@ -153,6 +159,8 @@ absl::Status CheckOptions(const PlanCluster& cluster, const PlanOptions& options
     return absl::InvalidArgumentError(
         absl::StrCat("constraints.memory_margin = ", options.memory_margin, ": must be in [0, 1)"));
   }
+  OOMGUARD_RETURN_IF_ERROR(
+      ValidateUpperBoundCoverage(options.upper_bound_coverage, "constraints.upper_bound_coverage"));
   if (options.limit < 1 || options.limit > kMaxPlanLimit) {
     return absl::InvalidArgumentError(
         absl::StrCat("limit = ", options.limit, ": must be in [1, ", kMaxPlanLimit, "]"));
@@ -240,10 +248,11 @@ absl::StatusOr<PlanResult> Plan(const v1::JobSpec& job, const PlanCluster& clust
 }
 
 absl::StatusOr<v1::PlanCandidate> DescribeJob(const v1::JobSpec& job, const PlanCluster& cluster,
-                                              double memory_margin) {
+                                              const PlanOptions& options) {
   OOMGUARD_ASSIGN_OR_RETURN(const ValidatedJob j, ValidateJob(job, nullptr));
-  v1::PlanCandidate c = DescribeCandidate(job, j, EstimateStepTime(j, cluster.speed),
-                                          EstimatePeaks(j), Usable(cluster, memory_margin));
+  v1::PlanCandidate c = DescribeCandidate(
+      job, j, EstimateStepTime(j, cluster.speed), EstimatePeaks(j, options.upper_bound_coverage),
+      Usable(cluster, options.memory_margin), options.compare_upper_bound);
   SetReasons(c.tokens_per_gpu_per_second(), &c);
   return c;
 }

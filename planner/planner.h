@@ -35,6 +35,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "common/deadline.h"
+#include "estimator/peak_bound.h"
 #include "oomguard/v1/admission.pb.h"
 #include "oomguard/v1/job.pb.h"
 #include "oomguard/v1/plan.pb.h"
@@ -60,7 +61,12 @@ struct PlanCluster {
 
 struct PlanOptions {
   // Fraction of the GPU's memory a candidate leaves free, in [0, 1).
-  double memory_margin = 0.05;
+  double memory_margin = 0.0;
+  // A candidate fits when its worst rank's device upper bound at
+  // `upper_bound_coverage` (estimator/peak_bound.h) is within the usable
+  // memory; false: its point estimate. The admission check's rule.
+  bool compare_upper_bound = true;
+  double upper_bound_coverage = kDefaultUpperBoundCoverage;
   uint32_t limit = 20;  // Candidates returned, best first; 1..kMaxPlanLimit.
   bool allow_recompute = true;
   bool allow_offload = true;
@@ -85,8 +91,9 @@ absl::StatusOr<PlanResult> Plan(const v1::JobSpec& job, const PlanCluster& clust
 
 // The predicted step time of `job` itself on the cluster, as a candidate
 // (its memory included); for comparing a job with its plan.
+// Only the memory rule of `options` (margin and bound) is used.
 absl::StatusOr<v1::PlanCandidate> DescribeJob(const v1::JobSpec& job, const PlanCluster& cluster,
-                                              double memory_margin);
+                                              const PlanOptions& options);
 
 }  // namespace oomguard
 

@@ -24,6 +24,33 @@
 namespace oomguard::service {
 namespace {
 
+// Whether a request's PeakBound (`field`) compares the upper bound;
+// UNSPECIFIED takes `default_bound`.
+absl::StatusOr<bool> ComparesUpperBound(v1::PeakBound bound, v1::PeakBound default_bound,
+                                        absl::string_view field) {
+  switch (bound) {
+    case v1::PEAK_BOUND_UNSPECIFIED:
+      return default_bound != v1::PEAK_BOUND_POINT;
+    case v1::PEAK_BOUND_UPPER:
+      return true;
+    case v1::PEAK_BOUND_POINT:
+      return false;
+    default:
+      return WithBadField(absl::InvalidArgumentError(absl::StrCat(
+                              field, " = ", bound,
+                              ": not a PeakBound (PEAK_BOUND_UPPER = 1, PEAK_BOUND_POINT = 2)")),
+                          field);
+  }
+}
+
+// A request's upper-bound coverage (`field`), validated.
+absl::StatusOr<double> Coverage(double coverage, absl::string_view field) {
+  if (absl::Status bad = ValidateUpperBoundCoverage(coverage, field); !bad.ok()) {
+    return WithBadField(std::move(bad), field);
+  }
+  return coverage;
+}
+
 void AddNotes(const std::vector<std::string>& notes, v1::EstimateReport* report) {
   for (const std::string& note : notes) report->add_notes(note);
 }
@@ -80,6 +107,10 @@ absl::StatusOr<v1::EstimateResponse> RequestHandlers::Estimate(const v1::Estimat
   EstimateOptions options;
   options.module_tree = request.module_tree();
   options.deadline = Deadline(deadline, &stop_);
+  if (request.has_upper_bound_coverage()) {
+    OOMGUARD_ASSIGN_OR_RETURN(options.upper_bound_coverage,
+                              Coverage(request.upper_bound_coverage(), "upper_bound_coverage"));
+  }
   OOMGUARD_ASSIGN_OR_RETURN(v1::EstimateReport report, oomguard::Estimate(job.spec, options));
   AddNotes(job.notes, &report);
   if (static_cast<int>(report.worst_rank()) < report.ranks_size()) {
@@ -100,10 +131,19 @@ absl::Status RequestHandlers::RunCheck(const v1::CheckRequest& request, absl::Ti
         absl::InvalidArgumentError(absl::StrCat("safety_margin = ", margin, ": must be in [0, 1)")),
         "policy.safety_margin");
   }
-  const AdmissionOptions options{.safety_margin = request.policy().has_safety_margin()
-                                                      ? request.policy().safety_margin()
-                                                      : config_.default_safety_margin,
-                                 .deadline = Deadline(deadline, &stop_)};
+  const v1::Policy& policy = request.policy();
+  AdmissionOptions options;
+  options.safety_margin =
+      policy.has_safety_margin() ? policy.safety_margin() : config_.default_safety_margin;
+  options.deadline = Deadline(deadline, &stop_);
+  OOMGUARD_ASSIGN_OR_RETURN(
+      options.compare_upper_bound,
+      ComparesUpperBound(policy.peak_bound(), config_.default_peak_bound, "policy.peak_bound"));
+  if (policy.has_upper_bound_coverage()) {
+    OOMGUARD_ASSIGN_OR_RETURN(
+        options.upper_bound_coverage,
+        Coverage(policy.upper_bound_coverage(), "policy.upper_bound_coverage"));
+  }
   OOMGUARD_ASSIGN_OR_RETURN(v1::CheckResponse checked, CheckJob(job.spec, gpu, options));
   // Only a job that does not fit pays for a plan (milliseconds against the
   // check's microseconds): the admission path stays fast for the jobs it
@@ -157,6 +197,14 @@ absl::Status RequestHandlers::RunPlan(const v1::PlanRequest& request, absl::Time
   options.allow_offload = !c.no_offload();
   options.allow_cross_node_expert_parallel = c.allow_cross_node_expert_parallel();
   options.deadline = Deadline(deadline, &stop_);
+  OOMGUARD_ASSIGN_OR_RETURN(
+      options.compare_upper_bound,
+      ComparesUpperBound(c.peak_bound(), v1::PEAK_BOUND_UPPER, "constraints.peak_bound"));
+  if (c.has_upper_bound_coverage()) {
+    OOMGUARD_ASSIGN_OR_RETURN(
+        options.upper_bound_coverage,
+        Coverage(c.upper_bound_coverage(), "constraints.upper_bound_coverage"));
+  }
   absl::StatusOr<PlanResult> plan = oomguard::Plan(job.spec, cluster, options);
   if (!plan.ok()) {
     const absl::string_view message = plan.status().message();

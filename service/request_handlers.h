@@ -28,8 +28,12 @@ namespace oomguard::service {
 
 struct ServiceConfig {
   GpuCatalog catalog = GpuCatalog::Builtin();
-  // Policy.safety_margin when a CheckRequest leaves it unset.
-  double default_safety_margin = 0.05;
+  // Policy.safety_margin when a CheckRequest leaves it unset. 0: the
+  // estimate's own error is in the upper bound the verdict compares.
+  double default_safety_margin = 0.0;
+  // Policy.peak_bound when a CheckRequest leaves it unset (UNSPECIFIED
+  // means UPPER).
+  v1::PeakBound default_peak_bound = v1::PEAK_BOUND_UPPER;
   // One stderr line per request.
   bool log_requests = true;
   // Bound of the Check response cache (see response_cache.h); 0 disables it.

@@ -85,7 +85,10 @@ absl::StatusOr<v1::EstimateReport> EstimateCase(const CalibrationCase& c) {
   source.megatron_args = c.argv;
   source.env = c.env;
   source.num_gpus = c.gpus;
-  OOMGUARD_ASSIGN_OR_RETURN(const v1::JobSpec job, BuildJob(source, nullptr));
+  OOMGUARD_ASSIGN_OR_RETURN(v1::JobSpec job, BuildJob(source, nullptr));
+  if (c.torch_adam) {
+    job.mutable_runtime()->set_optimizer_implementation(v1::OPTIMIZER_IMPLEMENTATION_TORCH);
+  }
   return Estimate(job);
 }
 
@@ -126,7 +129,8 @@ absl::StatusOr<std::vector<CalibrationCase>> LoadSweepCases(const std::string& p
     return static_cast<size_t>(std::find(header.begin(), header.end(), name) - header.begin());
   };
   const size_t id = column("config_id"), argv = column("argv"), st = column("static_alloc_mib"),
-               peak = column("peak_alloc_mib");
+               peak = column("peak_alloc_mib"), step_peak = column("step_peak_alloc_mib"),
+               device = column("device_used_mib");
   std::vector<CalibrationCase> cases;
   for (size_t i = 1; i < lines.size(); ++i) {
     const std::vector<std::string> f = SplitCsv(lines[i]);
@@ -140,9 +144,18 @@ absl::StatusOr<std::vector<CalibrationCase>> LoadSweepCases(const std::string& p
     c.gpus = 1;
     c.gpus_known = true;
     c.without_workspaces = true;
+    // The sweep ran without Transformer Engine and Apex, so Megatron's
+    // optimizer was torch's AdamW (h100_single_gpu_sweep.md).
+    c.torch_adam = true;
     double mib = 0;
     if (absl::SimpleAtod(f[st], &mib)) c.measured_static = mib * kMiB;
+    // torch.cuda.max_memory_allocated over the iteration: the larger of the
+    // forward/backward peak and the optimizer step's.
     if (absl::SimpleAtod(f[peak], &mib)) c.measured_peak = mib * kMiB;
+    if (step_peak < f.size() && absl::SimpleAtod(f[step_peak], &mib)) {
+      c.measured_peak = std::max(c.measured_peak, mib * kMiB);
+    }
+    if (device < f.size() && absl::SimpleAtod(f[device], &mib)) c.measured_device = mib * kMiB;
     cases.push_back(std::move(c));
   }
   return cases;
@@ -171,16 +184,23 @@ CaseResult EvaluateCase(const CalibrationCase& c) {
   r.est_static =
       static_cast<double>(last.static_bytes() + last.optimizer_step_bytes()) + persistent;
   r.est_peak = static_cast<double>(last.peak_allocated_bytes());
+  r.est_peak_upper = static_cast<double>(last.peak_allocated_upper_bytes());
+  // The device measurement sees the workspaces.
+  r.est_device = static_cast<double>(last.peak_device_bytes());
+  r.est_device_upper = static_cast<double>(last.peak_device_upper_bytes());
   if (c.without_workspaces) {
     r.est_static -= workspaces;
     r.est_peak -= workspaces;
+    r.est_peak_upper -= workspaces;
   }
   return r;
 }
 
 CalibrationSummary Summarise(const std::vector<CaseResult>& results) {
   CalibrationSummary s;
-  std::vector<double> st, pk;
+  std::vector<double> st, pk, dev;
+  int covered = 0, device_covered = 0;
+  double width = 0, device_width = 0;
   for (const CaseResult& r : results) {
     ++s.cases;
     if (!r.error.empty()) {
@@ -193,6 +213,13 @@ CalibrationSummary Summarise(const std::vector<CaseResult>& results) {
     if (r.c.measured_peak > 4 * kGiB) {
       pk.push_back(std::abs(r.peak_err()));
       s.worst_underestimate = std::min(s.worst_underestimate, r.peak_err());
+      if (r.peak_upper_width() >= 0) ++covered;
+      width += r.peak_upper_width();
+    }
+    if (r.c.measured_device > 4 * kGiB) {
+      dev.push_back(std::abs(r.est_device / r.c.measured_device - 1));
+      if (r.device_upper_width() >= 0) ++device_covered;
+      device_width += r.device_upper_width();
     }
   }
   auto median = [](std::vector<double> v) {
@@ -205,12 +232,22 @@ CalibrationSummary Summarise(const std::vector<CaseResult>& results) {
   s.peak_median = median(pk);
   s.peak_worst = pk.empty() ? 0 : *std::max_element(pk.begin(), pk.end());
   s.peak_cases = static_cast<int>(pk.size());
+  if (!pk.empty()) {
+    s.upper_coverage = static_cast<double>(covered) / pk.size();
+    s.upper_mean_width = width / pk.size();
+  }
+  s.device_cases = static_cast<int>(dev.size());
+  s.device_median = median(dev);
+  if (!dev.empty()) {
+    s.device_coverage = static_cast<double>(device_covered) / dev.size();
+    s.device_mean_width = device_width / dev.size();
+  }
   return s;
 }
 
 std::string FormatCalibration(const std::vector<CaseResult>& results) {
-  std::string out = absl::StrFormat("%-92s %9s %9s %7s %9s %9s %7s  %s\n", "case", "static", "est",
-                                    "err%", "peak", "est", "err%", "scope");
+  std::string out = absl::StrFormat("%-92s %9s %9s %7s %9s %9s %7s %9s  %s\n", "case", "static",
+                                    "est", "err%", "peak", "est", "err%", "upper", "scope");
   for (const CaseResult& r : results) {
     std::string scope = r.c.excluded.empty()
                             ? (r.c.gpus_known ? "target" : "gpus unknown (8 assumed)")
@@ -219,9 +256,10 @@ std::string FormatCalibration(const std::vector<CaseResult>& results) {
       absl::StrAppendFormat(&out, "%-92s error: %s (%s)\n", r.c.name, r.error, scope);
       continue;
     }
-    absl::StrAppendFormat(&out, "%-92s %9.3f %9.3f %+7.1f %9.3f %9.3f %+7.1f  %s\n", r.c.name,
+    absl::StrAppendFormat(&out, "%-92s %9.3f %9.3f %+7.1f %9.3f %9.3f %+7.1f %9.3f  %s\n", r.c.name,
                           r.c.measured_static / kGiB, r.est_static / kGiB, 100 * r.static_err(),
-                          r.c.measured_peak / kGiB, r.est_peak / kGiB, 100 * r.peak_err(), scope);
+                          r.c.measured_peak / kGiB, r.est_peak / kGiB, 100 * r.peak_err(),
+                          r.est_peak_upper / kGiB, scope);
   }
   const CalibrationSummary s = Summarise(results);
   absl::StrAppendFormat(&out,
@@ -229,10 +267,16 @@ std::string FormatCalibration(const std::vector<CaseResult>& results) {
                         "estimate/measured - 1)\n"
                         "static |err|: median %.1f%%, worst %.1f%%\n"
                         "peak |err| (%d cases above 4 GiB): median %.1f%%, worst %.1f%%; worst "
-                        "underestimate %.1f%%\n",
+                        "underestimate %.1f%%\n"
+                        "upper bound at %.0f%%: covers %.1f%% of those peaks, mean %.1f%% above "
+                        "them\n"
+                        "device (%d cases measuring GPU memory used): point |err| median %.1f%%; "
+                        "upper bound covers %.1f%%, mean %.1f%% above\n",
                         s.cases, s.targeted, s.failed, 100 * s.static_median, 100 * s.static_worst,
                         s.peak_cases, 100 * s.peak_median, 100 * s.peak_worst,
-                        100 * s.worst_underestimate);
+                        100 * s.worst_underestimate, 100 * kDefaultUpperBoundCoverage,
+                        100 * s.upper_coverage, 100 * s.upper_mean_width, s.device_cases,
+                        100 * s.device_median, 100 * s.device_coverage, 100 * s.device_mean_width);
   return out;
 }
 

@@ -21,9 +21,15 @@ struct CalibrationCase {
   bool gpus_known = false;
   double measured_static = 0;  // bytes; 0 = not comparable
   double measured_peak = 0;    // bytes
+  // GPU memory in use at the end of a step (device total - free: the
+  // allocator's pool, the CUDA context, NCCL, library handles); 0 = not
+  // measured.
+  double measured_device = 0;
   // Measured values exclude PyTorch's own cuBLAS workspaces (the sweep
   // subtracted them): compare without the library_workspaces overhead.
   bool without_workspaces = false;
+  // The run's optimizer was torch.optim.AdamW (no TE or Apex installed).
+  bool torch_adam = false;
   std::string excluded;  // Non-empty: why the case is outside the targets.
 };
 
@@ -31,8 +37,13 @@ struct CaseResult {
   CalibrationCase c;
   std::string error;  // Non-empty when estimation failed.
   double est_static = 0, est_peak = 0;
+  double est_peak_upper = 0;  // The allocated upper bound (default coverage).
+  double est_device = 0, est_device_upper = 0;
   double static_err() const { return c.measured_static ? est_static / c.measured_static - 1 : 0; }
   double peak_err() const { return est_peak / c.measured_peak - 1; }
+  // How far the upper bound lies above the measured peak (< 0: not covered).
+  double peak_upper_width() const { return est_peak_upper / c.measured_peak - 1; }
+  double device_upper_width() const { return est_device_upper / c.measured_device - 1; }
 };
 
 // Reads megatron_ci_h100.jsonl (in-scope families gpt/, moe/, mixtral/).
@@ -48,6 +59,14 @@ struct CalibrationSummary {
   double peak_median = 0, peak_worst = 0;      // |error|, targeted with peak > 4 GiB
   double worst_underestimate = 0;              // most negative peak error (<= 0)
   int peak_cases = 0;
+  // The upper bounds over the same cases as the peak error: the fraction of
+  // measured peaks at or below the bound, and the bound's mean distance
+  // above the measured value (relative to it).
+  double upper_coverage = 0, upper_mean_width = 0;
+  // The same for the device bound, over the cases measuring device memory.
+  int device_cases = 0;
+  double device_median = 0;  // |peak_device / measured_device - 1|
+  double device_coverage = 0, device_mean_width = 0;
 };
 
 // A case counts toward the targets when it has a known GPU count and is

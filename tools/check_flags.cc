@@ -71,6 +71,12 @@ absl::StatusOr<bool> TakeValueFlag(const std::vector<std::string>& args, size_t&
           "--safety-margin: expected a fraction in [0, 1), got \"", ShownValue(v), "\""));
     }
     f.safety_margin = margin;
+  } else if (IsFlag(a, "--peak-bound")) {
+    OOMGUARD_ASSIGN_OR_RETURN(const std::string v, TakeFlagValue(args, i, "--peak-bound"));
+    OOMGUARD_ASSIGN_OR_RETURN(f.peak_bound, ParsePeakBoundFlag(v));
+  } else if (IsFlag(a, "--coverage")) {
+    OOMGUARD_ASSIGN_OR_RETURN(const std::string v, TakeFlagValue(args, i, "--coverage"));
+    OOMGUARD_ASSIGN_OR_RETURN(f.coverage, ParseCoverageFlag(v));
   } else if (IsFlag(a, "--env")) {
     OOMGUARD_ASSIGN_OR_RETURN(const std::string v, TakeFlagValue(args, i, "--env"));
     OOMGUARD_RETURN_IF_ERROR(AddEnvFlag(v, f.env));

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "oomguard/v1/admission.pb.h"
 
 namespace oomguard {
 
@@ -17,8 +18,8 @@ inline constexpr char kCheckUsageText[] =
     "usage: oomguard check --server HOST:PORT [--deadline-ms 2000]\n"
     "           [--gpu NAME | --gpu-memory-gib G] [--gpus N] [--gpus-per-node "
     "K]\n"
-    "           [--preset P] [--safety-margin F] [--env NAME=VALUE ...] "
-    "[--ignore-skip]\n"
+    "           [--preset P] [--safety-margin F] [--peak-bound upper|point]\n"
+    "           [--coverage 0.95] [--env NAME=VALUE ...] [--ignore-skip]\n"
     "           [--tls-ca PEM [--tls-cert PEM --tls-key PEM]] [--json]\n"
     "           (--script FILE | --job-file FILE | -- <Megatron-LM args>)\n"
     "exit: 0 fits, 3 fits with settings, 4 does not fit, 5 not judged,\n"
@@ -37,6 +38,10 @@ struct CheckFlags {
   uint32_t gpus_per_node = 0;
   std::string preset;
   std::optional<double> safety_margin;
+  // --peak-bound upper|point and --coverage F (Policy); unset = the
+  // server's defaults.
+  v1::PeakBound peak_bound = v1::PEAK_BOUND_UNSPECIFIED;
+  std::optional<double> coverage;
   std::map<std::string, std::string> env;
   bool ignore_skip = false;
   bool json = false;

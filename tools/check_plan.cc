@@ -160,6 +160,8 @@ CheckPlan MakeCheckPlan(const CheckFlags& f, const JobEnvelope* envelope, const 
                                                .gpu_name = std::move(gpu_name),
                                                .gpu_memory_bytes = gpu_memory_bytes,
                                                .safety_margin = margin});
+  plan.request.mutable_policy()->set_peak_bound(f.peak_bound);
+  if (f.coverage) plan.request.mutable_policy()->set_upper_bound_coverage(*f.coverage);
   return plan;
 }
 

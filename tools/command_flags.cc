@@ -3,7 +3,9 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "estimator/peak_bound.h"
 #include "tools/shown_value.h"
 
 namespace oomguard {
@@ -29,6 +31,24 @@ absl::Status AddEnvFlag(const std::string& value, std::map<std::string, std::str
   }
   env[value.substr(0, eq)] = value.substr(eq + 1);
   return absl::OkStatus();
+}
+
+absl::StatusOr<double> ParseCoverageFlag(const std::string& value) {
+  double coverage = 0;
+  if (!absl::SimpleAtod(value, &coverage) || !(coverage >= kMinUpperBoundCoverage) ||
+      !(coverage <= kMaxUpperBoundCoverage)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--coverage: expected a fraction in [", kMinUpperBoundCoverage, ", ",
+                     kMaxUpperBoundCoverage, "], got \"", ShownValue(value), "\""));
+  }
+  return coverage;
+}
+
+absl::StatusOr<v1::PeakBound> ParsePeakBoundFlag(const std::string& value) {
+  if (value == "upper") return v1::PEAK_BOUND_UPPER;
+  if (value == "point") return v1::PEAK_BOUND_POINT;
+  return absl::InvalidArgumentError(
+      absl::StrCat("--peak-bound: expected upper or point, got \"", ShownValue(value), "\""));
 }
 
 }  // namespace oomguard

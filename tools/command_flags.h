@@ -11,6 +11,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "oomguard/v1/admission.pb.h"
 
 namespace oomguard {
 
@@ -25,6 +26,13 @@ absl::StatusOr<std::string> TakeFlagValue(const std::vector<std::string>& args, 
 // Adds the NAME=VALUE of an `--env` flag to `env`. InvalidArgument quoting the
 // value (cut, as ShownValue cuts it) when it has no NAME=.
 absl::Status AddEnvFlag(const std::string& value, std::map<std::string, std::string>& env);
+
+// The value of `--coverage F`: the upper bounds' coverage, in
+// [0.5, 0.999] (estimator/peak_bound.h).
+absl::StatusOr<double> ParseCoverageFlag(const std::string& value);
+
+// The value of `--peak-bound upper|point`: which peak the verdict compares.
+absl::StatusOr<v1::PeakBound> ParsePeakBoundFlag(const std::string& value);
 
 }  // namespace oomguard
 

@@ -20,6 +20,7 @@ namespace {
 constexpr char kUsage[] =
     "usage: oomguard estimate --gpus N [--gpu-memory-gib G] [--json] [--tree]\n"
     "                         [--preset NAME | --hf-config FILE] [--env NAME=VALUE ...]\n"
+    "                         [--coverage 0.95]\n"
     "                         [--] <Megatron-LM pretrain_gpt.py arguments>\n";
 
 struct EstimateFlags {
@@ -29,6 +30,7 @@ struct EstimateFlags {
   bool json = false;
   bool tree = false;
   std::string hf_config_path;
+  double coverage = kDefaultUpperBoundCoverage;
 };
 
 absl::StatusOr<EstimateFlags> ParseFlags(const std::vector<std::string>& args) {
@@ -64,6 +66,9 @@ absl::StatusOr<EstimateFlags> ParseFlags(const std::vector<std::string>& args) {
     } else if (IsFlag(a, "--env")) {
       OOMGUARD_ASSIGN_OR_RETURN(const std::string v, TakeFlagValue(args, i, "--env"));
       OOMGUARD_RETURN_IF_ERROR(AddEnvFlag(v, f.source.env));
+    } else if (IsFlag(a, "--coverage")) {
+      OOMGUARD_ASSIGN_OR_RETURN(const std::string v, TakeFlagValue(args, i, "--coverage"));
+      OOMGUARD_ASSIGN_OR_RETURN(f.coverage, ParseCoverageFlag(v));
     } else if (a == "--help" || a == "-h") {
       f.help = true;
       return f;
@@ -86,6 +91,7 @@ absl::StatusOr<v1::EstimateReport> EstimateJob(EstimateFlags& f) {
   OOMGUARD_ASSIGN_OR_RETURN(const v1::JobSpec job, BuildJob(f.source, &notes));
   EstimateOptions options;
   options.module_tree = f.tree;
+  options.upper_bound_coverage = f.coverage;
   OOMGUARD_ASSIGN_OR_RETURN(v1::EstimateReport report, Estimate(job, options));
   for (std::string& n : notes) report.add_notes(std::move(n));
   return report;

@@ -24,7 +24,8 @@ namespace {
 constexpr char kUsage[] =
     "usage: oomguard plan --gpus N --gpu NAME [--gpus-per-node K] (--preset P | --hf-config F)\n"
     "                     [--top K] [--json] [--memory-margin F] [--no-recompute] [--no-offload]\n"
-    "                     [--env NAME=VALUE ...] [--] [Megatron-LM arguments fixing the training\n"
+    "                     [--peak-bound upper|point] [--coverage 0.95] [--env NAME=VALUE ...]\n"
+    "                     [--] [Megatron-LM arguments fixing the training\n"
     "                     shape or constraining the search, e.g. --seq-length 4096\n"
     "                     --global-batch-size 1024 --fp8-format e4m3 --tensor-model-parallel-size "
     "2]\n";
@@ -90,6 +91,13 @@ absl::StatusOr<PlanFlags> ParseFlags(const std::vector<std::string>& args) {
     } else if (IsFlag(a, "--env")) {
       OOMGUARD_ASSIGN_OR_RETURN(const std::string v, TakeFlagValue(args, i, "--env"));
       OOMGUARD_RETURN_IF_ERROR(AddEnvFlag(v, f.source.env));
+    } else if (IsFlag(a, "--peak-bound")) {
+      OOMGUARD_ASSIGN_OR_RETURN(const std::string v, TakeFlagValue(args, i, "--peak-bound"));
+      OOMGUARD_ASSIGN_OR_RETURN(const v1::PeakBound bound, ParsePeakBoundFlag(v));
+      f.options.compare_upper_bound = bound == v1::PEAK_BOUND_UPPER;
+    } else if (IsFlag(a, "--coverage")) {
+      OOMGUARD_ASSIGN_OR_RETURN(const std::string v, TakeFlagValue(args, i, "--coverage"));
+      OOMGUARD_ASSIGN_OR_RETURN(f.options.upper_bound_coverage, ParseCoverageFlag(v));
     } else if (a == "--help" || a == "-h") {
       f.help = true;
       return f;
@@ -146,6 +154,7 @@ std::string FormatJson(const PlanFlags& f, const PlanCluster& cluster, const Pla
     j["optimizer_cpu_offload"] = c.optimizer_cpu_offload();
     j["recompute"] = c.recompute();
     j["peak_device_bytes"] = c.peak_device_bytes();
+    j["peak_device_upper_bytes"] = c.peak_device_upper_bytes();
     j["worst_pp_rank"] = c.worst_pp_rank();
     j["headroom_bytes"] = c.headroom_bytes();
     j["rank_peak_device_bytes"] =
@@ -177,22 +186,27 @@ std::string FormatJson(const PlanFlags& f, const PlanCluster& cluster, const Pla
 }
 
 std::string FormatTable(const PlanFlags& f, const PlanCluster& cluster, const PlanResult& plan) {
-  std::string out =
-      absl::StrFormat("Plan for %u x %s (%u per node): %.1f GiB usable per GPU (margin %.0f%%)\n\n",
-                      f.source.num_gpus, cluster.gpu.name(), cluster.gpus_per_node,
-                      plan.summary.usable_bytes() / kGiB, 100 * f.options.memory_margin);
+  std::string out = absl::StrFormat(
+      "Plan for %u x %s (%u per node): %.1f GiB usable per GPU (margin %.0f%%); %s\n\n",
+      f.source.num_gpus, cluster.gpu.name(), cluster.gpus_per_node,
+      plan.summary.usable_bytes() / kGiB, 100 * f.options.memory_margin,
+      f.options.compare_upper_bound
+          ? absl::StrFormat("a candidate fits when its peak at %g%% coverage does",
+                            100 * f.options.upper_bound_coverage)
+          : std::string("a candidate fits when its point estimate does"));
   absl::StrAppendFormat(&out,
-                        "%3s %3s %3s %3s %3s %3s %3s %4s %4s  %-28s %3s %9s %9s %8s %10s %5s\n",
+                        "%3s %3s %3s %3s %3s %3s %3s %4s %4s  %-28s %3s %9s %9s %9s %8s %10s %5s\n",
                         "#", "TP", "PP", "VPP", "CP", "EP", "ETP", "DP", "MBS", "recompute", "off",
-                        "peak GiB", "free GiB", "step s", "tok/GPU/s", "MFU");
+                        "peak GiB", "upper GiB", "free GiB", "step s", "tok/GPU/s", "MFU");
   int rank = 0;
   for (const v1::PlanCandidate& c : plan.candidates) {
     absl::StrAppendFormat(
-        &out, "%3d %3u %3u %3u %3u %3u %3u %4u %4u  %-28s %3s %9.1f %9.1f %8.2f %10.0f %4.0f%%\n",
+        &out,
+        "%3d %3u %3u %3u %3u %3u %3u %4u %4u  %-28s %3s %9.1f %9.1f %9.1f %8.2f %10.0f %4.0f%%\n",
         ++rank, c.tp(), c.pp(), c.vpp(), c.cp(), c.ep(), c.etp(), c.dp(), c.micro_batch_size(),
         c.recompute(), c.optimizer_cpu_offload() ? "yes" : "no", c.peak_device_bytes() / kGiB,
-        static_cast<double>(c.headroom_bytes()) / kGiB, c.step_time_seconds(),
-        c.tokens_per_gpu_per_second(), 100 * c.mfu());
+        c.peak_device_upper_bytes() / kGiB, static_cast<double>(c.headroom_bytes()) / kGiB,
+        c.step_time_seconds(), c.tokens_per_gpu_per_second(), 100 * c.mfu());
     absl::StrAppend(&out, "      why:  ", absl::StrJoin(c.reasons(), "; "), "\n");
     absl::StrAppend(&out, "      args: ", c.megatron_args(), "\n");
   }

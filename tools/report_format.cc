@@ -59,10 +59,14 @@ ordered_json RankJson(const v1::RankReport& r, uint64_t capacity) {
                     {"activation_bytes", r.activation_bytes()},
                     {"transient_bytes", r.transient_bytes()},
                     {"peak_allocated_bytes", r.peak_allocated_bytes()},
-                    {"peak_device_bytes", r.peak_device_bytes()}};
+                    {"peak_device_bytes", r.peak_device_bytes()},
+                    {"peak_allocated_upper_bytes", r.peak_allocated_upper_bytes()},
+                    {"peak_device_upper_bytes", r.peak_device_upper_bytes()}};
   if (capacity) {
     j["headroom_bytes"] =
         static_cast<int64_t>(capacity) - static_cast<int64_t>(r.peak_device_bytes());
+    j["headroom_upper_bytes"] =
+        static_cast<int64_t>(capacity) - static_cast<int64_t>(r.peak_device_upper_bytes());
   }
   // Only present on a rank whose counts reached 2^50 and are capped there.
   if (r.exceeds_limit()) j["exceeds_limit"] = true;
@@ -70,6 +74,11 @@ ordered_json RankJson(const v1::RankReport& r, uint64_t capacity) {
   for (const v1::Overhead& o : r.overheads()) {
     overheads.push_back(
         {{"name", o.name()}, {"bytes", o.bytes()}, {"in_allocated", o.in_allocated()}});
+  }
+  ordered_json& uncertainties = j["uncertainties"] = ordered_json::array();
+  for (const v1::Uncertainty& u : r.uncertainties()) {
+    uncertainties.push_back(
+        {{"name", u.name()}, {"sd_bytes", u.sd_bytes()}, {"in_allocated", u.in_allocated()}});
   }
   ordered_json& chunks = j["chunks"] = ordered_json::array();
   for (const v1::ChunkReport& c : r.chunks()) {
@@ -107,40 +116,51 @@ std::string FormatTable(const v1::EstimateReport& rep, uint64_t capacity) {
       rep.context_parallel(), rep.expert_parallel(), rep.expert_tensor_parallel(),
       rep.data_parallel(), rep.expert_data_parallel(), rep.num_microbatches(),
       rep.padded_vocab_size());
-  absl::StrAppendFormat(&out, "%7s %10s %10s %10s %10s %10s %10s %10s%s\n", "pp_rank", "params(B)",
-                        "static", "activation", "transient", "peak_alloc", "overheads", "peak_dev",
-                        capacity ? "  vs GPU" : "");
+  absl::StrAppendFormat(&out, "%7s %10s %10s %10s %10s %10s %10s %10s %10s%s\n", "pp_rank",
+                        "params(B)", "static", "activation", "transient", "peak_alloc", "overheads",
+                        "peak_dev", "upper_dev", capacity ? "  vs GPU" : "");
   for (const v1::RankReport& r : rep.ranks()) {
     std::string fit;
     if (capacity) {
-      fit = r.peak_device_bytes() <= capacity ? "  fits" : "  DOES NOT FIT";
+      fit = r.peak_device_upper_bytes() <= capacity ? "  fits"
+            : r.peak_device_bytes() <= capacity     ? "  AT RISK"
+                                                    : "  DOES NOT FIT";
     }
     if (r.exceeds_limit()) fit += "  (>= 1 PiB: capped)";
-    absl::StrAppendFormat(&out, "%7d %10.3f %10.2f %10.2f %10.2f %10.2f %10.2f %10.2f%s\n",
-                          r.pp_rank(), static_cast<double>(r.parameters()) / 1e9,
-                          Gib(r.static_bytes()), Gib(r.activation_bytes()),
-                          Gib(r.transient_bytes()), Gib(r.peak_allocated_bytes()),
-                          Gib(OverheadBytes(r)), Gib(r.peak_device_bytes()), fit);
+    absl::StrAppendFormat(
+        &out, "%7d %10.3f %10.2f %10.2f %10.2f %10.2f %10.2f %10.2f %10.2f%s\n", r.pp_rank(),
+        static_cast<double>(r.parameters()) / 1e9, Gib(r.static_bytes()), Gib(r.activation_bytes()),
+        Gib(r.transient_bytes()), Gib(r.peak_allocated_bytes()), Gib(OverheadBytes(r)),
+        Gib(r.peak_device_bytes()), Gib(r.peak_device_upper_bytes()), fit);
   }
-  out +=
+  absl::StrAppendFormat(
+      &out,
       "(memory in GiB; peak_alloc = what torch.cuda.max_memory_allocated reports, peak_dev = "
-      "what the GPU must hold)\n";
+      "what the GPU must hold, upper_dev = at most that at %g%% coverage%s)\n",
+      100 * rep.upper_bound_coverage(),
+      capacity ? "; AT RISK = fits only at the point estimate" : "");
   if (rep.ranks_size() > 0) {
     const v1::RankReport& w = rep.ranks(rep.worst_rank());
-    absl::StrAppendFormat(&out, "\nworst rank %d: %.2f GiB", w.pp_rank(),
-                          Gib(w.peak_device_bytes()));
+    absl::StrAppendFormat(&out, "\nworst rank %d: %.2f GiB (at most %.2f GiB at %g%%)", w.pp_rank(),
+                          Gib(w.peak_device_bytes()), Gib(w.peak_device_upper_bytes()),
+                          100 * rep.upper_bound_coverage());
     if (capacity) {
       const double head =
-          (static_cast<double>(capacity) - static_cast<double>(w.peak_device_bytes())) / kGiB;
-      absl::StrAppendFormat(&out, " of %.2f GiB: %s (headroom %.2f GiB)", Gib(capacity),
-                            head >= 0 ? "fits" : "does not fit", head);
+          (static_cast<double>(capacity) - static_cast<double>(w.peak_device_upper_bytes())) / kGiB;
+      absl::StrAppendFormat(&out, " of %.2f GiB: %s (headroom %.2f GiB at the upper bound)",
+                            Gib(capacity), head >= 0 ? "fits" : "does not fit", head);
     }
     out += "\n  overheads:";
     for (const v1::Overhead& o : w.overheads()) {
       absl::StrAppendFormat(&out, " %s %.2f%s;", o.name(), Gib(o.bytes()),
                             o.in_allocated() ? "*" : "");
     }
-    out += " (GiB; * = inside peak_alloc)\n";
+    out += " (GiB; * = inside peak_alloc)\n  uncertain:";
+    for (const v1::Uncertainty& u : w.uncertainties()) {
+      absl::StrAppendFormat(&out, " %s %.2f%s;", u.name(), Gib(u.sd_bytes()),
+                            u.in_allocated() ? "*" : "");
+    }
+    out += " (GiB, one standard deviation of each term's error)\n";
   }
   for (const std::string& n : rep.notes()) absl::StrAppend(&out, "note: ", n, "\n");
   return out;
@@ -164,7 +184,8 @@ std::string FormatJson(const v1::EstimateReport& rep, uint64_t capacity) {
                     {"expert_data_parallel", rep.expert_data_parallel()},
                     {"num_microbatches", rep.num_microbatches()},
                     {"padded_vocab_size", rep.padded_vocab_size()},
-                    {"worst_rank", rep.worst_rank()}};
+                    {"worst_rank", rep.worst_rank()},
+                    {"upper_bound_coverage", rep.upper_bound_coverage()}};
   if (capacity) j["capacity_bytes"] = capacity;
   if (rep.exceeds_limit()) j["exceeds_limit"] = true;
   ordered_json& ranks = j["ranks"] = ordered_json::array();

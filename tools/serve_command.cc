@@ -63,6 +63,13 @@ absl::StatusOr<ServerOptions> OptionsFromFlags() {
         absl::StrCat("default_safety_margin = ", margin, ": must be in [0, 1)"));
   }
   options.service.default_safety_margin = margin;
+  const std::string bound = absl::GetFlag(FLAGS_default_peak_bound);
+  if (bound != "upper" && bound != "point") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("default_peak_bound = \"", bound, "\": must be upper or point"));
+  }
+  options.service.default_peak_bound =
+      bound == "upper" ? v1::PEAK_BOUND_UPPER : v1::PEAK_BOUND_POINT;
   options.webhook.address = absl::GetFlag(FLAGS_webhook_address);
   options.webhook.tls_cert_file = absl::GetFlag(FLAGS_webhook_tls_cert);
   options.webhook.tls_key_file = absl::GetFlag(FLAGS_webhook_tls_key);

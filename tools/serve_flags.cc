@@ -21,9 +21,14 @@ ABSL_FLAG(int32_t, threads, 0,
           "wait in the queue (their deadlines still apply) rather than being refused.");
 ABSL_FLAG(int32_t, max_request_bytes, 1 << 20,
           "Largest request message accepted, in bytes; larger ones get RESOURCE_EXHAUSTED.");
-ABSL_FLAG(double, default_safety_margin, 0.05,
+ABSL_FLAG(double, default_safety_margin, 0.0,
           "Fraction of GPU memory Check keeps free when a request sets no "
-          "policy.safety_margin, in [0, 1).");
+          "policy.safety_margin, in [0, 1): memory the job cannot use (other processes, a "
+          "reserve). The estimate's own error is in the upper bound Check compares, not here.");
+ABSL_FLAG(std::string, default_peak_bound, "upper",
+          "The peak Check compares with the usable memory when a request sets no "
+          "policy.peak_bound: upper (each rank's upper bound at policy.upper_bound_coverage, "
+          "default 0.95) or point (the point estimate).");
 ABSL_FLAG(std::string, gpu_catalog, "",
           "File with GPU catalog entries (oomguard.v1.GpuCatalog, protobuf text format) that "
           "replace built-in entries of the same name or add new ones.");

@@ -34,8 +34,10 @@ bool HasModule(const v1::JobSpec& job, v1::RecomputeModule m) {
 }
 
 // A model of the estimator: 100 GiB, minus a fixed amount per setting
-// (layer-norm recompute saves only on MoE models here).
-absl::StatusOr<v1::EstimateReport> FakeEstimate(const v1::JobSpec& job) {
+// (layer-norm recompute saves only on MoE models here); each rank's upper
+// bound lies `spread_gib` above its point estimate.
+absl::StatusOr<v1::EstimateReport> FakeEstimateWithSpread(const v1::JobSpec& job,
+                                                          double spread_gib) {
   const auto& p = job.parallelism();
   const uint32_t tp = p.has_tensor_model_parallel_size() ? p.tensor_model_parallel_size() : 1;
   const uint32_t pp = p.has_pipeline_model_parallel_size() ? p.pipeline_model_parallel_size() : 1;
@@ -61,8 +63,15 @@ absl::StatusOr<v1::EstimateReport> FakeEstimate(const v1::JobSpec& job) {
     r->set_pp_rank(rank);
     // The last rank is the worst one.
     r->set_peak_device_bytes(static_cast<uint64_t>((gib - (pp - 1 - rank)) * kGiB));
+    r->set_peak_device_upper_bytes(
+        static_cast<uint64_t>((gib - (pp - 1 - rank) + spread_gib) * kGiB));
   }
   return report;
+}
+
+// Point estimate and upper bound equal: the ladder's arithmetic alone.
+absl::StatusOr<v1::EstimateReport> FakeEstimate(const v1::JobSpec& job) {
+  return FakeEstimateWithSpread(job, 0);
 }
 
 // A MoE model with MLA on 8 GPUs, nothing tuned.
@@ -103,8 +112,50 @@ TEST(AdmissionTest, FitsWhenTheWorstRankIsBelowTheUsableCapacity) {
   // The zero-cost environment setting is still recommended, nothing else.
   EXPECT_THAT(Ids(*r), ElementsAre("expandable_segments"));
   EXPECT_EQ(r->recommendations(0).saved_bytes(), static_cast<int64_t>(6 * kGiB));
-  EXPECT_THAT(r->summary(), StartsWith("Fits: PP rank 0 peaks at 100.0 GiB of 128.0 GiB usable "
-                                       "on TEST-GPU"));
+  EXPECT_THAT(r->summary(), StartsWith("Fits: PP rank 0 peaks at 100.0 GiB (at most 100.0 GiB at "
+                                       "95%) of 128.0 GiB usable on TEST-GPU, 28.0 GiB headroom"));
+}
+
+// The verdict compares each rank's upper bound by default: a job whose
+// point estimate fits but whose bound does not is not admitted as it is.
+TEST(AdmissionTest, UpperBoundDecidesUnlessThePolicySaysPoint) {
+  auto spread = [](const v1::JobSpec& job) { return FakeEstimateWithSpread(job, 3); };
+  absl::StatusOr<v1::CheckResponse> upper = CheckJob(MoeJob(), Gpu(102), {}, spread);
+  ASSERT_TRUE(upper.ok()) << upper.status();
+  EXPECT_EQ(upper->peak_bound(), v1::PEAK_BOUND_UPPER);
+  EXPECT_DOUBLE_EQ(upper->upper_bound_coverage(), 0.95);
+  EXPECT_EQ(upper->peak_device_bytes(), 100 * kGiB);
+  EXPECT_EQ(upper->peak_device_upper_bytes(), 103 * kGiB);
+  EXPECT_EQ(upper->compared_peak_bytes(), 103 * kGiB);
+  EXPECT_EQ(upper->headroom_bytes(), -static_cast<int64_t>(kGiB));
+  // Expandable segments save 6 GiB of the bound: 97 <= 102.
+  EXPECT_EQ(upper->verdict(), v1::VERDICT_FITS_WITH_SETTINGS);
+  EXPECT_EQ(upper->recommendations(0).peak_device_bytes_after(), 97 * kGiB);
+  EXPECT_THAT(upper->summary(), HasSubstr("PP rank 0 peaks at 100.0 GiB (at most 103.0 GiB at "
+                                          "95%) of 102.0 GiB usable on TEST-GPU"));
+
+  AdmissionOptions point_options;
+  point_options.compare_upper_bound = false;
+  absl::StatusOr<v1::CheckResponse> point = CheckJob(MoeJob(), Gpu(102), point_options, spread);
+  ASSERT_TRUE(point.ok()) << point.status();
+  EXPECT_EQ(point->peak_bound(), v1::PEAK_BOUND_POINT);
+  EXPECT_EQ(point->compared_peak_bytes(), 100 * kGiB);
+  EXPECT_EQ(point->headroom_bytes(), static_cast<int64_t>(2 * kGiB));
+  EXPECT_EQ(point->verdict(), v1::VERDICT_FITS);
+  EXPECT_THAT(point->summary(), HasSubstr("peaks at 100.0 GiB (the point estimate; at most "
+                                          "103.0 GiB at 95%)"));
+}
+
+TEST(AdmissionTest, CoverageOutsideItsRangeIsInvalidArgument) {
+  for (double coverage : {0.4, 1.0, std::numeric_limits<double>::quiet_NaN()}) {
+    AdmissionOptions options;
+    options.upper_bound_coverage = coverage;
+    absl::StatusOr<v1::CheckResponse> r = CheckJob(MoeJob(), Gpu(80), options, FakeEstimate);
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(
+        std::string(r.status().message()),
+        StartsWith(absl::StrCat("upper_bound_coverage = ", coverage, ": must be in [0.5, 0.999]")));
+  }
 }
 
 TEST(AdmissionTest, UsableCapacityKeepsTheMarginFree) {
@@ -332,6 +383,7 @@ TEST(AdmissionTest, RankOverTheEstimatorLimitDoesNotFit) {
     absl::StatusOr<v1::EstimateReport> report = FakeEstimate(job);
     if (!report.ok()) return report;
     report->mutable_ranks(0)->set_peak_device_bytes(kMaxReportedCount);
+    report->mutable_ranks(0)->set_peak_device_upper_bytes(kMaxReportedCount);
     report->mutable_ranks(0)->set_exceeds_limit(true);
     report->set_exceeds_limit(true);
     return report;
@@ -371,7 +423,7 @@ TEST(AdmissionTest, MoonlightWithAbsurdBatchDoesNotFitOnTheRealEstimator) {
   EXPECT_TRUE(r->report().ranks(0).exceeds_limit());
   EXPECT_EQ(r->summary(),
             "Does not fit: PP rank 0 needs 1 PiB (2^50 bytes) or more per GPU, against 80.0 GiB "
-            "usable on TEST-GPU (80.0 GiB less 0% kept free); no recommended change is measured "
+            "usable on TEST-GPU; no recommended change is measured "
             "on an estimate that large: make the micro-batch, the sequence or the model "
             "smaller.");
 }

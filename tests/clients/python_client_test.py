@@ -135,10 +135,13 @@ class ClientTest(unittest.TestCase):
         self.assertEqual(result.verdict, "FITS", result.summary)
         self.assertTrue(result.fits)
         self.assertEqual(result.gpu_name, "H100-SXM-80GB")
-        self.assertEqual(result.safety_margin, 0.05)  # The server's default.
-        self.assertEqual(result.usable_bytes, int(result.capacity_bytes * 0.95))
+        # The server's defaults: nothing kept free, the upper bound compared.
+        self.assertEqual(result.safety_margin, 0.0)
+        self.assertEqual(result.usable_bytes, result.capacity_bytes)
         self.assertGreater(result.peak_bytes, 8 * GIB)
-        self.assertEqual(result.headroom_bytes, result.usable_bytes - result.peak_bytes)
+        self.assertGreater(result.peak_upper_bytes, result.peak_bytes)
+        self.assertEqual(result.compared_peak_bytes, result.peak_upper_bytes)
+        self.assertEqual(result.headroom_bytes, result.usable_bytes - result.compared_peak_bytes)
         self.assertGreater(result.headroom_bytes, 0)
         self.assertEqual(result.peak_bytes, result.raw.peak_device_bytes)
         self.assertEqual(result.worst_rank, 0)  # PP 1: one rank.
@@ -160,7 +163,8 @@ class ClientTest(unittest.TestCase):
             self.assertTrue(rec.setting)
         first = result.recommendations[0]
         self.assertEqual((first.kind, first.id), ("ENVIRONMENT", "expandable_segments"))
-        self.assertEqual(first.peak_bytes_after, result.peak_bytes - first.saved_bytes)
+        # Steps are measured on the peak the verdict compares.
+        self.assertEqual(first.peak_bytes_after, result.compared_peak_bytes - first.saved_bytes)
         self.assertEqual(result.env_settings(),
                          {"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"})
 
@@ -172,8 +176,8 @@ class ClientTest(unittest.TestCase):
         with_env = self.client.check(args=DEEPSEEK_256_LINE, num_gpus=256, preset="deepseek-v3",
                                      env=plain.env_settings())
         self.assertGreater(step.saved_bytes, 0)
-        self.assertEqual(with_env.peak_bytes, step.peak_bytes_after)
-        self.assertEqual(plain.peak_bytes - with_env.peak_bytes, step.saved_bytes)
+        self.assertEqual(with_env.compared_peak_bytes, step.peak_bytes_after)
+        self.assertEqual(plain.compared_peak_bytes - with_env.compared_peak_bytes, step.saved_bytes)
         self.assertNotIn("expandable_segments", [r.id for r in with_env.recommendations])
 
     def test_dict_list_and_string_args_agree(self):

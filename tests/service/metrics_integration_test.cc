@@ -42,9 +42,12 @@ class IntegrationTest : public ::testing::Test {
   }
 
   void StartServer() {
-    auto child = ChildProcess::Start({testing::ServerBinary(), "--grpc_address=127.0.0.1:0",
-                                      "--metrics_address=127.0.0.1:0", "--threads=2"},
-                                     absl::StrCat(dir_, "/server.log"));
+    // The policy of before the upper bound, under which the 1024-GPU
+    // DeepSeek-V3 job fits only with settings.
+    auto child = ChildProcess::Start(
+        {testing::ServerBinary(), "--grpc_address=127.0.0.1:0", "--metrics_address=127.0.0.1:0",
+         "--threads=2", "--default_safety_margin=0.05", "--default_peak_bound=point"},
+        absl::StrCat(dir_, "/server.log"));
     ASSERT_TRUE(child.ok()) << child.status();
     server_ = *std::move(child);
     absl::StatusOr<std::string> line =

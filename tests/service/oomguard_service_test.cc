@@ -172,13 +172,19 @@ TEST_F(ServiceTest, CheckLlama3With8GpusFitsOnH100) {
   ASSERT_TRUE(Check(CheckOn(testing::Llama3With8GpusFits(), "H100-SXM-80GB"), &response).ok());
   EXPECT_EQ(response.verdict(), v1::VERDICT_FITS) << response.summary();
   EXPECT_EQ(response.gpu_name(), "H100-SXM-80GB");
-  EXPECT_DOUBLE_EQ(response.safety_margin(), 0.05);  // The server default.
-  EXPECT_EQ(response.usable_bytes(),
-            static_cast<uint64_t>(static_cast<double>(response.capacity_bytes()) * 0.95));
+  // The server's defaults: no margin kept free, the upper bound compared.
+  EXPECT_DOUBLE_EQ(response.safety_margin(), 0);
+  EXPECT_EQ(response.usable_bytes(), response.capacity_bytes());
+  EXPECT_EQ(response.peak_bound(), v1::PEAK_BOUND_UPPER);
+  EXPECT_DOUBLE_EQ(response.upper_bound_coverage(), 0.95);
+  EXPECT_EQ(response.compared_peak_bytes(), response.peak_device_upper_bytes());
   EXPECT_EQ(response.headroom_bytes(), static_cast<int64_t>(response.usable_bytes()) -
-                                           static_cast<int64_t>(response.peak_device_bytes()));
+                                           static_cast<int64_t>(response.compared_peak_bytes()));
   EXPECT_GT(response.headroom_bytes(), 0);
   EXPECT_EQ(response.peak_device_bytes(), response.report().ranks(0).peak_device_bytes());
+  EXPECT_EQ(response.peak_device_upper_bytes(),
+            response.report().ranks(0).peak_device_upper_bytes());
+  EXPECT_GT(response.peak_device_upper_bytes(), response.peak_device_bytes());
   EXPECT_THAT(response.summary(), AllOf(StartsWith("Fits"), HasSubstr("H100-SXM-80GB")));
 }
 
@@ -214,8 +220,9 @@ TEST_F(ServiceTest, DeepSeekV3With8GpusDoesNotFit) {
   const v1::Recommendation& first = response.recommendations(0);
   EXPECT_EQ(first.kind(), v1::Recommendation::KIND_ENVIRONMENT);
   EXPECT_EQ(first.setting(), "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True");
-  // Every step is a re-estimate: each lowers the peak by what it says.
-  uint64_t peak = response.peak_device_bytes();
+  // Every step is a re-estimate: each lowers the compared peak by what it
+  // says.
+  uint64_t peak = response.compared_peak_bytes();
   for (const v1::Recommendation& rec : response.recommendations()) {
     EXPECT_GT(rec.saved_bytes(), 0) << rec.id();
     EXPECT_EQ(peak - rec.saved_bytes(), rec.peak_device_bytes_after()) << rec.id();
@@ -224,11 +231,19 @@ TEST_F(ServiceTest, DeepSeekV3With8GpusDoesNotFit) {
   }
 }
 
+// Under the policy of before the upper bound (the point estimate with 5%
+// kept free).
 TEST_F(ServiceTest, DeepSeekV3PretrainingFitsOnlyWithExpandableSegments) {
   const v1::JobSource job =
       testing::MegatronSource("deepseek-v3", testing::DeepSeekV3With1024GpusArgs(), 1024);
+  auto check_on_h100 = [](const v1::JobSource& source) {
+    v1::CheckRequest request = CheckOn(source, "H100-SXM-80GB");
+    request.mutable_policy()->set_safety_margin(0.05);
+    request.mutable_policy()->set_peak_bound(v1::PEAK_BOUND_POINT);
+    return request;
+  };
   v1::CheckResponse response;
-  ASSERT_TRUE(Check(CheckOn(job, "H100-SXM-80GB"), &response).ok());
+  ASSERT_TRUE(Check(check_on_h100(job), &response).ok());
   EXPECT_EQ(response.verdict(), v1::VERDICT_FITS_WITH_SETTINGS) << response.summary();
   ASSERT_EQ(response.recommendations_size(), 1);
   EXPECT_TRUE(response.recommendations(0).sufficient());
@@ -238,9 +253,26 @@ TEST_F(ServiceTest, DeepSeekV3PretrainingFitsOnlyWithExpandableSegments) {
   // With the setting in the job's environment, it simply fits.
   v1::JobSource with_env = job;
   (*with_env.mutable_env())["PYTORCH_CUDA_ALLOC_CONF"] = "expandable_segments:True";
-  ASSERT_TRUE(Check(CheckOn(with_env, "H100-SXM-80GB"), &response).ok());
+  ASSERT_TRUE(Check(check_on_h100(with_env), &response).ok());
   EXPECT_EQ(response.verdict(), v1::VERDICT_FITS) << response.summary();
   EXPECT_TRUE(response.recommendations().empty());
+}
+
+// By default the verdict compares the upper bound: routing that is not
+// forced to balance makes this job's hot ranks uncertain by several GiB
+// (the moe_imbalance term), so it is not admitted as it is.
+TEST_F(ServiceTest, DeepSeekV3PretrainingIsRefusedAtItsUpperBound) {
+  const v1::JobSource job =
+      testing::MegatronSource("deepseek-v3", testing::DeepSeekV3With1024GpusArgs(), 1024);
+  v1::CheckResponse response;
+  ASSERT_TRUE(Check(CheckOn(job, "H100-SXM-80GB"), &response).ok());
+  EXPECT_EQ(response.verdict(), v1::VERDICT_DOES_NOT_FIT) << response.summary();
+  EXPECT_LT(response.peak_device_bytes(), response.usable_bytes());
+  EXPECT_GT(response.peak_device_upper_bytes(), response.usable_bytes());
+  const v1::RankReport& worst = response.report().ranks(response.worst_pp_rank());
+  ASSERT_FALSE(worst.uncertainties().empty());
+  EXPECT_EQ(worst.uncertainties(0).name(), "moe_imbalance");  // The largest.
+  EXPECT_THAT(response.summary(), HasSubstr(" at 95%) of 79.1 GiB usable on H100-SXM-80GB"));
 }
 
 TEST_F(ServiceTest, CheckTakesExplicitBytesAndAPolicy) {

@@ -24,14 +24,19 @@ v1::EstimateReport SmallReport() {
   rep.set_data_parallel(1);
   rep.set_num_microbatches(4);
   rep.set_padded_vocab_size(128256);
+  rep.set_upper_bound_coverage(0.95);
   v1::RankReport* r = rep.add_ranks();
   r->set_parameters(1000);
   r->set_static_bytes(uint64_t{5} << 40);
   r->set_peak_device_bytes(uint64_t{90} << 30);
+  r->set_peak_device_upper_bytes(uint64_t{92} << 30);
   v1::Overhead* o = r->add_overheads();
   o->set_name("cuda_context");
   o->set_bytes(512);
   o->set_in_allocated(false);
+  v1::Uncertainty* u = r->add_uncertainties();
+  u->set_name("allocator_slack");
+  u->set_sd_bytes(uint64_t{1} << 30);
   v1::ChunkReport* c = r->add_chunks();
   c->set_num_decoder_layers(32);
   c->set_has_embedding(true);
@@ -45,13 +50,17 @@ TEST(FormatJsonTest, CompactWithKeysInOrder) {
             "\"virtual_pipeline_chunks\":0,\"context_parallel\":0,\"expert_parallel\":0,"
             "\"expert_tensor_parallel\":0,\"data_parallel\":1,\"expert_data_parallel\":0,"
             "\"num_microbatches\":4,\"padded_vocab_size\":128256,\"worst_rank\":0,"
-            "\"ranks\":[{\"pp_rank\":0,\"parameters\":1000,\"dense_parameters\":0,"
+            "\"upper_bound_coverage\":0.95,\"ranks\":[{\"pp_rank\":0,\"parameters\":1000,\"dense_"
+            "parameters\":0,"
             "\"expert_parameters\":0,\"static_bytes\":5497558138880,\"dense_param_bytes\":0,"
             "\"dense_grad_bytes\":0,\"dense_optimizer_bytes\":0,\"expert_param_bytes\":0,"
             "\"expert_grad_bytes\":0,\"expert_optimizer_bytes\":0,\"host_optimizer_bytes\":0,"
             "\"activation_bytes\":0,\"transient_bytes\":0,\"peak_allocated_bytes\":0,"
-            "\"peak_device_bytes\":96636764160,"
+            "\"peak_device_bytes\":96636764160,\"peak_allocated_upper_bytes\":0,"
+            "\"peak_device_upper_bytes\":98784247808,"
             "\"overheads\":[{\"name\":\"cuda_context\",\"bytes\":512,\"in_allocated\":false}],"
+            "\"uncertainties\":[{\"name\":\"allocator_slack\",\"sd_bytes\":1073741824,"
+            "\"in_allocated\":false}],"
             "\"chunks\":[{\"chunk\":0,\"virtual_stage\":0,\"num_decoder_layers\":32,"
             "\"num_mtp_layers\":0,\"has_embedding\":true,\"has_loss\":false,\"parameters\":0,"
             "\"in_flight_microbatches\":0,\"activation_bytes_per_microbatch\":0,"
@@ -60,9 +69,11 @@ TEST(FormatJsonTest, CompactWithKeysInOrder) {
 
 TEST(FormatJsonTest, CapacityAddsTheHeadroomWhichMayBeNegative) {
   const std::string json = FormatJson(SmallReport(), uint64_t{80} << 30);
-  EXPECT_THAT(json, HasSubstr("\"worst_rank\":0,\"capacity_bytes\":85899345920,\"ranks\":"));
-  EXPECT_THAT(json, HasSubstr("\"peak_device_bytes\":96636764160,\"headroom_bytes\":-10737418240,"
-                              "\"overheads\":"));
+  EXPECT_THAT(json, HasSubstr("\"upper_bound_coverage\":0.95,\"capacity_bytes\":85899345920,"
+                              "\"ranks\":"));
+  // 80 - 90 GiB, and 80 - 92 GiB at the upper bound.
+  EXPECT_THAT(json, HasSubstr("\"headroom_bytes\":-10737418240,"
+                              "\"headroom_upper_bytes\":-12884901888,\"overheads\":"));
 }
 
 // A rank whose counts reached the estimator's 2^50 limit: flagged in the
@@ -77,14 +88,17 @@ TEST(FormatJsonTest, RanksOverTheLimitAreFlaggedAndNeverWrap) {
   r->set_activation_bytes(kLimit);
   r->set_peak_allocated_bytes(kLimit);
   r->set_peak_device_bytes(kLimit);
+  r->set_peak_device_upper_bytes(kLimit);
   const std::string json = FormatJson(rep, uint64_t{80} << 30);
   EXPECT_THAT(json, HasSubstr("\"capacity_bytes\":85899345920,\"exceeds_limit\":true,\"ranks\":"));
-  EXPECT_THAT(json, HasSubstr("\"headroom_bytes\":-1125814007496704,\"exceeds_limit\":true,"));
+  EXPECT_THAT(json,
+              HasSubstr("\"headroom_bytes\":-1125814007496704,"
+                        "\"headroom_upper_bytes\":-1125814007496704,\"exceeds_limit\":true,"));
   EXPECT_THAT(FormatJson(SmallReport(), 0), Not(HasSubstr("exceeds_limit")));
   const std::string table = FormatTable(rep, uint64_t{80} << 30);
   // static 5120 GiB, activations 2^50 = 1048576 GiB, overheads 512 bytes.
   EXPECT_THAT(table, HasSubstr("    5120.00 1048576.00       0.00 1048576.00       0.00 1048576.00"
-                               "  DOES NOT FIT  (>= 1 PiB: capped)\n"));
+                               " 1048576.00  DOES NOT FIT  (>= 1 PiB: capped)\n"));
 }
 
 TEST(FormatJsonTest, TreesAndEscapedNotes) {
@@ -119,7 +133,12 @@ TEST(FormatTableTest, SaysWhetherTheWorstRankFits) {
   const std::string table = FormatTable(SmallReport(), uint64_t{80} << 30);
   EXPECT_THAT(table, StartsWith("8 GPUs: TP 8, PP 1,"));
   EXPECT_THAT(table, HasSubstr("DOES NOT FIT"));
-  EXPECT_THAT(table, HasSubstr("worst rank 0: 90.00 GiB of 80.00 GiB: does not fit"));
+  EXPECT_THAT(table, HasSubstr("worst rank 0: 90.00 GiB (at most 92.00 GiB at 95%) of 80.00 GiB: "
+                               "does not fit (headroom -12.00 GiB at the upper bound)"));
+  EXPECT_THAT(table, HasSubstr("uncertain: allocator_slack 1.00;"));
+  // Fits at its point estimate (90 <= 91), not at its upper bound (92).
+  EXPECT_THAT(FormatTable(SmallReport(), uint64_t{91} << 30), HasSubstr("  AT RISK\n"));
+  EXPECT_THAT(FormatTable(SmallReport(), uint64_t{92} << 30), HasSubstr("  fits\n"));
 }
 
 }  // namespace

@@ -88,6 +88,10 @@ server::ServerOptions WebhookServerTest::Options() {
   options.metrics_address = "";
   options.threads = 2;
   options.service.log_requests = false;
+  // The policy of before the upper bound, under which the 1024-GPU
+  // DeepSeek-V3 review fits only with settings.
+  options.service.default_safety_margin = 0.05;
+  options.service.default_peak_bound = v1::PEAK_BOUND_POINT;
   options.webhook.address = "127.0.0.1:0";
   options.webhook.tls_cert_file = cert_file_;
   options.webhook.tls_key_file = key_file_;

@@ -145,10 +145,12 @@ class CheckResult:
     """The verdict of Check; `raw` is the oomguard.v1.CheckResponse."""
     verdict: str               # "FITS", "FITS_WITH_SETTINGS" or "DOES_NOT_FIT".
     worst_rank: int            # Pipeline rank with the largest peak.
-    peak_bytes: int            # That rank's estimated device peak.
+    peak_bytes: int            # That rank's estimated device peak (point estimate).
+    peak_upper_bytes: int      # Its upper bound at the policy's coverage.
+    compared_peak_bytes: int   # The one the verdict compared (upper unless policy says point).
     capacity_bytes: int        # Device memory of the GPU.
     usable_bytes: int          # capacity x (1 - safety_margin).
-    headroom_bytes: int        # usable - peak; negative when it does not fit.
+    headroom_bytes: int        # usable - compared peak; negative when it does not fit.
     safety_margin: float
     gpu_name: str
     summary: str               # One sentence for people.
@@ -264,6 +266,8 @@ class Client:
             verdict=_admission_pb2.Verdict.Name(response.verdict).removeprefix("VERDICT_"),
             worst_rank=response.worst_pp_rank,
             peak_bytes=response.peak_device_bytes,
+            peak_upper_bytes=response.peak_device_upper_bytes,
+            compared_peak_bytes=response.compared_peak_bytes,
             capacity_bytes=response.capacity_bytes,
             usable_bytes=response.usable_bytes,
             headroom_bytes=response.headroom_bytes,
