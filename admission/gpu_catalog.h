@@ -16,8 +16,10 @@ namespace oomguard {
 
 class GpuCatalog {
  public:
-  // The built-in catalog: H100-SXM-80GB, H200-141GB, A100-SXM-80GB,
-  // A100-40GB, B200-192GB, MI300X-192GB.
+  // The built-in catalog: H100-SXM-80GB, H100-PCIe-80GB, H100-NVL-94GB,
+  // H800-SXM-80GB, H200-141GB, H20-96GB, H20-141GB, A100-SXM-80GB (also the
+  // PCIe 80 GB part), A100-40GB, A100-PCIe-40GB, B200-192GB, B300-288GB,
+  // GB200-186GB, GB300-288GB, L40S-48GB, MI300X-192GB.
   static GpuCatalog Builtin();
 
   // A catalog of `gpus`. InvalidArgument (naming the entry and field) for an

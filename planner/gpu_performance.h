@@ -25,10 +25,9 @@ struct GpuPerformance {
   double pcie_bytes_per_second = 0;  // Host link per GPU and direction.
 };
 
-// The entry for a catalog name or alias (H100-SXM-80GB, H100, H800,
-// H200-141GB, A100-SXM-80GB, A100-40GB, B200-192GB, MI300X-192GB), matched
-// like the catalog matches (case-insensitive, '_' = '-'). NotFound naming the
-// known GPUs otherwise.
+// The entry for a catalog name or alias (every GPU of GpuCatalog::Builtin(),
+// e.g. H100-SXM-80GB, H100, H800, GB200), matched like the catalog matches (case-insensitive, '_' =
+// '-'). NotFound naming the known GPUs otherwise.
 absl::StatusOr<GpuPerformance> FindGpuPerformance(std::string_view name);
 
 }  // namespace oomguard
