@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "estimator/software_versions.h"
 #include "oomguard/v1/job.pb.h"
 
 namespace oomguard {
@@ -171,6 +172,10 @@ struct RuntimeSettings {
   bool nccl_ub = false;                       // `--use-nccl-ub`: NCCL user buffers.
   bool nccl_graph_register_disabled = false;  // NCCL_GRAPH_REGISTER=0.
   int64_t gpus_per_node = 8;
+  SoftwareVersion megatron_core = kNewestMegatronCore;
+  SoftwareVersion transformer_engine = kNewestTransformerEngine;
+  // Megatron's gradient_accumulation_fusion (off: --no-gradient-accumulation-fusion).
+  bool gradient_accumulation_fusion = true;
 };
 
 struct ValidatedJob {

@@ -71,6 +71,8 @@ absl::StatusOr<bool> TakeValueFlag(const std::vector<std::string>& args, size_t&
           "--safety-margin: expected a fraction in [0, 1), got \"", ShownValue(v), "\""));
     }
     f.safety_margin = margin;
+  } else if (IsVersionFlag(a)) {
+    OOMGUARD_RETURN_IF_ERROR(TakeVersionFlag(args, i, f.env));
   } else if (IsFlag(a, "--env")) {
     OOMGUARD_ASSIGN_OR_RETURN(const std::string v, TakeFlagValue(args, i, "--env"));
     OOMGUARD_RETURN_IF_ERROR(AddEnvFlag(v, f.env));

@@ -1,9 +1,12 @@
 // The flags of estimate and check (see command_flags.h).
 #include "tools/command_flags.h"
 
+#include <utility>
+
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 #include "tools/shown_value.h"
 
 namespace oomguard {
@@ -29,6 +32,32 @@ absl::Status AddEnvFlag(const std::string& value, std::map<std::string, std::str
   }
   env[value.substr(0, eq)] = value.substr(eq + 1);
   return absl::OkStatus();
+}
+
+namespace {
+
+constexpr std::pair<absl::string_view, absl::string_view> kVersionFlags[] = {
+    {"--megatron-core-version", "OOMGUARD_MEGATRON_CORE_VERSION"},
+    {"--transformer-engine-version", "OOMGUARD_TRANSFORMER_ENGINE_VERSION"}};
+
+}  // namespace
+
+bool IsVersionFlag(const std::string& a) {
+  for (const auto& [flag, variable] : kVersionFlags) {
+    if (IsFlag(a, flag)) return true;
+  }
+  return false;
+}
+
+absl::Status TakeVersionFlag(const std::vector<std::string>& args, size_t& i,
+                             std::map<std::string, std::string>& env) {
+  for (const auto& [flag, variable] : kVersionFlags) {
+    if (!IsFlag(args[i], flag)) continue;
+    OOMGUARD_ASSIGN_OR_RETURN(std::string value, TakeFlagValue(args, i, flag));
+    env[std::string(variable)] = std::move(value);
+    return absl::OkStatus();
+  }
+  return absl::InvalidArgumentError(absl::StrCat(ShownValue(args[i]), ": not a version flag"));
 }
 
 }  // namespace oomguard

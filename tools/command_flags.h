@@ -26,6 +26,17 @@ absl::StatusOr<std::string> TakeFlagValue(const std::vector<std::string>& args, 
 // value (cut, as ShownValue cuts it) when it has no NAME=.
 absl::Status AddEnvFlag(const std::string& value, std::map<std::string, std::string>& env);
 
+// True when args `a` is `--megatron-core-version` or
+// `--transformer-engine-version` (alone or as "name=value").
+bool IsVersionFlag(const std::string& a);
+
+// Takes the version flag at args[i] (i moves past its value) into `env` as
+// the variable ApplyEnvironment reads (OOMGUARD_MEGATRON_CORE_VERSION,
+// OOMGUARD_TRANSFORMER_ENGINE_VERSION); the estimate validates the value.
+// InvalidArgument "NAME: missing value" when there is none.
+absl::Status TakeVersionFlag(const std::vector<std::string>& args, size_t& i,
+                             std::map<std::string, std::string>& env);
+
 }  // namespace oomguard
 
 #endif  // OOMGUARD_TOOLS_COMMAND_FLAGS_H_
