@@ -13,6 +13,7 @@
 #include "estimator/peak_bound.h"
 #include "estimator/pipeline_schedule.h"
 #include "estimator/reported_count.h"
+#include "estimator/te_weight_gradients.h"
 #include "estimator/validated_job.h"
 
 namespace oomguard {
@@ -70,6 +71,7 @@ ChunkCost CostOfChunk(const ValidatedJob& j, const StageContents& st, const Bloc
   c.transient = std::max(layers.transient_bytes + remat, 0.0);
   if (st.has_embedding) c.total.Add(b.embedding);
   const bool builds_embedding = st.has_embedding || st.num_mtp_layers > 0;
+  if (builds_embedding) c.transient = std::max(c.transient, EmbeddingWgradTransientBytes(j));
   if (st.num_mtp_layers > 0) {
     if (!st.has_embedding) {
       c.total.dense_params += b.embedding.params();
@@ -108,9 +110,10 @@ std::pair<double, double> OptimizerShards(const ValidatedJob& j) {
           static_cast<double>(par.edp) / instances};
 }
 
-// `adam` of the `dense` elements take Adam's moments under Muon.
+// `adam` of the `dense` elements take Adam's moments under Muon;
+// `te_dummy_wgrad` is TeDummyWgradBytes of the rank.
 void FillStatic(const ValidatedJob& j, double dense, double adam, double expert,
-                v1::StaticBytes* s) {
+                double te_dummy_wgrad, v1::StaticBytes* s) {
   const auto [r_dense, r_expert] = OptimizerShards(j);
   const PrecisionSettings& precision = j.precision;
   const double f = precision.offload_fraction;
@@ -125,10 +128,12 @@ void FillStatic(const ValidatedJob& j, double dense, double adam, double expert,
   s->set_expert_optimizer_bytes(RoundedCount(expert * gpu_opt / r_expert));
   s->set_host_optimizer_bytes(RoundedCount((dense * host_opt + extra_moments * f) / r_dense +
                                            expert * host_opt / r_expert));
+  s->set_te_dummy_wgrad_bytes(RoundedCount(te_dummy_wgrad));
   uint64_t total = 0;
   for (const uint64_t part :
        {s->dense_param_bytes(), s->dense_grad_bytes(), s->dense_optimizer_bytes(),
-        s->expert_param_bytes(), s->expert_grad_bytes(), s->expert_optimizer_bytes()}) {
+        s->expert_param_bytes(), s->expert_grad_bytes(), s->expert_optimizer_bytes(),
+        s->te_dummy_wgrad_bytes()}) {
     total = AddCounts(total, part);
   }
   s->set_total_bytes(total);
@@ -170,6 +175,7 @@ bool HasCappedCount(const v1::RankReport& rank) {
                                s.expert_grad_bytes(),
                                s.expert_optimizer_bytes(),
                                s.host_optimizer_bytes(),
+                               s.te_dummy_wgrad_bytes(),
                                s.total_bytes(),
                                rank.activation_bytes(),
                                rank.transient_bytes(),
@@ -319,7 +325,7 @@ absl::Status ComputeRank(const ValidatedJob& j, const BlockCosts& b, int64_t r, 
     t.mem.routed_activation_bytes += count * t.chunks[c].routed_act;
     t.mem.layer_activation_bytes += count * t.chunks[c].layer_act;
   }
-  FillStatic(j, t.dense, t.adam, t.expert, &t.static_bytes);
+  FillStatic(j, t.dense, t.adam, t.expert, TeDummyWgradBytes(j, r), &t.static_bytes);
   t.activation_bytes = RoundedCount(t.in_flight.held_bytes);
   t.transient_bytes = RoundedCount(t.transient);
   t.optimizer_step_bytes = RoundedCount(OptimizerStepBytes(j, t.dense, t.expert));

@@ -102,7 +102,8 @@ absl::Status CheckRank(const v1::EstimateReport& report, int index) {
   uint64_t static_total = 0;
   for (const uint64_t part :
        {s.dense_param_bytes(), s.dense_grad_bytes(), s.dense_optimizer_bytes(),
-        s.expert_param_bytes(), s.expert_grad_bytes(), s.expert_optimizer_bytes()}) {
+        s.expert_param_bytes(), s.expert_grad_bytes(), s.expert_optimizer_bytes(),
+        s.te_dummy_wgrad_bytes()}) {
     static_total = AddCounts(static_total, part);
   }
   OOMGUARD_RETURN_IF_ERROR(

@@ -513,7 +513,7 @@ absl::Status ResolvePrecision(const v1::PrecisionSpec& p, ValidatedJob& j) {
   return absl::OkStatus();
 }
 
-void ResolveRuntime(const v1::RuntimeSpec& r, RuntimeSettings& runtime) {
+absl::Status ResolveRuntime(const v1::RuntimeSpec& r, RuntimeSettings& runtime) {
   runtime.expandable_segments = r.expandable_segments();
   const v1::CudaGraphImpl impl = r.cuda_graph_impl();
   runtime.cuda_graphs =
@@ -524,6 +524,17 @@ void ResolveRuntime(const v1::RuntimeSpec& r, RuntimeSettings& runtime) {
   runtime.nccl_graph_register_disabled = r.nccl_graph_register_disabled();
   runtime.gpus_per_node = r.has_gpus_per_node() ? r.gpus_per_node() : 8;
   runtime.torch_adam = r.optimizer_implementation() == v1::OPTIMIZER_IMPLEMENTATION_TORCH;
+  OOMGUARD_ASSIGN_OR_RETURN(
+      runtime.megatron_core,
+      ParseSoftwareVersion("runtime.megatron_core_version", r.megatron_core_version(),
+                           kOldestMegatronCore, kNewestMegatronCore));
+  OOMGUARD_ASSIGN_OR_RETURN(
+      runtime.transformer_engine,
+      ParseSoftwareVersion("runtime.transformer_engine_version", r.transformer_engine_version(),
+                           kOldestTransformerEngine, kNewestTransformerEngine));
+  runtime.gradient_accumulation_fusion =
+      !r.has_gradient_accumulation_fusion() || r.gradient_accumulation_fusion();
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -536,7 +547,7 @@ absl::StatusOr<ValidatedJob> ValidateJob(const v1::JobSpec& job, std::vector<std
   OOMGUARD_RETURN_IF_ERROR(ResolveTraining(job, j));
   OOMGUARD_RETURN_IF_ERROR(ResolveRecompute(job.recompute(), j.model, j.moe, j.recompute));
   OOMGUARD_RETURN_IF_ERROR(ResolvePrecision(job.precision(), j));
-  ResolveRuntime(job.runtime(), j.runtime);
+  OOMGUARD_RETURN_IF_ERROR(ResolveRuntime(job.runtime(), j.runtime));
   OOMGUARD_RETURN_IF_ERROR(CheckSize("runtime.gpus_per_node", j.runtime.gpus_per_node, 1024));
 
   const int64_t divisor = job.model().has_make_vocab_size_divisible_by()

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "estimator/software_versions.h"
 #include "oomguard/v1/job.pb.h"
 
 namespace oomguard {
@@ -174,6 +175,10 @@ struct RuntimeSettings {
   int64_t gpus_per_node = 8;
   // torch.optim.AdamW's foreach step (OPTIMIZER_IMPLEMENTATION_TORCH).
   bool torch_adam = false;
+  SoftwareVersion megatron_core = kNewestMegatronCore;
+  SoftwareVersion transformer_engine = kNewestTransformerEngine;
+  // Megatron's gradient_accumulation_fusion (off: --no-gradient-accumulation-fusion).
+  bool gradient_accumulation_fusion = true;
 };
 
 struct ValidatedJob {

@@ -1,5 +1,6 @@
 #include "jobspec/environment.h"
 
+#include <string>
 #include <utility>
 
 #include "absl/strings/ascii.h"
@@ -58,6 +59,14 @@ absl::Status ApplyEnvironment(const std::map<std::string, std::string>& env, v1:
   if (auto nccl = env.find("NCCL_GRAPH_REGISTER"); nccl != env.end()) {
     job->mutable_runtime()->set_nccl_graph_register_disabled(
         absl::StripAsciiWhitespace(nccl->second) == "0");
+  }
+  if (auto core = env.find("OOMGUARD_MEGATRON_CORE_VERSION"); core != env.end()) {
+    job->mutable_runtime()->set_megatron_core_version(
+        std::string(absl::StripAsciiWhitespace(core->second)));
+  }
+  if (auto te = env.find("OOMGUARD_TRANSFORMER_ENGINE_VERSION"); te != env.end()) {
+    job->mutable_runtime()->set_transformer_engine_version(
+        std::string(absl::StripAsciiWhitespace(te->second)));
   }
   return absl::OkStatus();
 }

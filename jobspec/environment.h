@@ -1,6 +1,6 @@
 // The job's environment variables that change its memory: PyTorch's
-// caching-allocator configuration and NCCL's CUDA-graph buffer
-// registration.
+// caching-allocator configuration, NCCL's CUDA-graph buffer registration and
+// the Megatron-Core / Transformer Engine versions the job runs.
 #ifndef OOMGUARD_JOBSPEC_ENVIRONMENT_H_
 #define OOMGUARD_JOBSPEC_ENVIRONMENT_H_
 
@@ -14,7 +14,10 @@ namespace oomguard {
 
 // Applies the environment variables that change memory:
 // PYTORCH_ALLOC_CONF / PYTORCH_CUDA_ALLOC_CONF (expandable_segments:True)
-// and NCCL_GRAPH_REGISTER (=0). An expandable_segments value other than
+// NCCL_GRAPH_REGISTER (=0), and OOMGUARD_MEGATRON_CORE_VERSION /
+// OOMGUARD_TRANSFORMER_ENGINE_VERSION ("MAJOR.MINOR", copied to
+// runtime.megatron_core_version / transformer_engine_version, which
+// ValidateJob checks). An expandable_segments value other than
 // True or False, which PyTorch refuses at start-up, is InvalidArgument
 // naming the variable and the value.
 absl::Status ApplyEnvironment(const std::map<std::string, std::string>& env, v1::JobSpec* job);

@@ -56,7 +56,7 @@ constexpr absl::string_view kSilentFlags[] = {
     // Megatron-FSDP settings (FSDP itself is refused: kUnimplementedFlags).
     "data-parallel-sharding-strategy", "outer-dp-sharding-strategy",
     // Kernel choices and numerics with the same saved tensors.
-    "use-mcore-models", "no-gradient-accumulation-fusion", "gradient-accumulation-fusion",
+    "use-mcore-models", "gradient-accumulation-fusion",
     "attention-softmax-in-fp32", "apply-query-key-layer-scaling", "no-bias-gelu-fusion",
     "no-bias-swiglu-fusion", "no-bias-dropout-fusion", "no-persist-layer-norm",
     "apply-residual-connection-post-layernorm", "openai-gelu", "te-rng-tracker",

@@ -369,6 +369,7 @@ void AddRuntimeFlags(FlagTable& t) {
   t.Add("cuda-graph-scope", TextList("runtime.cuda_graph_modules"));
   t.Add("cuda-graph-modules", TextList("runtime.cuda_graph_modules"));
   t.Add("use-nccl-ub", Switch("runtime.use_nccl_ub", true));
+  t.Add("no-gradient-accumulation-fusion", Switch("runtime.gradient_accumulation_fusion", false));
 }
 
 // Megatron-LM features oomguard refuses (ignored_flags.h).

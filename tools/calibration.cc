@@ -141,6 +141,10 @@ absl::StatusOr<std::vector<CalibrationCase>> LoadSweepCases(const std::string& p
     // The sweep ran Megatron's local attention with masked_softmax_fusion
     // off (h100_single_gpu_sweep.md), which its argv column does not say.
     if (absl::StrContains(c.name, "local_unfused")) c.argv.push_back("--no-masked-softmax-fusion");
+    // It built TransformerConfig directly, whose gradient_accumulation_fusion
+    // defaults to off (model_parallel_config.py), and had neither Apex nor
+    // TE for the fused kernel (h100_single_gpu_sweep.md): no fusion.
+    c.argv.push_back("--no-gradient-accumulation-fusion");
     c.gpus = 1;
     c.gpus_known = true;
     c.without_workspaces = true;

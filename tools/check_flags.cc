@@ -77,6 +77,8 @@ absl::StatusOr<bool> TakeValueFlag(const std::vector<std::string>& args, size_t&
   } else if (IsFlag(a, "--coverage")) {
     OOMGUARD_ASSIGN_OR_RETURN(const std::string v, TakeFlagValue(args, i, "--coverage"));
     OOMGUARD_ASSIGN_OR_RETURN(f.coverage, ParseCoverageFlag(v));
+  } else if (IsVersionFlag(a)) {
+    OOMGUARD_RETURN_IF_ERROR(TakeVersionFlag(args, i, f.env));
   } else if (IsFlag(a, "--env")) {
     OOMGUARD_ASSIGN_OR_RETURN(const std::string v, TakeFlagValue(args, i, "--env"));
     OOMGUARD_RETURN_IF_ERROR(AddEnvFlag(v, f.env));

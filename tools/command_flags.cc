@@ -1,11 +1,14 @@
 // The flags of estimate and check (see command_flags.h).
 #include "tools/command_flags.h"
 
+#include <utility>
+
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "estimator/peak_bound.h"
+#include "common/status_macros.h"
 #include "tools/shown_value.h"
 
 namespace oomguard {
@@ -49,6 +52,32 @@ absl::StatusOr<v1::PeakBound> ParsePeakBoundFlag(const std::string& value) {
   if (value == "point") return v1::PEAK_BOUND_POINT;
   return absl::InvalidArgumentError(
       absl::StrCat("--peak-bound: expected upper or point, got \"", ShownValue(value), "\""));
+}
+
+namespace {
+
+constexpr std::pair<absl::string_view, absl::string_view> kVersionFlags[] = {
+    {"--megatron-core-version", "OOMGUARD_MEGATRON_CORE_VERSION"},
+    {"--transformer-engine-version", "OOMGUARD_TRANSFORMER_ENGINE_VERSION"}};
+
+}  // namespace
+
+bool IsVersionFlag(const std::string& a) {
+  for (const auto& [flag, variable] : kVersionFlags) {
+    if (IsFlag(a, flag)) return true;
+  }
+  return false;
+}
+
+absl::Status TakeVersionFlag(const std::vector<std::string>& args, size_t& i,
+                             std::map<std::string, std::string>& env) {
+  for (const auto& [flag, variable] : kVersionFlags) {
+    if (!IsFlag(args[i], flag)) continue;
+    OOMGUARD_ASSIGN_OR_RETURN(std::string value, TakeFlagValue(args, i, flag));
+    env[std::string(variable)] = std::move(value);
+    return absl::OkStatus();
+  }
+  return absl::InvalidArgumentError(absl::StrCat(ShownValue(args[i]), ": not a version flag"));
 }
 
 }  // namespace oomguard

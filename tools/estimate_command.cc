@@ -21,6 +21,7 @@ constexpr char kUsage[] =
     "usage: oomguard estimate --gpus N [--gpu-memory-gib G] [--json] [--tree]\n"
     "                         [--preset NAME | --hf-config FILE] [--env NAME=VALUE ...]\n"
     "                         [--coverage 0.95]\n"
+    "                         [--megatron-core-version X.Y] [--transformer-engine-version X.Y]\n"
     "                         [--] <Megatron-LM pretrain_gpt.py arguments>\n";
 
 struct EstimateFlags {
@@ -63,6 +64,8 @@ absl::StatusOr<EstimateFlags> ParseFlags(const std::vector<std::string>& args) {
       OOMGUARD_ASSIGN_OR_RETURN(f.source.preset, TakeFlagValue(args, i, "--preset"));
     } else if (IsFlag(a, "--hf-config")) {
       OOMGUARD_ASSIGN_OR_RETURN(f.hf_config_path, TakeFlagValue(args, i, "--hf-config"));
+    } else if (IsVersionFlag(a)) {
+      OOMGUARD_RETURN_IF_ERROR(TakeVersionFlag(args, i, f.source.env));
     } else if (IsFlag(a, "--env")) {
       OOMGUARD_ASSIGN_OR_RETURN(const std::string v, TakeFlagValue(args, i, "--env"));
       OOMGUARD_RETURN_IF_ERROR(AddEnvFlag(v, f.source.env));

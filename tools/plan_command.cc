@@ -25,6 +25,7 @@ constexpr char kUsage[] =
     "usage: oomguard plan --gpus N --gpu NAME [--gpus-per-node K] (--preset P | --hf-config F)\n"
     "                     [--top K] [--json] [--memory-margin F] [--no-recompute] [--no-offload]\n"
     "                     [--peak-bound upper|point] [--coverage 0.95] [--env NAME=VALUE ...]\n"
+    "                     [--megatron-core-version X.Y] [--transformer-engine-version X.Y]\n"
     "                     [--] [Megatron-LM arguments fixing the training\n"
     "                     shape or constraining the search, e.g. --seq-length 4096\n"
     "                     --global-batch-size 1024 --fp8-format e4m3 --tensor-model-parallel-size "
@@ -88,6 +89,8 @@ absl::StatusOr<PlanFlags> ParseFlags(const std::vector<std::string>& args) {
       OOMGUARD_ASSIGN_OR_RETURN(f.source.preset, TakeFlagValue(args, i, "--preset"));
     } else if (IsFlag(a, "--hf-config")) {
       OOMGUARD_ASSIGN_OR_RETURN(f.hf_config_path, TakeFlagValue(args, i, "--hf-config"));
+    } else if (IsVersionFlag(a)) {
+      OOMGUARD_RETURN_IF_ERROR(TakeVersionFlag(args, i, f.source.env));
     } else if (IsFlag(a, "--env")) {
       OOMGUARD_ASSIGN_OR_RETURN(const std::string v, TakeFlagValue(args, i, "--env"));
       OOMGUARD_RETURN_IF_ERROR(AddEnvFlag(v, f.source.env));

@@ -56,6 +56,7 @@ ordered_json RankJson(const v1::RankReport& r, uint64_t capacity) {
                     {"expert_grad_bytes", s.expert_grad_bytes()},
                     {"expert_optimizer_bytes", s.expert_optimizer_bytes()},
                     {"host_optimizer_bytes", s.host_optimizer_bytes()},
+                    {"te_dummy_wgrad_bytes", s.te_dummy_wgrad_bytes()},
                     {"activation_bytes", r.activation_bytes()},
                     {"transient_bytes", r.transient_bytes()},
                     {"peak_allocated_bytes", r.peak_allocated_bytes()},

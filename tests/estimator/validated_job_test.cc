@@ -191,5 +191,50 @@ TEST(ValidateJob, ParallelSizeProductsNeverOverflow) {
             "TP*CP*DP)");
 }
 
+TEST(ValidateJob, SoftwareVersions) {
+  absl::StatusOr<ValidatedJob> j = ValidateJob(MinimalJob(), nullptr);
+  ASSERT_TRUE(j.ok()) << j.status();
+  // Defaults: the newest releases modelled; fusion on, as in Megatron-LM.
+  EXPECT_EQ(j->runtime.megatron_core, (SoftwareVersion{0, 19}));
+  EXPECT_EQ(j->runtime.transformer_engine, (SoftwareVersion{2, 18}));
+  EXPECT_TRUE(j->runtime.gradient_accumulation_fusion);
+
+  v1::JobSpec job = MinimalJob();
+  job.mutable_runtime()->set_megatron_core_version("0.14.0rc7");
+  job.mutable_runtime()->set_transformer_engine_version("2.3");
+  job.mutable_runtime()->set_gradient_accumulation_fusion(false);
+  j = ValidateJob(job, nullptr);
+  ASSERT_TRUE(j.ok()) << j.status();
+  EXPECT_EQ(j->runtime.megatron_core, (SoftwareVersion{0, 14}));
+  EXPECT_EQ(j->runtime.transformer_engine, (SoftwareVersion{2, 3}));
+  EXPECT_FALSE(j->runtime.gradient_accumulation_fusion);
+}
+
+TEST(ValidateJob, BadSoftwareVersionsNameTheFieldAndValue) {
+  struct Case {
+    bool core;  // megatron_core_version, else transformer_engine_version.
+    const char* value;
+  };
+  for (const Case& c :
+       {Case{true, "0.11"}, Case{true, "0.20"}, Case{true, "latest"}, Case{true, "0"},
+        Case{true, "0.x"}, Case{true, "1.0"}, Case{false, "1.13"}, Case{false, "2.19"},
+        Case{false, "2"}, Case{false, "-2.4"}, Case{false, "2.4beta"}}) {
+    v1::JobSpec job = MinimalJob();
+    const std::string field =
+        c.core ? "runtime.megatron_core_version" : "runtime.transformer_engine_version";
+    if (c.core) {
+      job.mutable_runtime()->set_megatron_core_version(c.value);
+    } else {
+      job.mutable_runtime()->set_transformer_engine_version(c.value);
+    }
+    absl::StatusOr<ValidatedJob> j = ValidateJob(job, nullptr);
+    ASSERT_FALSE(j.ok()) << c.value;
+    EXPECT_EQ(j.status().code(), absl::StatusCode::kInvalidArgument) << c.value;
+    EXPECT_NE(j.status().message().find(field), std::string::npos) << j.status();
+    EXPECT_NE(j.status().message().find(absl::StrCat("\"", c.value, "\"")), std::string::npos)
+        << j.status();
+  }
+}
+
 }  // namespace
 }  // namespace oomguard

@@ -75,5 +75,21 @@ TEST(ApplyEnvironmentTest, NcclGraphRegister) {
   EXPECT_FALSE(job.runtime().nccl_graph_register_disabled());
 }
 
+TEST(ApplyEnvironmentTest, SoftwareVersions) {
+  v1::JobSpec job;
+  ASSERT_TRUE(ApplyEnvironment({{"CUDA_DEVICE_MAX_CONNECTIONS", "1"}}, &job).ok());
+  EXPECT_EQ(job.runtime().megatron_core_version(), "");
+  EXPECT_EQ(job.runtime().transformer_engine_version(), "");
+  ASSERT_TRUE(ApplyEnvironment({{"OOMGUARD_MEGATRON_CORE_VERSION", " 0.13 "},
+                                {"OOMGUARD_TRANSFORMER_ENGINE_VERSION", "2.2"}},
+                               &job)
+                  .ok());
+  EXPECT_EQ(job.runtime().megatron_core_version(), "0.13");
+  EXPECT_EQ(job.runtime().transformer_engine_version(), "2.2");
+  // Copied as given: ValidateJob refuses a bad one, naming the field.
+  ASSERT_TRUE(ApplyEnvironment({{"OOMGUARD_MEGATRON_CORE_VERSION", "latest"}}, &job).ok());
+  EXPECT_EQ(job.runtime().megatron_core_version(), "latest");
+}
+
 }  // namespace
 }  // namespace oomguard

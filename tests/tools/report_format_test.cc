@@ -55,6 +55,7 @@ TEST(FormatJsonTest, CompactWithKeysInOrder) {
             "\"expert_parameters\":0,\"static_bytes\":5497558138880,\"dense_param_bytes\":0,"
             "\"dense_grad_bytes\":0,\"dense_optimizer_bytes\":0,\"expert_param_bytes\":0,"
             "\"expert_grad_bytes\":0,\"expert_optimizer_bytes\":0,\"host_optimizer_bytes\":0,"
+            "\"te_dummy_wgrad_bytes\":0,"
             "\"activation_bytes\":0,\"transient_bytes\":0,\"peak_allocated_bytes\":0,"
             "\"peak_device_bytes\":96636764160,\"peak_allocated_upper_bytes\":0,"
             "\"peak_device_upper_bytes\":98784247808,"

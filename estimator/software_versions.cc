@@ -1,0 +1,51 @@
+#include "estimator/software_versions.h"
+
+#include <string>
+#include <vector>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+
+namespace oomguard {
+namespace {
+
+std::string Shown(SoftwareVersion v) { return absl::StrCat(v.major, ".", v.minor); }
+
+// The leading decimal digits of `part` ("0rc7" -> "0"); empty when none.
+absl::string_view LeadingDigits(absl::string_view part) {
+  size_t n = 0;
+  while (n < part.size() && n < 6 && absl::ascii_isdigit(static_cast<unsigned char>(part[n]))) {
+    ++n;
+  }
+  return part.substr(0, n);
+}
+
+}  // namespace
+
+absl::StatusOr<SoftwareVersion> ParseSoftwareVersion(absl::string_view field,
+                                                     absl::string_view text, SoftwareVersion oldest,
+                                                     SoftwareVersion newest) {
+  if (text.empty()) return newest;
+  const std::string shown =
+      text.size() > 40 ? absl::StrCat(text.substr(0, 40), "...") : std::string(text);
+  const std::vector<absl::string_view> parts = absl::StrSplit(text, absl::MaxSplits('.', 2));
+  SoftwareVersion v;
+  const bool parsed = parts.size() >= 2 && parts[0].size() <= 6 &&
+                      absl::SimpleAtoi(parts[0], &v.major) && !LeadingDigits(parts[1]).empty() &&
+                      (parts.size() == 3 || LeadingDigits(parts[1]).size() == parts[1].size()) &&
+                      absl::SimpleAtoi(LeadingDigits(parts[1]), &v.minor);
+  if (!parsed) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        field, " = \"", shown, "\": expected MAJOR.MINOR, e.g. \"", Shown(newest), "\""));
+  }
+  if (v < oldest || v > newest) {
+    return absl::InvalidArgumentError(absl::StrCat(field, " = \"", shown,
+                                                   "\": outside the versions modelled, ",
+                                                   Shown(oldest), " to ", Shown(newest)));
+  }
+  return v;
+}
+
+}  // namespace oomguard

@@ -1,0 +1,103 @@
+#include "estimator/te_weight_gradients.h"
+
+#include <set>
+#include <utility>
+
+namespace oomguard {
+namespace {
+
+using Shape = std::pair<int64_t, int64_t>;  // [out, in] of a weight on one GPU.
+
+// From TE 2.3 (commit "Enable reuse of dummy wgrad tensor", TE #1651).
+constexpr SoftwareVersion kTeCachedDummyWgrad{2, 3};
+// From Megatron-Core 0.14 tensor_parallel/layers.py imports get_dummy_wgrad.
+constexpr SoftwareVersion kCoreOutputLayerDummyWgrad{0, 14};
+
+// Bytes per element of the dummy: TE takes the weight's dtype, Megatron's
+// layers.py the input's; both are the 16-bit training dtype (fp32 without
+// --bf16/--fp16). FP8 weights keep a 16-bit nominal dtype.
+double DummyElementBytes(const ValidatedJob& j) { return j.precision.param_bytes >= 4 ? 4 : 2; }
+
+// Shapes of the linear weights of one decoder layer whose backward goes
+// through TE's Linear / LayerNormLinear / GroupedLinear (the TE layer spec),
+// or, without TE layers, Megatron's ColumnParallelLinear / RowParallelLinear.
+// The router (TopKRouter, a plain matmul) and norms take no dummy.
+void AddLayerShapes(const ValidatedJob& j, bool moe, std::set<Shape>& shapes) {
+  const Parallelism& par = j.parallelism;
+  const int64_t h = j.model.hidden, g = j.model.gated ? 2 : 1;
+  if (j.mla.enabled) {
+    // MLASelfAttention: the down-projections are duplicated over TP.
+    const int64_t heads = j.model.heads / par.tp;
+    const int64_t qk = j.mla.qk_head_dim + j.mla.qk_pos_head_dim;
+    if (j.mla.q_lora_rank > 0) {
+      shapes.insert({j.mla.q_lora_rank, h});
+      shapes.insert({heads * qk, j.mla.q_lora_rank});
+    } else {
+      shapes.insert({heads * qk, h});
+    }
+    shapes.insert({j.mla.kv_lora_rank + j.mla.qk_pos_head_dim, h});
+    shapes.insert({heads * (j.mla.qk_head_dim + j.mla.v_head_dim), j.mla.kv_lora_rank});
+    shapes.insert({h, heads * j.mla.v_head_dim});
+  } else {
+    const int64_t q = j.model.heads * j.model.head_dim / par.tp;
+    const int64_t kv = j.model.query_groups * j.model.head_dim / par.tp;
+    shapes.insert({q + 2 * kv, h});  // linear_qkv
+    shapes.insert({h, q});           // linear_proj
+  }
+  if (!moe) {
+    const int64_t f = j.model.ffn / par.tp;
+    shapes.insert({g * f, h});  // linear_fc1
+    shapes.insert({h, f});      // linear_fc2
+    return;
+  }
+  // Every local expert's weight has the same shape: one cached dummy.
+  const int64_t fe = j.moe.expert_ffn / par.etp;
+  shapes.insert({g * fe, h});
+  shapes.insert({h, fe});
+  if (j.moe.shared_ffn > 0) {
+    const int64_t fs = j.moe.shared_ffn / par.tp;
+    shapes.insert({g * fs, h});
+    shapes.insert({h, fs});
+  }
+}
+
+}  // namespace
+
+double TeDummyWgradBytes(const ValidatedJob& j, int64_t pp_rank) {
+  const RuntimeSettings& rt = j.runtime;
+  if (!rt.gradient_accumulation_fusion || rt.transformer_engine < kTeCachedDummyWgrad) return 0;
+  // Megatron's own linear layers (the output layer; every linear without TE
+  // layers) call get_dummy_wgrad from Megatron-Core 0.14.
+  const bool core_uses_cache = rt.megatron_core >= kCoreOutputLayerDummyWgrad;
+  if (!j.training.transformer_engine && !core_uses_cache) return 0;
+  const Parallelism& par = j.parallelism;
+  const int64_t h = j.model.hidden;
+  std::set<Shape> shapes;
+  for (int64_t c = 0; c < par.vpp; ++c) {
+    const StageContents& st = j.stages[pp_rank + c * par.pp];
+    for (int l = st.first_layer; l < st.first_layer + st.num_layers; ++l) {
+      AddLayerShapes(j, j.moe.is_moe_layer[l], shapes);
+    }
+    if (st.num_mtp_layers > 0) {
+      AddLayerShapes(j, j.moe.mtp_layer_is_moe, shapes);
+      shapes.insert({h / par.tp, 2 * h});  // MultiTokenPredictionLayer.eh_proj
+    }
+    // The output layer (a Megatron ColumnParallelLinear, also when it
+    // borrows the tied embedding weight) runs on the loss and MTP stages.
+    if (core_uses_cache && (st.has_loss || st.num_mtp_layers > 0)) {
+      shapes.insert({j.model.padded_vocab / par.tp, h});
+    }
+  }
+  double elements = 0;
+  for (const auto& [rows, cols] : shapes) {
+    elements += static_cast<double>(rows) * static_cast<double>(cols);
+  }
+  return elements * DummyElementBytes(j);
+}
+
+double EmbeddingWgradTransientBytes(const ValidatedJob& j) {
+  return static_cast<double>(j.model.padded_vocab) / j.parallelism.tp *
+         static_cast<double>(j.model.hidden) * DummyElementBytes(j);
+}
+
+}  // namespace oomguard
