@@ -4,6 +4,7 @@
 #include <string>
 
 #include "estimator/layer_memory.h"
+#include "estimator/moe_dispatch_memory.h"
 #include "estimator/reported_count.h"
 
 namespace oomguard {
@@ -123,6 +124,12 @@ OverheadSums AddOverheads(const ValidatedJob& j, const RankMemory& m, bool with_
              "peaks grow ~10% over the "
              "first 50 steps of Megatron's MoE test)");
   }
+  list.Add("moe_dispatcher_state", m.recomputed_moe_layers * MoeDispatcherStateBytes(j, shape),
+           true,
+           "token_dispatcher.py: each recomputed MoE layer's dispatcher keeps its last "
+           "forward's probs, routing map and permutation mapping as attributes "
+           "(MoEAlltoAllTokenDispatcher.dispatch_preprocess, "
+           "MoEAllGatherTokenDispatcher.dispatch_postprocess)");
   if (j.runtime.cuda_graphs) {
     const double fraction = j.runtime.cuda_graph_modules.empty() ? 1.0 : 0.5;
     list.Add("cuda_graphs", fraction * m.layer_activation_bytes, true,

@@ -137,6 +137,9 @@ absl::StatusOr<std::vector<CalibrationCase>> LoadSweepCases(const std::string& p
     // The sweep ran Megatron's local attention with masked_softmax_fusion
     // off (h100_single_gpu_sweep.md), which its argv column does not say.
     if (absl::StrContains(c.name, "local_unfused")) c.argv.push_back("--no-masked-softmax-fusion");
+    // It fed the model attention_mask=None (h100_single_gpu_sweep.md), as
+    // Megatron-LM does with --no-create-attention-mask-in-dataloader.
+    c.argv.push_back("--no-create-attention-mask-in-dataloader");
     c.gpus = 1;
     c.gpus_known = true;
     c.without_workspaces = true;
