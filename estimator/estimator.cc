@@ -8,7 +8,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/status_macros.h"
+#include "estimator/checkpointed_attention_mask.h"
 #include "estimator/layer_memory.h"
+#include "estimator/moe_dispatch_memory.h"
 #include "estimator/overheads.h"
 #include "estimator/peak_bound.h"
 #include "estimator/pipeline_schedule.h"
@@ -65,6 +67,9 @@ ChunkCost CostOfChunk(const ValidatedJob& j, const StageContents& st, const Bloc
   c.total.expert_params = layers.expert_params;
   c.total.adam_params = layers.adam_params;
   c.total.act_bytes = layer_act;
+  // The data loader's attention mask, saved by every checkpointed group
+  // (checkpointed_attention_mask.h).
+  c.total.act_bytes += CheckpointedAttentionMaskBytes(j, st);
   c.layer_act = layer_act;
   c.routed_act =
       j.recompute.granularity == v1::RECOMPUTE_GRANULARITY_FULL ? 0 : layers.routed_act_bytes;
@@ -230,6 +235,12 @@ void BuildRankTree(const ValidatedJob& j, int64_t r, v1::ModuleNode* root) {
       e->set_type("LanguageModelEmbedding");
       EmbeddingCost(j, e);
     }
+    if (const double mask = CheckpointedAttentionMaskBytes(j, st); mask > 0) {
+      v1::ModuleNode* m = chunk->add_children();
+      m->set_name("attention_mask");
+      m->set_type("CheckpointFunction.save_for_backward(get_batch attention_mask)");
+      m->set_activation_bytes(TruncatedCount(mask));
+    }
     v1::ModuleNode* decoder = chunk->add_children();
     decoder->set_name("decoder");
     decoder->set_type("TransformerBlock");
@@ -322,6 +333,7 @@ absl::Status ComputeRank(const ValidatedJob& j, const BlockCosts& b, int64_t r, 
   for (int64_t c = 0; c < par.vpp; ++c) {
     const double count = static_cast<double>(t.in_flight.per_chunk[c]);
     t.mem.has_output_layer = t.mem.has_output_layer || j.stages[r + c * par.pp].has_loss;
+    t.mem.recomputed_moe_layers += RecomputedMoeLayers(j, j.stages[r + c * par.pp]);
     t.mem.routed_activation_bytes += count * t.chunks[c].routed_act;
     t.mem.layer_activation_bytes += count * t.chunks[c].layer_act;
   }

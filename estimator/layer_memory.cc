@@ -5,6 +5,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/string_view.h"
+#include "estimator/moe_dispatch_memory.h"
 #include "estimator/reported_count.h"
 
 namespace oomguard {
@@ -283,6 +284,13 @@ void MoeMlp(const ValidatedJob& j, const MicroBatchShape& s, BlockBuilder& b, Bl
   b.Module(nullptr, "mlp_bda", "BiasDropoutAdd", 0, 0, DropoutMask(j, s));
   c.transient_bytes = std::max(c.transient_bytes, s.elt * routed_tokens * (g + 1) * ffn_per_rank +
                                                       s.elt * routed_tokens * h);
+  // The dispatcher's working set (moe_dispatch_memory.h): MoELayer.forward's
+  // custom_forward locals and combine copies, in the forward and in the
+  // forward CheckpointFunction.backward replays; the allgather combine's
+  // reduce-scatter gradient in backward.
+  const double sent_tokens = routed_tokens / static_cast<double>(j.parallelism.etp);
+  c.transient_bytes = std::max({c.transient_bytes, MoeDispatchForwardBytes(j, s, sent_tokens),
+                                MoeCombineBackwardBytes(j, s, sent_tokens)});
 }
 
 }  // namespace

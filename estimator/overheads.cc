@@ -4,6 +4,7 @@
 #include <string>
 
 #include "estimator/layer_memory.h"
+#include "estimator/moe_dispatch_memory.h"
 #include "estimator/reported_count.h"
 
 namespace oomguard {
@@ -134,6 +135,12 @@ OverheadSums AddOverheads(const ValidatedJob& j, const RankMemory& m, bool with_
              "activations, so the 95% bound (25% + 1.645 x 15%) reaches the 50% over the "
              "balanced share measured on hot ranks");
   }
+  list.Add("moe_dispatcher_state", m.recomputed_moe_layers * MoeDispatcherStateBytes(j, shape),
+           true,
+           "token_dispatcher.py: each recomputed MoE layer's dispatcher keeps its last "
+           "forward's probs, routing map and permutation mapping as attributes "
+           "(MoEAlltoAllTokenDispatcher.dispatch_preprocess, "
+           "MoEAllGatherTokenDispatcher.dispatch_postprocess)");
   if (j.runtime.cuda_graphs) {
     const double fraction = j.runtime.cuda_graph_modules.empty() ? 1.0 : 0.5;
     list.Add("cuda_graphs", fraction * m.layer_activation_bytes, true,

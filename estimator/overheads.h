@@ -25,6 +25,7 @@ struct RankMemory {
   bool has_output_layer = false;      // The rank runs the output layer and loss.
   // What the optimizer step allocates (kept copies and temporaries).
   double optimizer_step_bytes = 0;
+  double recomputed_moe_layers = 0;   // MoE layers whose forward runs under a checkpoint.
 };
 
 // The overheads of one rank summed (each item rounded to a count, sums

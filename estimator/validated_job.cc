@@ -381,6 +381,8 @@ absl::Status ResolveTraining(const v1::JobSpec& job, ValidatedJob& j) {
                            (training.micro_batch * j.model.heads / par.tp) % 4 == 0;
   training.defer_embedding_wgrad = t.defer_embedding_wgrad_compute();
   training.wgrad_deferral_limit = t.wgrad_deferral_limit();
+  training.dense_mask =
+      t.has_create_attention_mask_in_dataloader() ? t.create_attention_mask_in_dataloader() : true;
   if (training.wgrad_deferral_limit > 0 && !training.defer_embedding_wgrad) {
     return Bad("training.wgrad_deferral_limit", training.wgrad_deferral_limit,
                "needs training.defer_embedding_wgrad_compute");

@@ -129,6 +129,7 @@ struct TrainingSettings {
   bool fused_softmax = false;          // Local attention keeps 2-byte probabilities only.
   bool defer_embedding_wgrad = false;  // Output-layer weight gradients wait for the flush.
   int64_t wgrad_deferral_limit = 0;    // 0 = every micro-batch.
+  bool dense_mask = false;             // The data loader makes the [b, 1, s, s] mask.
 };
 
 // Activation recompute and offload (JobSpec.recompute).

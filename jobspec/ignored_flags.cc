@@ -31,10 +31,8 @@ constexpr absl::string_view kSilentFlags[] = {
     "data-path", "train-data-path", "valid-data-path", "test-data-path", "data-cache-path",
     "data-args-path", "per-split-data-args-path", "split", "mock-data", "num-workers",
     "dataloader-type", "vocab-file", "merge-file", "no-mmap-bin-files", "mmap-bin-files",
-    "reset-position-ids", "reset-attention-mask", "eod-mask-loss",
-    "no-create-attention-mask-in-dataloader", "create-attention-mask-in-dataloader",
-    "object-storage-cache-path", "full-validation", "multiple-validation-sets", "legacy-tokenizer",
-    "use-packed-sequence",
+    "reset-position-ids", "reset-attention-mask", "eod-mask-loss", "object-storage-cache-path",
+    "full-validation", "multiple-validation-sets", "legacy-tokenizer", "use-packed-sequence",
     // Learning rate, schedule, loss scaling, optimizer hyper-parameters.
     "lr", "min-lr", "decoupled-lr", "decoupled-min-lr", "weight-decay", "start-weight-decay",
     "end-weight-decay", "weight-decay-incr-style", "clip-grad", "adam-beta1", "adam-beta2",

@@ -309,6 +309,10 @@ void AddTrainingFlags(FlagTable& t) {
   t.Add("cross-entropy-fusion-impl",
         Resolved(FlagArity::kOne, {"training.cross_entropy_fusion"}, RecordCrossEntropyFusionImpl));
   t.Add("no-rope-fusion", Switch("training.rope_fusion", false));
+  t.Add("no-create-attention-mask-in-dataloader",
+        Switch("training.create_attention_mask_in_dataloader", false));
+  t.Add("create-attention-mask-in-dataloader",
+        Switch("training.create_attention_mask_in_dataloader", true));
 }
 
 void AddRecomputeFlags(FlagTable& t) {

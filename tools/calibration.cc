@@ -145,6 +145,9 @@ absl::StatusOr<std::vector<CalibrationCase>> LoadSweepCases(const std::string& p
     // defaults to off (model_parallel_config.py), and had neither Apex nor
     // TE for the fused kernel (h100_single_gpu_sweep.md): no fusion.
     c.argv.push_back("--no-gradient-accumulation-fusion");
+    // It fed the model attention_mask=None (h100_single_gpu_sweep.md), as
+    // Megatron-LM does with --no-create-attention-mask-in-dataloader.
+    c.argv.push_back("--no-create-attention-mask-in-dataloader");
     c.gpus = 1;
     c.gpus_known = true;
     c.without_workspaces = true;
