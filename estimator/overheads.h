@@ -22,6 +22,7 @@ struct RankMemory {
   double transient_bytes = 0;
   double layer_activation_bytes = 0;  // Decoder-layer part of held activations.
   bool has_output_layer = false;      // The rank runs the output layer and loss.
+  double fp8_weight_cache_bytes = 0;  // FP8 weight copies TE keeps (fp8_memory.h).
 };
 
 // The overheads of one rank summed (each item rounded to a count, sums
