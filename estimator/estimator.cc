@@ -9,6 +9,7 @@
 #include "absl/strings/str_join.h"
 #include "common/status_macros.h"
 #include "estimator/checkpointed_attention_mask.h"
+#include "estimator/fp8_memory.h"
 #include "estimator/layer_memory.h"
 #include "estimator/moe_dispatch_memory.h"
 #include "estimator/overheads.h"
@@ -24,6 +25,8 @@ namespace {
 // Costs of the few distinct blocks, computed once per estimate.
 struct BlockCosts {
   BlockCost dense_layer, moe_layer, embedding, mtp;
+  // The layers --first-last-layers-bf16 keeps out of FP8 (fp8_memory.h).
+  BlockCost dense_layer_bf16, moe_layer_bf16;
   double layer_input = 0;
 };
 
@@ -38,11 +41,19 @@ struct ChunkCost {
 ChunkCost CostOfChunk(const ValidatedJob& j, const StageContents& st, const BlockCosts& b) {
   ChunkCost c;
   const int moe_layers = st.num_layers - st.num_dense_layers;
+  int bf16_dense = 0, bf16_moe = 0;  // Layers of an FP8 job kept in bf16.
+  for (int l = st.first_layer; l < st.first_layer + st.num_layers; ++l) {
+    if (KeptInBf16(j, l)) ++(j.moe.is_moe_layer[l] ? bf16_moe : bf16_dense);
+  }
   BlockCost layers;
-  layers.Add(b.dense_layer, st.num_dense_layers);
-  layers.Add(b.moe_layer, moe_layers);
-  const double per_layer_full = std::max(st.num_dense_layers ? b.dense_layer.act_bytes : 0.0,
-                                         moe_layers ? b.moe_layer.act_bytes : 0.0);
+  layers.Add(b.dense_layer, st.num_dense_layers - bf16_dense);
+  layers.Add(b.moe_layer, moe_layers - bf16_moe);
+  layers.Add(b.dense_layer_bf16, bf16_dense);
+  layers.Add(b.moe_layer_bf16, bf16_moe);
+  const double per_layer_full = std::max({st.num_dense_layers ? b.dense_layer.act_bytes : 0.0,
+                                          moe_layers ? b.moe_layer.act_bytes : 0.0,
+                                          bf16_dense ? b.dense_layer_bf16.act_bytes : 0.0,
+                                          bf16_moe ? b.moe_layer_bf16.act_bytes : 0.0});
   double layer_act = layers.act_bytes;
   double remat = 0;  // rematerialised activations during a recomputed backward
   const int n = st.num_layers;
@@ -66,6 +77,8 @@ ChunkCost CostOfChunk(const ValidatedJob& j, const StageContents& st, const Bloc
   c.total.dense_params = layers.dense_params;
   c.total.expert_params = layers.expert_params;
   c.total.adam_params = layers.adam_params;
+  c.total.fp8_dense_weights = layers.fp8_dense_weights;
+  c.total.fp8_expert_weights = layers.fp8_expert_weights;
   c.total.act_bytes = layer_act;
   // The data loader's attention mask, saved by every checkpointed group
   // (checkpointed_attention_mask.h).
@@ -116,19 +129,23 @@ std::pair<double, double> OptimizerShards(const ValidatedJob& j) {
 }
 
 // `adam` of the `dense` elements take Adam's moments under Muon;
+// `fp8_dense` and `fp8_expert` are weights of FP8 linears (fp8_memory.h);
 // `te_dummy_wgrad` is TeDummyWgradBytes of the rank.
-void FillStatic(const ValidatedJob& j, double dense, double adam, double expert,
-                double te_dummy_wgrad, v1::StaticBytes* s) {
+void FillStatic(const ValidatedJob& j, double dense, double adam, double expert, double fp8_dense,
+                double fp8_expert, double te_dummy_wgrad, v1::StaticBytes* s) {
   const auto [r_dense, r_expert] = OptimizerShards(j);
   const PrecisionSettings& precision = j.precision;
   const double f = precision.offload_fraction;
   const double gpu_opt = precision.master_bytes + precision.moment_bytes * (1 - f);
   const double host_opt = (precision.master_bytes + precision.moment_bytes) * f;
   const double extra_moments = adam * (precision.adam_moment_bytes - precision.moment_bytes);
-  s->set_dense_param_bytes(RoundedCount(dense * precision.param_bytes));
+  const double fp8_param = Fp8LinearParamBytesPerElement(j);
+  s->set_dense_param_bytes(
+      RoundedCount((dense - fp8_dense) * precision.param_bytes + fp8_dense * fp8_param));
   s->set_dense_grad_bytes(RoundedCount(dense * precision.grad_bytes));
   s->set_dense_optimizer_bytes(RoundedCount((dense * gpu_opt + extra_moments * (1 - f)) / r_dense));
-  s->set_expert_param_bytes(RoundedCount(expert * precision.param_bytes));
+  s->set_expert_param_bytes(
+      RoundedCount((expert - fp8_expert) * precision.param_bytes + fp8_expert * fp8_param));
   s->set_expert_grad_bytes(RoundedCount(expert * precision.grad_bytes));
   s->set_expert_optimizer_bytes(RoundedCount(expert * gpu_opt / r_expert));
   s->set_host_optimizer_bytes(RoundedCount((dense * host_opt + extra_moments * f) / r_dense +
@@ -249,12 +266,18 @@ void BuildRankTree(const ValidatedJob& j, int64_t r, v1::ModuleNode* root) {
     const int end = st.first_layer + st.num_layers;
     while (l < end) {
       int run_end = l;
-      while (run_end < end && j.moe.is_moe_layer[run_end] == j.moe.is_moe_layer[l]) ++run_end;
+      const bool bf16 = KeptInBf16(j, l);
+      while (run_end < end && j.moe.is_moe_layer[run_end] == j.moe.is_moe_layer[l] &&
+             KeptInBf16(j, run_end) == bf16) {
+        ++run_end;
+      }
       v1::ModuleNode* layer = decoder->add_children();
       layer->set_name(absl::StrCat("(", l, "-", run_end - 1, ")"));
-      layer->set_type(j.moe.is_moe_layer[l] ? "TransformerLayer(MoE)" : "TransformerLayer");
+      layer->set_type(
+          absl::StrCat(j.moe.is_moe_layer[l] ? "TransformerLayer(MoE)" : "TransformerLayer",
+                       bf16 ? " bf16 (is_first_last_bf16_layer)" : ""));
       layer->set_repeat(run_end - l);
-      DecoderLayerCost(j, j.moe.is_moe_layer[l], layer);
+      DecoderLayerCost(j, j.moe.is_moe_layer[l], layer, bf16);
       l = run_end;
     }
     if (st.has_loss) {
@@ -277,6 +300,10 @@ BlockCosts CostsOfBlocks(const ValidatedJob& j) {
   BlockCosts b;
   b.dense_layer = DecoderLayerCost(j, false, nullptr);
   if (j.is_moe_model()) b.moe_layer = DecoderLayerCost(j, true, nullptr);
+  if (j.precision.bf16_layers_at_start + j.precision.bf16_layers_at_end > 0) {
+    b.dense_layer_bf16 = DecoderLayerCost(j, false, nullptr, /*kept_in_bf16=*/true);
+    if (j.is_moe_model()) b.moe_layer_bf16 = DecoderLayerCost(j, true, nullptr, true);
+  }
   b.embedding = EmbeddingCost(j, nullptr);
   if (j.model.mtp_layers > 0) b.mtp = MtpLayerCost(j, nullptr);
   b.layer_input = LayerInputBytes(j);
@@ -288,6 +315,8 @@ struct RankTotals {
   double dense = 0, adam = 0, expert = 0, transient = 0;
   std::vector<ChunkCost> chunks;  // Per model chunk.
   std::vector<double> chunk_act;  // Per model chunk: activation bytes of one micro-batch.
+  // Of the parameters, the weights of FP8 linears.
+  double fp8_dense = 0, fp8_expert = 0;
   InFlight in_flight;
   RankMemory mem;
   v1::StaticBytes static_bytes;
@@ -317,13 +346,15 @@ absl::Status ComputeRank(const ValidatedJob& j, const BlockCosts& b, int64_t r, 
   const Parallelism& par = j.parallelism;
   t.chunks.resize(par.vpp);
   t.chunk_act.resize(par.vpp);
-  t.dense = t.adam = t.expert = t.transient = 0;
+  t.dense = t.adam = t.expert = t.transient = t.fp8_dense = t.fp8_expert = 0;
   for (int64_t c = 0; c < par.vpp; ++c) {
     t.chunks[c] = CostOfChunk(j, j.stages[r + c * par.pp], b);
     t.chunk_act[c] = t.chunks[c].total.act_bytes;
     t.dense += t.chunks[c].total.dense_params;
     t.adam += t.chunks[c].total.adam_params;
     t.expert += t.chunks[c].total.expert_params;
+    t.fp8_dense += t.chunks[c].total.fp8_dense_weights;
+    t.fp8_expert += t.chunks[c].total.fp8_expert_weights;
     t.transient = std::max(t.transient, t.chunks[c].transient);
   }
   OOMGUARD_ASSIGN_OR_RETURN(t.in_flight, PeakInFlight(j, r, t.chunk_act, deadline));
@@ -337,7 +368,9 @@ absl::Status ComputeRank(const ValidatedJob& j, const BlockCosts& b, int64_t r, 
     t.mem.routed_activation_bytes += count * t.chunks[c].routed_act;
     t.mem.layer_activation_bytes += count * t.chunks[c].layer_act;
   }
-  FillStatic(j, t.dense, t.adam, t.expert, TeDummyWgradBytes(j, r), &t.static_bytes);
+  t.mem.fp8_weight_cache_bytes = (t.fp8_dense + t.fp8_expert) * Fp8WeightCacheBytesPerElement(j);
+  FillStatic(j, t.dense, t.adam, t.expert, t.fp8_dense, t.fp8_expert, TeDummyWgradBytes(j, r),
+             &t.static_bytes);
   t.activation_bytes = RoundedCount(t.in_flight.held_bytes);
   t.transient_bytes = RoundedCount(t.transient);
   t.optimizer_step_bytes = RoundedCount(OptimizerStepBytes(j, t.dense, t.expert));

@@ -6,6 +6,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/string_view.h"
 #include "estimator/moe_dispatch_memory.h"
+#include "estimator/fp8_memory.h"
 #include "estimator/reported_count.h"
 
 namespace oomguard {
@@ -65,13 +66,18 @@ class BlockBuilder {
 // The norm in front of attention or MLP: keeps its input and output (the
 // output is the next linear's saved input) and fp32 statistics.
 // `separate` = a module of its own (not fused into a TE LayerNormLinear),
-// which is what `layernorm` recompute can discard.
+// which is what `layernorm` recompute can discard. In an FP8 layer the
+// output is kept as the FP8 copies its `fp8_readers` linears save (TE
+// _Linear.forward), which discarding the bf16 output does not free.
 double NormActivation(const ValidatedJob& j, const MicroBatchShape& s, bool separate,
-                      bool offloaded) {
+                      bool offloaded, int fp8_readers = 0) {
   if (offloaded) return 0;
   const double input = s.elt * s.sp_tokens * j.model.hidden;
-  double output = s.elt * s.sp_tokens * j.model.hidden + s.norm_stats * s.sp_tokens;
-  if (separate && j.recompute.HasModule(v1::RECOMPUTE_MODULE_LAYERNORM)) output = 0;
+  const double output_elt = fp8_readers > 0 ? s.LinearInput(fp8_readers) : s.elt;
+  double output = output_elt * s.sp_tokens * j.model.hidden + s.norm_stats * s.sp_tokens;
+  if (separate && j.recompute.HasModule(v1::RECOMPUTE_MODULE_LAYERNORM)) {
+    output = fp8_readers > 0 && s.fp8_input > 0 ? output_elt * s.sp_tokens * j.model.hidden : 0;
+  }
   return input + output;
 }
 
@@ -131,7 +137,7 @@ void StandardAttention(const ValidatedJob& j, const MicroBatchShape& s, BlockBui
   const double qkv_width = (heads + 2 * groups) * d;
   b.Module(nullptr, "input_layernorm", j.training.transformer_engine ? "TENorm(fused)" : "RMSNorm",
            NormParams(j, j.model.hidden), 0,
-           NormActivation(j, s, !j.training.transformer_engine, Offloads(j, "attn_norm")));
+           NormActivation(j, s, !j.training.transformer_engine, Offloads(j, "attn_norm"), 1));
   v1::ModuleNode* attn = b.Group("self_attention", "SelfAttention");
   double qkv_act = s.elt * s.full_tokens * qkv_width;  // fused QKV output (v is a view)
   if (j.model.rope) {
@@ -153,8 +159,10 @@ void StandardAttention(const ValidatedJob& j, const MicroBatchShape& s, BlockBui
            Offloads(j, "core_attn")
                ? 0
                : CoreAttentionInternals(j, s, heads) + (Offloads(j, "attn_proj") ? 0 : out));
+  // FP8: linear_proj saves an FP8 copy of the attention output, which
+  // core attention keeps in bf16 for its own backward.
   b.Module(attn, "linear_proj", "RowParallelLinear", heads * d * h + (j.model.linear_bias ? h : 0),
-           0, 0);
+           0, Offloads(j, "attn_proj") ? 0 : s.fp8_input * s.full_tokens * heads * d);
   b.Module(nullptr, "self_attn_bda", "BiasDropoutAdd", 0, 0, DropoutMask(j, s));
   c.transient_bytes = std::max(c.transient_bytes, AttentionTransient(j, s, heads, qkv_width));
 }
@@ -171,14 +179,17 @@ void LatentAttention(const ValidatedJob& j, const MicroBatchShape& s, BlockBuild
   const double bias = j.model.linear_bias ? 1 : 0;
   const bool ln_recompute = j.recompute.HasModule(v1::RECOMPUTE_MODULE_LAYERNORM);
   b.Module(nullptr, "input_layernorm", "TENorm", NormParams(j, j.model.hidden), 0,
-           NormActivation(j, s, true, Offloads(j, "attn_norm")));
+           NormActivation(j, s, true, Offloads(j, "attn_norm"), 2));  // q and kv down-projections
   v1::ModuleNode* attn = b.Group("self_attention", "MLASelfAttention");
   const bool qkv_offloaded = Offloads(j, "qkv_linear");
-  // Compressed (latent) tensors live in the sequence-parallel region.
+  // Compressed (latent) tensors live in the sequence-parallel region. In
+  // an FP8 layer the normed latent is the up-projection's FP8 copy, kept
+  // even when `layernorm` recompute discards the bf16 norm output.
   auto latent = [&](double width, bool has_norm) {
     if (qkv_offloaded) return 0.0;
     double bytes = s.elt * s.sp_tokens * width;  // down-projection output
-    if (has_norm && !ln_recompute) bytes += s.elt * s.sp_tokens * width + 4 * s.sp_tokens;
+    if (has_norm && !ln_recompute) bytes += s.LinearInput() * s.sp_tokens * width + 4 * s.sp_tokens;
+    if (has_norm && ln_recompute) bytes += s.fp8_input * s.sp_tokens * width;
     return bytes;
   };
   if (j.mla.q_lora_rank > 0) {
@@ -194,7 +205,10 @@ void LatentAttention(const ValidatedJob& j, const MicroBatchShape& s, BlockBuild
   // kv_down output keeps the RoPE part too; only the latent part is normed.
   double kv_latent = latent(kl + dr, false);
   if (j.model.qk_layernorm && !ln_recompute && !qkv_offloaded) {
-    kv_latent += s.elt * s.sp_tokens * kl + 4 * s.sp_tokens;
+    kv_latent += s.LinearInput() * s.sp_tokens * kl + 4 * s.sp_tokens;
+  }
+  if (j.model.qk_layernorm && ln_recompute && !qkv_offloaded) {
+    kv_latent += s.fp8_input * s.sp_tokens * kl;
   }
   b.Module(attn, "linear_kv_down_proj", "Linear", h * (kl + dr) + bias * (kl + dr), 0, kv_latent);
   if (j.model.qk_layernorm) b.Module(attn, "kv_layernorm", "RMSNorm", kl, 0, 0);
@@ -211,7 +225,8 @@ void LatentAttention(const ValidatedJob& j, const MicroBatchShape& s, BlockBuild
            Offloads(j, "core_attn")
                ? 0
                : CoreAttentionInternals(j, s, heads) + (Offloads(j, "attn_proj") ? 0 : out));
-  b.Module(attn, "linear_proj", "RowParallelLinear", heads * dv * h + bias * h, 0, 0);
+  b.Module(attn, "linear_proj", "RowParallelLinear", heads * dv * h + bias * h, 0,
+           Offloads(j, "attn_proj") ? 0 : s.fp8_input * s.full_tokens * heads * dv);
   b.Module(nullptr, "self_attn_bda", "BiasDropoutAdd", 0, 0, DropoutMask(j, s));
   c.transient_bytes =
       std::max(c.transient_bytes, AttentionTransient(j, s, heads, heads * (2 * (dn + dr) + dv)));
@@ -223,7 +238,7 @@ void DenseMlp(const ValidatedJob& j, const MicroBatchShape& s, BlockBuilder& b, 
   const double g = j.model.gated ? 2 : 1, bias = j.model.linear_bias ? 1 : 0;
   const bool mlp_recompute = j.recompute.HasModule(v1::RECOMPUTE_MODULE_MLP);
   // With TE the pre-MLP norm is fused into fc1, so `mlp` recompute covers it.
-  double norm = NormActivation(j, s, !j.training.transformer_engine, Offloads(j, "mlp_norm"));
+  double norm = NormActivation(j, s, !j.training.transformer_engine, Offloads(j, "mlp_norm"), 1);
   if (mlp_recompute && j.training.transformer_engine) {
     norm = s.elt * s.sp_tokens * h;  // checkpoint input
   }
@@ -232,7 +247,7 @@ void DenseMlp(const ValidatedJob& j, const MicroBatchShape& s, BlockBuilder& b, 
            NormParams(j, j.model.hidden), 0, norm);
   v1::ModuleNode* mlp = b.Group("mlp", "MLP");
   const double fc1 = mlp_recompute ? 0 : s.elt * s.full_tokens * g * f;
-  const double act = mlp_recompute ? 0 : s.elt * s.full_tokens * f;
+  const double act = mlp_recompute ? 0 : s.LinearInput() * s.full_tokens * f;  // fc2's input
   b.Module(mlp, "linear_fc1", "ColumnParallelLinear", h * g * f + bias * g * f, 0, fc1);
   b.Module(mlp, "linear_fc2", "RowParallelLinear", f * h + bias * h, 0, act);
   b.Module(nullptr, "mlp_bda", "BiasDropoutAdd", 0, 0, DropoutMask(j, s));
@@ -260,11 +275,14 @@ void MoeMlp(const ValidatedJob& j, const MicroBatchShape& s, BlockBuilder& b, Bl
     capacity = j.moe.capacity_factor;
     if (!j.moe.pad_to_capacity) capacity = std::min(1.0, capacity);
   }
-  const double routed_tokens = k * s.sp_tokens * static_cast<double>(j.parallelism.etp) * capacity;
+  // FP8 grouped GEMMs pad each local expert's tokens (fp8_memory.h).
+  const double routed_tokens = k * s.sp_tokens * static_cast<double>(j.parallelism.etp) * capacity +
+                               (s.fp8_input > 0 ? local_experts * Fp8PaddingTokensPerExpert(j) : 0);
   const double ffn_per_rank = fe / j.parallelism.etp;
-  double dispatched = s.elt * routed_tokens * h + 4 * routed_tokens;  // tokens + fp32 probs
+  // Tokens (fc1's input: its FP8 copy in an FP8 layer) + fp32 probs.
+  double dispatched = s.LinearInput() * routed_tokens * h + 4 * routed_tokens;
   double fc1 = s.elt * routed_tokens * g * ffn_per_rank;
-  double act = s.elt * routed_tokens * ffn_per_rank;
+  double act = s.LinearInput() * routed_tokens * ffn_per_rank;  // fc2's input
   if (moe_recompute) dispatched = fc1 = act = 0;
   if (j.recompute.HasModule(v1::RECOMPUTE_MODULE_MOE_ACT) || Offloads(j, "moe_act")) act = 0;
   if (Offloads(j, "expert_fc1")) dispatched = 0;
@@ -279,7 +297,9 @@ void MoeMlp(const ValidatedJob& j, const MicroBatchShape& s, BlockBuilder& b, Bl
     const double fs = static_cast<double>(j.moe.shared_ffn) / j.parallelism.tp;
     const bool drop = moe_recompute || j.recompute.HasModule(v1::RECOMPUTE_MODULE_SHARED_EXPERTS);
     b.Module(moe, "shared_experts", "SharedExpertMLP", h * g * fs + fs * h + bias * (g * fs + h), 0,
-             drop ? 0 : s.elt * s.full_tokens * (g + 1) * fs);
+             drop ? 0
+                  : s.elt * s.full_tokens * g * fs + s.LinearInput() * s.full_tokens * fs +
+                        s.fp8_input * s.sp_tokens * h);  // + fc1's FP8 copy of the norm output
   }
   b.Module(nullptr, "mlp_bda", "BiasDropoutAdd", 0, 0, DropoutMask(j, s));
   c.transient_bytes = std::max(c.transient_bytes, s.elt * routed_tokens * (g + 1) * ffn_per_rank +
@@ -314,6 +334,8 @@ void BlockCost::Add(const BlockCost& o, double times) {
   adam_params += o.adam_params * times;
   act_bytes += o.act_bytes * times;
   routed_act_bytes += o.routed_act_bytes * times;
+  fp8_dense_weights += o.fp8_dense_weights * times;
+  fp8_expert_weights += o.fp8_expert_weights * times;
   transient_bytes = std::max(transient_bytes, o.transient_bytes);
 }
 
@@ -322,9 +344,11 @@ double LayerInputBytes(const ValidatedJob& j) {
   return s.elt * s.sp_tokens * j.model.hidden;
 }
 
-BlockCost DecoderLayerCost(const ValidatedJob& j, bool moe, v1::ModuleNode* tree) {
+BlockCost DecoderLayerCost(const ValidatedJob& j, bool moe, v1::ModuleNode* tree,
+                           bool kept_in_bf16) {
   BlockCost c;
   MicroBatchShape s(j);
+  if (!kept_in_bf16) s.fp8_input = Fp8SavedInputBytesPerElement(j);
   BlockBuilder b(&c, tree);
   if (j.mla.enabled) {
     LatentAttention(j, s, b, c);
@@ -335,6 +359,14 @@ BlockCost DecoderLayerCost(const ValidatedJob& j, bool moe, v1::ModuleNode* tree
     MoeMlp(j, s, b, c);
   } else {
     DenseMlp(j, s, b, c);
+  }
+  if (s.fp8_input > 0) {
+    // Every linear of the layer runs in FP8 but the router (TopKRouter's
+    // gating GEMM is not a TE module); norms are the layer's Adam-only
+    // parameters. Linear biases stay in (under 0.1%).
+    const double router = moe ? static_cast<double>(j.model.hidden) * j.moe.experts : 0;
+    c.fp8_dense_weights = c.dense_params - c.adam_params - router;
+    c.fp8_expert_weights = c.expert_params;
   }
   return c;
 }
@@ -386,9 +418,14 @@ BlockCost MtpLayerCost(const ValidatedJob& j, v1::ModuleNode* tree) {
            DropoutMask(j, s) + NormActivation(j, s, true, false));
   b.Module(nullptr, "hnorm", "TENorm", NormParams(j, j.model.hidden), 0,
            NormActivation(j, s, true, false));
+  // MTP runs under Megatron's global FP8 context (multi_token_prediction.py
+  // get_fp8_context(config)): eh_proj saves an FP8 copy of its input.
+  s.fp8_input = Fp8SavedInputBytesPerElement(j);
+  const double eh_weight = 2 * h * h / j.parallelism.tp;
   b.Module(nullptr, "eh_proj", "ColumnParallelLinear",
-           2 * h * h / j.parallelism.tp + (j.model.linear_bias ? h / j.parallelism.tp : 0), 0,
-           s.elt * s.sp_tokens * 2 * h);
+           eh_weight + (j.model.linear_bias ? h / j.parallelism.tp : 0), 0,
+           s.LinearInput() * s.sp_tokens * 2 * h);
+  if (s.fp8_input > 0) c.fp8_dense_weights += eh_weight;
   v1::ModuleNode* layer = b.Group("transformer_layer", "TransformerLayer");
   c.Add(DecoderLayerCost(j, j.moe.mtp_layer_is_moe, layer));
   BlockCost loss = LossCost(j, false, tree);

@@ -22,6 +22,12 @@ struct MicroBatchShape {
   double tp;
   double elt;         // Bytes per activation element (bf16/fp16: 2).
   double norm_stats;  // Bytes per token of saved norm statistics (fp32).
+  // Bytes per element of the input an FP8 linear saves (one quantized copy
+  // per linear, estimator/fp8_memory.h); 0 outside FP8 layers.
+  double fp8_input = 0;
+  // Bytes per element of a tensor that `readers` linears save as their
+  // input: their FP8 copies in an FP8 layer, else the one bf16 tensor.
+  double LinearInput(int readers = 1) const { return fp8_input > 0 ? readers * fp8_input : elt; }
 };
 
 // Elements of one micro-batch's [b, heads, s/CP, s] attention scores.
@@ -41,14 +47,20 @@ struct BlockCost {
   // Working memory of the block's backward on top of what it keeps
   // (activation gradients, weight-gradient temporaries).
   double transient_bytes = 0;
+  // Of the parameters, the weights of linears running in FP8 (dense and
+  // routed-expert): what TE keeps FP8 weight copies of (fp8_memory.h).
+  double fp8_dense_weights = 0;
+  double fp8_expert_weights = 0;
 
   double params() const { return dense_params + expert_params; }
   void Add(const BlockCost& o, double times = 1);
 };
 
 // One decoder layer. `moe` picks the MLP kind. `tree` (optional) receives
-// the layer's module nodes as children.
-BlockCost DecoderLayerCost(const ValidatedJob& j, bool moe, v1::ModuleNode* tree);
+// the layer's module nodes as children. In an FP8 job the layer runs in FP8
+// unless `kept_in_bf16` (--first-last-layers-bf16, fp8_memory.h).
+BlockCost DecoderLayerCost(const ValidatedJob& j, bool moe, v1::ModuleNode* tree,
+                           bool kept_in_bf16 = false);
 
 // Word (and position) embedding of the first stage.
 BlockCost EmbeddingCost(const ValidatedJob& j, v1::ModuleNode* tree);

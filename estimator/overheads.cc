@@ -118,6 +118,12 @@ OverheadSums AddOverheads(const ValidatedJob& j, const RankMemory& m, bool with_
              "output layer's input of each deferred micro-batch until the "
              "pipeline flush");
   }
+  list.Add(j.precision.fp8_param_gather ? "fp8_param_columnwise_copy" : "fp8_weight_workspace",
+           m.fp8_weight_cache_bytes, true,
+           "Transformer Engine keeps FP8 copies of each FP8 linear's weight for the whole step: "
+           "the quantize_weight workspace cached across micro-batches (is_first_microbatch), "
+           "rowwise + columnwise (Float8Tensor transpose on Hopper), or with --fp8-param-gather "
+           "the columnwise copy and scale-inverse of the FP8 parameter");
   if (par.pp > 1) {
     list.Add("pipeline_p2p_buffers", 2 * elt * sp_tokens * j.model.hidden, true,
              "one received activation and one outgoing gradient of shape "

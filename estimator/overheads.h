@@ -26,6 +26,7 @@ struct RankMemory {
   // What the optimizer step allocates (kept copies and temporaries).
   double optimizer_step_bytes = 0;
   double recomputed_moe_layers = 0;   // MoE layers whose forward runs under a checkpoint.
+  double fp8_weight_cache_bytes = 0;  // FP8 weight copies TE keeps (fp8_memory.h).
 };
 
 // The overheads of one rank summed (each item rounded to a count, sums

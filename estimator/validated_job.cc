@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "estimator/fp8_memory.h"
 #include "estimator/known_enums.h"
 #include "estimator/pipeline_layout.h"
 #include "estimator/recompute_rules.h"
@@ -549,6 +550,7 @@ absl::StatusOr<ValidatedJob> ValidateJob(const v1::JobSpec& job, std::vector<std
   OOMGUARD_RETURN_IF_ERROR(ResolveTraining(job, j));
   OOMGUARD_RETURN_IF_ERROR(ResolveRecompute(job.recompute(), j.model, j.moe, j.recompute));
   OOMGUARD_RETURN_IF_ERROR(ResolvePrecision(job.precision(), j));
+  OOMGUARD_RETURN_IF_ERROR(ResolveFp8(job.precision(), j, notes));
   OOMGUARD_RETURN_IF_ERROR(ResolveRuntime(job.runtime(), j.runtime));
   OOMGUARD_RETURN_IF_ERROR(CheckSize("runtime.gpus_per_node", j.runtime.gpus_per_node, 1024));
 

@@ -162,6 +162,13 @@ struct PrecisionSettings {
   double offload_fraction = 0;      // Of the optimizer moments, on the host.
   bool fp8 = false;                 // An FP8 recipe (or FP8 weights).
   bool fp8_param_gather = false;    // FP8 weights.
+  // With fp8: the recipe (UNSPECIFIED resolved to DELAYED), the decoder
+  // layers kept in bf16 at each end (0 without --first-last-layers-bf16),
+  // and whether the router pads tokens per expert (estimator/fp8_memory.h).
+  v1::PrecisionSpec::Fp8Recipe fp8_recipe = v1::PrecisionSpec::FP8_RECIPE_UNSPECIFIED;
+  int64_t bf16_layers_at_start = 0;
+  int64_t bf16_layers_at_end = 0;
+  bool moe_router_padding_for_fp8 = false;
 };
 
 // Allocator, CUDA graphs and NCCL (JobSpec.runtime).

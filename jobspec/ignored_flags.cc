@@ -59,8 +59,7 @@ constexpr absl::string_view kSilentFlags[] = {
     "no-bias-swiglu-fusion", "no-bias-dropout-fusion", "no-persist-layer-norm",
     "apply-residual-connection-post-layernorm", "openai-gelu", "te-rng-tracker",
     "inference-rng-tracker", "norm-epsilon", "apply-layernorm-1p", "use-rope-scaling",
-    "rope-scaling-factor", "first-last-layers-bf16", "use-transformer-engine-op-fuser",
-    "cuda-graph-warmup-steps",
+    "rope-scaling-factor", "use-transformer-engine-op-fuser", "cuda-graph-warmup-steps",
     // MoE routing and loss settings that keep tensor shapes.
     "moe-aux-loss-coeff", "moe-z-loss-coeff", "moe-input-jitter-eps", "moe-permute-fusion",
     "moe-per-layer-logging", "moe-token-drop-policy", "moe-shared-expert-overlap",

@@ -151,8 +151,6 @@ void NoteVirtualPipelineSpelling(ParseState& s) {
       "Megatron-LM itself refuses this spelling as an unrecognized argument");
 }
 
-absl::Status Accept(const FlagUse&, ParseState&) { return absl::OkStatus(); }
-
 // ---------------------------------------------------------------------------
 // The table.
 
@@ -339,10 +337,27 @@ void AddPrecisionFlags(FlagTable& t) {
                            [](ParseState& s) { s.bf16 = true; }));
   t.Add("fp16", AlsoRecord(Switch("precision.params_dtype", v1::DTYPE_FP16),
                            [](ParseState& s) { s.fp16 = true; }));
-  // The FP8 format and recipe are not modelled; FP8 training is.
-  t.Add("fp8-format", EnableWithAnyValue("precision.fp8"));
-  t.Add("fp8-recipe", Unmapped(FlagArity::kOne, Accept));
+  // FP8 training (estimator/fp8_memory.h). --fp8-format also sets the
+  // `fp8` switch older clients read.
+  MegatronFlag fp8_format =
+      AlsoRecord(Word("precision.fp8_format", {{"e4m3", v1::PrecisionSpec::FP8_FORMAT_E4M3},
+                                               {"hybrid", v1::PrecisionSpec::FP8_FORMAT_HYBRID}}),
+                 [](ParseState& s) { s.job->mutable_precision()->set_fp8(true); });
+  fp8_format.fields.push_back("precision.fp8");
+  t.Add("fp8-format", std::move(fp8_format));
+  // `custom` (a quantizer factory) is not modelled, so not a choice.
+  t.Add("fp8-recipe",
+        Word("precision.fp8_recipe", {{"delayed", v1::PrecisionSpec::FP8_RECIPE_DELAYED},
+                                      {"tensorwise", v1::PrecisionSpec::FP8_RECIPE_TENSORWISE},
+                                      {"blockwise", v1::PrecisionSpec::FP8_RECIPE_BLOCKWISE},
+                                      {"mxfp8", v1::PrecisionSpec::FP8_RECIPE_MXFP8}}));
   t.Add("fp8-param-gather", Switch("precision.fp8_param_gather", true));
+  t.Add("first-last-layers-bf16", Switch("precision.first_last_layers_bf16", true));
+  t.Add("num-layers-at-start-in-bf16", Uint("precision.num_layers_at_start_in_bf16"));
+  t.Add("num-layers-at-end-in-bf16", Uint("precision.num_layers_at_end_in_bf16"));
+  t.Add("moe-router-padding-for-fp8", Switch("precision.moe_router_padding_for_fp8", true));
+  t.Add("moe-router-padding-for-quantization",
+        Switch("precision.moe_router_padding_for_fp8", true));
   t.Add("optimizer", Word("precision.optimizer", {{"adam", v1::OPTIMIZER_ADAM},
                                                   {"sgd", v1::OPTIMIZER_SGD},
                                                   {"muon", v1::OPTIMIZER_MUON},

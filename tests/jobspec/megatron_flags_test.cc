@@ -10,6 +10,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/message.h"
 #include "jobspec/megatron_args.h"
@@ -20,6 +21,7 @@ namespace oomguard {
 namespace {
 
 using ::testing::ElementsAre;
+using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 using ::testing::SizeIs;
 
@@ -74,8 +76,12 @@ TEST(FindMegatronFlagTest, FieldsOfFlagsWithHandlersOfTheirOwn) {
   EXPECT_THAT(FindMegatronFlag("--group-query-attention")->fields,
               ElementsAre("model.num_query_groups"));
   EXPECT_THAT(FindMegatronFlag("--tokenizer-type")->fields, ElementsAre("model.vocab_size"));
+  // --fp8-format sets its format and the `fp8` switch older clients read.
+  EXPECT_THAT(FindMegatronFlag("--fp8-format")->fields,
+              ElementsAre("precision.fp8_format", "precision.fp8"));
+  // The recipe is modelled now (estimator/fp8_memory.h): it sets its field.
+  EXPECT_THAT(FindMegatronFlag("--fp8-recipe")->fields, ElementsAre("precision.fp8_recipe"));
   // Read and ignored.
-  EXPECT_THAT(FindMegatronFlag("--fp8-recipe")->fields, IsEmpty());
   EXPECT_THAT(FindMegatronFlag("--rampup-batch-size")->fields, IsEmpty());
 }
 
@@ -288,6 +294,41 @@ TEST(MegatronFlagsTest, ModelFlagsWithoutDefaults) {
             v1::POSITION_EMBEDDING_LEARNED_ABSOLUTE);
 }
 
+TEST(MegatronFlagsTest, Fp8Flags) {
+  const v1::PrecisionSpec p =
+      ParseFull(
+          "--bf16 --fp8-format e4m3 --fp8-recipe mxfp8 --first-last-layers-bf16 "
+          "--num-layers-at-start-in-bf16 2 --num-layers-at-end-in-bf16 3 "
+          "--moe-router-padding-for-fp8 --vocab-size 8")
+          .precision();
+  EXPECT_TRUE(p.fp8());
+  EXPECT_EQ(p.fp8_format(), v1::PrecisionSpec::FP8_FORMAT_E4M3);
+  EXPECT_EQ(p.fp8_recipe(), v1::PrecisionSpec::FP8_RECIPE_MXFP8);
+  EXPECT_TRUE(p.first_last_layers_bf16());
+  EXPECT_EQ(p.num_layers_at_start_in_bf16(), 2u);
+  EXPECT_EQ(p.num_layers_at_end_in_bf16(), 3u);
+  EXPECT_TRUE(p.moe_router_padding_for_fp8());
+  for (const char* recipe : {"delayed", "tensorwise", "blockwise"}) {
+    EXPECT_TRUE(
+        ParseFull(absl::StrCat("--fp8-format hybrid --fp8-recipe ", recipe, " --vocab-size 8"))
+            .precision()
+            .fp8_recipe() != v1::PrecisionSpec::FP8_RECIPE_UNSPECIFIED);
+  }
+  EXPECT_TRUE(ParseFull("--moe-router-padding-for-quantization --vocab-size 8")
+                  .precision()
+                  .moe_router_padding_for_fp8());
+}
+
+TEST(MegatronFlagsTest, Fp8FlagsRefuseUnknownWords) {
+  for (const char* args : {"--fp8-recipe custom", "--fp8-format e5m2"}) {
+    const absl::Status status = ParseError(absl::StrCat(args, " --vocab-size 8"));
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << args;
+    const std::vector<std::string> words = absl::StrSplit(args, ' ');
+    EXPECT_THAT(std::string(status.message()), HasSubstr(words[0])) << status;
+    EXPECT_THAT(std::string(status.message()), HasSubstr(words[1])) << status;
+  }
+}
+
 TEST(MegatronFlagsTest, PrecisionAndOptimizerFlags) {
   const v1::JobSpec job = ParseFull(
       "--bf16 --fp8-format hybrid --fp8-recipe blockwise --fp8-param-gather "
@@ -298,6 +339,8 @@ TEST(MegatronFlagsTest, PrecisionAndOptimizerFlags) {
   const v1::PrecisionSpec& p = job.precision();
   EXPECT_EQ(p.params_dtype(), v1::DTYPE_BF16);
   EXPECT_TRUE(p.fp8());
+  EXPECT_EQ(p.fp8_format(), v1::PrecisionSpec::FP8_FORMAT_HYBRID);
+  EXPECT_EQ(p.fp8_recipe(), v1::PrecisionSpec::FP8_RECIPE_BLOCKWISE);
   EXPECT_TRUE(p.fp8_param_gather());
   EXPECT_EQ(p.optimizer(), v1::OPTIMIZER_MUON);
   EXPECT_TRUE(p.use_precision_aware_optimizer());
