@@ -5,8 +5,8 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/string_view.h"
-#include "estimator/moe_dispatch_memory.h"
 #include "estimator/fp8_memory.h"
+#include "estimator/moe_dispatch_memory.h"
 #include "estimator/reported_count.h"
 
 namespace oomguard {

@@ -18,9 +18,9 @@ namespace oomguard::job_script_internal {
 namespace {
 
 // The environment variables that change memory (ApplyEnvironment).
-constexpr absl::string_view kMemoryEnv[] = {"PYTORCH_CUDA_ALLOC_CONF", "NCCL_GRAPH_REGISTER",
-                                            "OOMGUARD_MEGATRON_CORE_VERSION",
-                                            "OOMGUARD_TRANSFORMER_ENGINE_VERSION"};
+constexpr absl::string_view kMemoryEnv[] = {
+    "PYTORCH_CUDA_ALLOC_CONF", "NCCL_GRAPH_REGISTER", "OOMGUARD_MEGATRON_CORE_VERSION",
+    "OOMGUARD_TRANSFORMER_ENGINE_VERSION", "OOMGUARD_OPTIMIZER_IMPLEMENTATION"};
 
 bool IsPython(absl::string_view name) {
   if (!absl::ConsumePrefix(&name, "python")) return false;

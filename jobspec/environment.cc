@@ -68,6 +68,17 @@ absl::Status ApplyEnvironment(const std::map<std::string, std::string>& env, v1:
     job->mutable_runtime()->set_transformer_engine_version(
         std::string(absl::StripAsciiWhitespace(te->second)));
   }
+  if (auto adam = env.find("OOMGUARD_OPTIMIZER_IMPLEMENTATION"); adam != env.end()) {
+    const absl::string_view value = absl::StripAsciiWhitespace(adam->second);
+    if (value == "fused") {
+      job->mutable_runtime()->set_optimizer_implementation(v1::OPTIMIZER_IMPLEMENTATION_FUSED);
+    } else if (value == "torch") {
+      job->mutable_runtime()->set_optimizer_implementation(v1::OPTIMIZER_IMPLEMENTATION_TORCH);
+    } else {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "OOMGUARD_OPTIMIZER_IMPLEMENTATION: expected fused or torch, got ", Quote(value)));
+    }
+  }
   return absl::OkStatus();
 }
 

@@ -17,9 +17,11 @@ namespace oomguard {
 // NCCL_GRAPH_REGISTER (=0), and OOMGUARD_MEGATRON_CORE_VERSION /
 // OOMGUARD_TRANSFORMER_ENGINE_VERSION ("MAJOR.MINOR", copied to
 // runtime.megatron_core_version / transformer_engine_version, which
-// ValidateJob checks). An expandable_segments value other than
-// True or False, which PyTorch refuses at start-up, is InvalidArgument
-// naming the variable and the value.
+// ValidateJob checks), and OOMGUARD_OPTIMIZER_IMPLEMENTATION (fused or
+// torch: runtime.optimizer_implementation). An expandable_segments value
+// other than True or False, which PyTorch refuses at start-up, or an
+// optimizer implementation other than those two, is InvalidArgument naming
+// the variable and the value.
 absl::Status ApplyEnvironment(const std::map<std::string, std::string>& env, v1::JobSpec* job);
 
 }  // namespace oomguard

@@ -54,12 +54,12 @@ constexpr absl::string_view kSilentFlags[] = {
     // Megatron-FSDP settings (FSDP itself is refused: kUnimplementedFlags).
     "data-parallel-sharding-strategy", "outer-dp-sharding-strategy",
     // Kernel choices and numerics with the same saved tensors.
-    "use-mcore-models", "gradient-accumulation-fusion",
-    "attention-softmax-in-fp32", "apply-query-key-layer-scaling", "no-bias-gelu-fusion",
-    "no-bias-swiglu-fusion", "no-bias-dropout-fusion", "no-persist-layer-norm",
-    "apply-residual-connection-post-layernorm", "openai-gelu", "te-rng-tracker",
-    "inference-rng-tracker", "norm-epsilon", "apply-layernorm-1p", "use-rope-scaling",
-    "rope-scaling-factor", "use-transformer-engine-op-fuser", "cuda-graph-warmup-steps",
+    "use-mcore-models", "gradient-accumulation-fusion", "attention-softmax-in-fp32",
+    "apply-query-key-layer-scaling", "no-bias-gelu-fusion", "no-bias-swiglu-fusion",
+    "no-bias-dropout-fusion", "no-persist-layer-norm", "apply-residual-connection-post-layernorm",
+    "openai-gelu", "te-rng-tracker", "inference-rng-tracker", "norm-epsilon", "apply-layernorm-1p",
+    "use-rope-scaling", "rope-scaling-factor", "use-transformer-engine-op-fuser",
+    "cuda-graph-warmup-steps",
     // MoE routing and loss settings that keep tensor shapes.
     "moe-aux-loss-coeff", "moe-z-loss-coeff", "moe-input-jitter-eps", "moe-permute-fusion",
     "moe-per-layer-logging", "moe-token-drop-policy", "moe-shared-expert-overlap",

@@ -7,8 +7,8 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "estimator/peak_bound.h"
 #include "common/status_macros.h"
+#include "estimator/peak_bound.h"
 #include "tools/shown_value.h"
 
 namespace oomguard {

@@ -35,6 +35,10 @@ void ExpectSameAsReport(const v1::JobSpec& job) {
     EXPECT_EQ(peaks->ranks[r].activation_bytes, rank.activation_bytes()) << "rank " << r;
     EXPECT_EQ(peaks->ranks[r].peak_allocated_bytes, rank.peak_allocated_bytes()) << "rank " << r;
     EXPECT_EQ(peaks->ranks[r].peak_device_bytes, rank.peak_device_bytes()) << "rank " << r;
+    EXPECT_EQ(peaks->ranks[r].peak_allocated_upper_bytes, rank.peak_allocated_upper_bytes())
+        << "rank " << r;
+    EXPECT_EQ(peaks->ranks[r].peak_device_upper_bytes, rank.peak_device_upper_bytes())
+        << "rank " << r;
   }
 }
 

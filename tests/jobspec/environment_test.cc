@@ -91,5 +91,17 @@ TEST(ApplyEnvironmentTest, SoftwareVersions) {
   EXPECT_EQ(job.runtime().megatron_core_version(), "latest");
 }
 
+TEST(ApplyEnvironmentTest, OptimizerImplementation) {
+  v1::JobSpec job;
+  ASSERT_TRUE(ApplyEnvironment({{"OOMGUARD_OPTIMIZER_IMPLEMENTATION", "torch"}}, &job).ok());
+  EXPECT_EQ(job.runtime().optimizer_implementation(), v1::OPTIMIZER_IMPLEMENTATION_TORCH);
+  ASSERT_TRUE(ApplyEnvironment({{"OOMGUARD_OPTIMIZER_IMPLEMENTATION", " fused "}}, &job).ok());
+  EXPECT_EQ(job.runtime().optimizer_implementation(), v1::OPTIMIZER_IMPLEMENTATION_FUSED);
+  const absl::Status bad = ApplyEnvironment({{"OOMGUARD_OPTIMIZER_IMPLEMENTATION", "apex"}}, &job);
+  EXPECT_EQ(bad.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(bad.message(),
+            "OOMGUARD_OPTIMIZER_IMPLEMENTATION: expected fused or torch, got \"apex\"");
+}
+
 }  // namespace
 }  // namespace oomguard
