@@ -11,6 +11,7 @@
 
 #include "estimator/validated_job.h"
 #include "jobspec/job_builder.h"
+#include "tests/testing/small_models.h"
 
 namespace oomguard {
 namespace {
@@ -18,32 +19,7 @@ namespace {
 constexpr double kMiB = 1024.0 * 1024.0;
 
 ValidatedJob Job(uint32_t gpus, std::vector<std::string> extra) {
-  std::vector<std::string> args = {"--num-layers",
-                                   "8",
-                                   "--hidden-size",
-                                   "512",
-                                   "--num-attention-heads",
-                                   "8",
-                                   "--micro-batch-size",
-                                   "4",
-                                   "--global-batch-size",
-                                   "32",
-                                   "--seq-length",
-                                   "1024",
-                                   "--max-position-embeddings",
-                                   "1024",
-                                   "--vocab-size",
-                                   "50257",
-                                   "--bf16"};
-  args.insert(args.end(), extra.begin(), extra.end());
-  JobInputs src;
-  src.num_gpus = gpus;
-  src.megatron_args = std::move(args);
-  absl::StatusOr<v1::JobSpec> job = BuildJob(src, nullptr);
-  EXPECT_TRUE(job.ok()) << job.status();
-  absl::StatusOr<ValidatedJob> j = ValidateJob(*job, nullptr);
-  EXPECT_TRUE(j.ok()) << j.status();
-  return *j;
+  return testing::ValidatedJobFromArgs(testing::SmallGptArgs(8, std::move(extra)), gpus);
 }
 
 const std::vector<std::string> kFullRecompute = {"--recompute-granularity", "full",

@@ -13,37 +13,22 @@
 #include "absl/strings/match.h"
 #include "estimator/estimator.h"
 #include "jobspec/job_builder.h"
+#include "tests/testing/small_models.h"
 
 namespace oomguard {
 namespace {
+
+using testing::EstimateArgs;
 
 constexpr double kDenseFp8Weights = 12 * 3145728.0;
 constexpr double kE1 = 4096.0 * 512;   // tokens x hidden
 constexpr double kE2 = 4096.0 * 2048;  // tokens x FFN
 
 std::vector<std::string> CiModel(std::vector<std::string> extra) {
-  std::vector<std::string> args = {"--num-layers",
-                                   "12",
-                                   "--hidden-size",
-                                   "512",
-                                   "--num-attention-heads",
-                                   "8",
-                                   "--micro-batch-size",
-                                   "4",
-                                   "--global-batch-size",
-                                   "32",
-                                   "--seq-length",
-                                   "1024",
-                                   "--max-position-embeddings",
-                                   "1024",
-                                   "--vocab-size",
-                                   "50257",
-                                   "--bf16",
-                                   "--transformer-impl",
-                                   "transformer_engine",
+  std::vector<std::string> args = {"--transformer-impl", "transformer_engine",
                                    "--disable-bias-linear"};
   args.insert(args.end(), extra.begin(), extra.end());
-  return args;
+  return testing::SmallGptArgs(12, std::move(args));
 }
 
 // 8 experts on EP 8 (one local expert), top-2, expert FFN 1024, alltoall.
@@ -61,15 +46,6 @@ std::vector<std::string> MoeEp8(std::vector<std::string> extra) {
                                   "--moe-grouped-gemm"};
   moe.insert(moe.end(), extra.begin(), extra.end());
   return CiModel(moe);
-}
-
-absl::StatusOr<v1::EstimateReport> EstimateArgs(std::vector<std::string> args) {
-  JobInputs src;
-  src.num_gpus = 8;
-  src.megatron_args = std::move(args);
-  absl::StatusOr<v1::JobSpec> job = BuildJob(src, nullptr);
-  if (!job.ok()) return job.status();
-  return Estimate(*job);
 }
 
 double OverheadBytes(const v1::RankReport& rank, const std::string& name) {

@@ -13,6 +13,7 @@
 #include "estimator/layer_memory.h"
 #include "estimator/validated_job.h"
 #include "jobspec/job_builder.h"
+#include "tests/testing/small_models.h"
 
 namespace oomguard {
 namespace {
@@ -22,44 +23,20 @@ constexpr double kSentTokens = 2 * 4096;
 
 ValidatedJob MoeJob(const std::string& dispatcher, const std::string& experts,
                     std::vector<std::string> extra = {}) {
-  std::vector<std::string> args = {"--num-layers",
-                                   "4",
-                                   "--hidden-size",
-                                   "512",
-                                   "--num-attention-heads",
-                                   "8",
-                                   "--micro-batch-size",
-                                   "4",
-                                   "--global-batch-size",
-                                   "32",
-                                   "--seq-length",
-                                   "1024",
-                                   "--max-position-embeddings",
-                                   "1024",
-                                   "--vocab-size",
-                                   "50257",
-                                   "--bf16",
-                                   "--expert-model-parallel-size",
-                                   "8",
-                                   "--num-experts",
-                                   experts,
-                                   "--moe-router-topk",
-                                   "2",
-                                   "--moe-ffn-hidden-size",
-                                   "1024",
-                                   "--disable-bias-linear",
-                                   "--moe-grouped-gemm",
-                                   "--moe-token-dispatcher-type",
-                                   dispatcher};
-  args.insert(args.end(), extra.begin(), extra.end());
-  JobInputs src;
-  src.num_gpus = 8;
-  src.megatron_args = std::move(args);
-  absl::StatusOr<v1::JobSpec> job = BuildJob(src, nullptr);
-  EXPECT_TRUE(job.ok()) << job.status();
-  absl::StatusOr<ValidatedJob> j = ValidateJob(*job, nullptr);
-  EXPECT_TRUE(j.ok()) << j.status();
-  return *j;
+  std::vector<std::string> moe = {"--expert-model-parallel-size",
+                                  "8",
+                                  "--num-experts",
+                                  experts,
+                                  "--moe-router-topk",
+                                  "2",
+                                  "--moe-ffn-hidden-size",
+                                  "1024",
+                                  "--disable-bias-linear",
+                                  "--moe-grouped-gemm",
+                                  "--moe-token-dispatcher-type",
+                                  dispatcher};
+  moe.insert(moe.end(), extra.begin(), extra.end());
+  return testing::ValidatedJobFromArgs(testing::SmallGptArgs(4, std::move(moe)));
 }
 
 // One local expert: the all_to_all output is the experts' saved fc1 input

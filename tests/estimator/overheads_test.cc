@@ -11,32 +11,17 @@
 
 #include "estimator/estimator.h"
 #include "jobspec/job_builder.h"
+#include "tests/testing/small_models.h"
 
 namespace oomguard {
 namespace {
 
+using testing::EstimateArgs;
+
 constexpr double kMiB = 1024.0 * 1024.0;
 
 std::vector<std::string> CiModel(std::vector<std::string> extra) {
-  std::vector<std::string> args = {"--num-layers",
-                                   "12",
-                                   "--hidden-size",
-                                   "512",
-                                   "--num-attention-heads",
-                                   "8",
-                                   "--micro-batch-size",
-                                   "4",
-                                   "--global-batch-size",
-                                   "32",
-                                   "--seq-length",
-                                   "1024",
-                                   "--max-position-embeddings",
-                                   "1024",
-                                   "--vocab-size",
-                                   "50257",
-                                   "--bf16"};
-  args.insert(args.end(), extra.begin(), extra.end());
-  return args;
+  return testing::SmallGptArgs(12, std::move(extra));
 }
 
 // The ep8 MoE CI job: 8 experts on 8 GPUs, top-2, allgather dispatcher.
@@ -56,15 +41,6 @@ std::vector<std::string> MoeEp8(std::vector<std::string> extra) {
                                   "allgather"};
   moe.insert(moe.end(), extra.begin(), extra.end());
   return CiModel(moe);
-}
-
-absl::StatusOr<v1::EstimateReport> EstimateArgs(std::vector<std::string> args, uint32_t gpus = 8) {
-  JobInputs src;
-  src.num_gpus = gpus;
-  src.megatron_args = std::move(args);
-  absl::StatusOr<v1::JobSpec> job = BuildJob(src, nullptr);
-  if (!job.ok()) return job.status();
-  return Estimate(*job);
 }
 
 // Bytes of the named overhead on `rank`; -1 when it is not reported.

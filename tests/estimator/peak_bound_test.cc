@@ -12,6 +12,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "jobspec/job_builder.h"
+#include "tests/testing/small_models.h"
 
 namespace oomguard {
 namespace {
@@ -21,13 +22,7 @@ using ::testing::HasSubstr;
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
 v1::JobSpec Job(const std::string& preset, uint32_t gpus, std::vector<std::string> args) {
-  JobInputs src;
-  src.preset = preset;
-  src.num_gpus = gpus;
-  src.megatron_args = std::move(args);
-  auto job = BuildJob(src, nullptr);
-  EXPECT_TRUE(job.ok()) << job.status();
-  return job.ok() ? *job : v1::JobSpec();
+  return testing::JobFromArgs(std::move(args), gpus, preset);
 }
 
 // Standard normal quantiles from tables.

@@ -16,30 +16,13 @@
 #include "estimator/estimator.h"
 #include "estimator/validated_job.h"
 #include "jobspec/job_builder.h"
+#include "tests/testing/small_models.h"
 
 namespace oomguard {
 namespace {
 
 std::vector<std::string> CiModel(std::vector<std::string> extra) {
-  std::vector<std::string> args = {"--num-layers",
-                                   "12",
-                                   "--hidden-size",
-                                   "512",
-                                   "--num-attention-heads",
-                                   "8",
-                                   "--micro-batch-size",
-                                   "4",
-                                   "--global-batch-size",
-                                   "32",
-                                   "--seq-length",
-                                   "1024",
-                                   "--max-position-embeddings",
-                                   "1024",
-                                   "--vocab-size",
-                                   "50257",
-                                   "--bf16"};
-  args.insert(args.end(), extra.begin(), extra.end());
-  return args;
+  return testing::SmallGptArgs(12, std::move(extra));
 }
 
 // 8 routed experts (FFN 1024, no biases, grouped GEMM) in every layer.
@@ -59,12 +42,7 @@ std::vector<std::string> CiMoe(std::string ep, std::vector<std::string> extra) {
 }
 
 v1::JobSpec Job(std::vector<std::string> args, uint32_t gpus = 8) {
-  JobInputs src;
-  src.num_gpus = gpus;
-  src.megatron_args = std::move(args);
-  absl::StatusOr<v1::JobSpec> job = BuildJob(src, nullptr);
-  EXPECT_TRUE(job.ok()) << job.status();
-  return job.ok() ? *job : v1::JobSpec();
+  return testing::JobFromArgs(std::move(args), gpus);
 }
 
 double DummyBytes(const v1::JobSpec& job, int64_t pp_rank = 0) {
