@@ -5,6 +5,7 @@
 #ifndef OOMGUARD_TESTS_TESTING_SMALL_MODELS_H_
 #define OOMGUARD_TESTS_TESTING_SMALL_MODELS_H_
 
+#include <iterator>
 #include <string>
 #include <utility>
 #include <vector>
