@@ -71,8 +71,7 @@ class BudgetedEstimator {
           EstimatePeaks(job, deadline_, options_.upper_bound_coverage);
       if (Stopped(peaks.status())) return peaks.status();
       if (!peaks.ok()) return std::nullopt;
-      const int64_t worst =
-          options_.compare_upper_bound ? peaks->worst_upper_rank : peaks->worst_rank;
+      const int64_t worst = peaks->WorstRank(options_.compare_upper_bound);
       const RankPeak& r = peaks->ranks[worst];
       return RankPeakOf(static_cast<uint32_t>(worst), r.peak_device_bytes,
                         r.peak_device_upper_bytes, options_.compare_upper_bound);

@@ -378,19 +378,18 @@ absl::Status ComputeRank(const ValidatedJob& j, const BlockCosts& b, int64_t r, 
       RoundedCount(OptimizerStepTemporaryBytes(j, t.dense, t.adam, t.expert));
   UncertaintyList spread(items.uncertainties, items.with_basis);
   AddModelUncertainties(
-      j,
       ModelTerms{.static_bytes = static_cast<double>(t.static_bytes.total_bytes()),
                  .held_activation_bytes = t.in_flight.held_bytes,
                  .transient_bytes = t.transient},
       spread);
-  t.mem.optimizer_step_bytes =
-      static_cast<double>(AddCounts(t.optimizer_step_bytes, t.optimizer_step_temporary_bytes));
+  // The optimizer step's peak on top of static memory.
+  const uint64_t step = AddCounts(t.optimizer_step_bytes, t.optimizer_step_temporary_bytes);
+  t.mem.optimizer_step_bytes = static_cast<double>(step);
   const OverheadSums sums = AddOverheads(j, t.mem, items.with_basis, items.overheads, spread);
-  t.peak_allocated_bytes = AddCounts(
-      AddCounts(t.static_bytes.total_bytes(),
-                std::max(AddCounts(t.activation_bytes, t.transient_bytes),
-                         AddCounts(t.optimizer_step_bytes, t.optimizer_step_temporary_bytes))),
-      sums.in_allocated);
+  t.peak_allocated_bytes =
+      AddCounts(AddCounts(t.static_bytes.total_bytes(),
+                          std::max(AddCounts(t.activation_bytes, t.transient_bytes), step)),
+                sums.in_allocated);
   t.peak_device_bytes = AddCounts(t.peak_allocated_bytes, sums.device_only);
   const PeakVariance& v = spread.variance();
   t.peak_allocated_upper_bytes = UpperBound(t.peak_allocated_bytes, v.in_allocated, z);

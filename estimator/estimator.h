@@ -50,6 +50,15 @@ struct PeakEstimate {
   std::vector<RankPeak> ranks;   // One per PP rank.
   int64_t worst_rank = 0;        // The first rank with the largest peak_device_bytes.
   int64_t worst_upper_rank = 0;  // The first with the largest peak_device_upper_bytes.
+
+  // The worst rank by the device upper bound (`upper`) or by the point
+  // estimate, and that rank's peak of the same kind: what a fit test
+  // compares with the usable memory.
+  int64_t WorstRank(bool upper) const { return upper ? worst_upper_rank : worst_rank; }
+  uint64_t WorstPeak(bool upper) const {
+    const RankPeak& r = ranks[WorstRank(upper)];
+    return upper ? r.peak_device_upper_bytes : r.peak_device_bytes;
+  }
 };
 
 // The per-rank totals of `job` without building a report (no module tree, no

@@ -26,14 +26,19 @@ absl::Status ValidateUpperBoundCoverage(double coverage, absl::string_view field
 }
 
 double CoverageQuantile(double coverage) {
-  // Bisection on the normal CDF, 0.5 * erfc(-z / sqrt(2)): 64 halvings of
-  // [0, 8] leave z exact to the last bit that matters.
-  double lo = 0, hi = 8;
+  // Newton's method on the normal CDF, 0.5 * erfc(-z / sqrt(2)) = coverage,
+  // from z = 0. The CDF rises and is concave for z >= 0, so the iterates
+  // climb to the root without overshooting: 7 steps at 0.95, 11 at 0.999
+  // (every estimate computes it; the planner runs hundreds).
+  const double inv_sqrt_2pi = 1 / std::sqrt(2 * M_PI);
+  double z = 0;
   for (int i = 0; i < 64; ++i) {
-    const double mid = 0.5 * (lo + hi);
-    (0.5 * std::erfc(-mid / std::sqrt(2.0)) < coverage ? lo : hi) = mid;
+    const double step =
+        (coverage - 0.5 * std::erfc(-z / std::sqrt(2.0))) / (inv_sqrt_2pi * std::exp(-0.5 * z * z));
+    z += step;
+    if (step < 1e-12) break;
   }
-  return 0.5 * (lo + hi);
+  return z;
 }
 
 void UncertaintyList::Add(const char* name, double sd_bytes, bool in_allocated, const char* basis) {
@@ -47,8 +52,7 @@ void UncertaintyList::Add(const char* name, double sd_bytes, bool in_allocated, 
   if (with_basis_) u->set_basis(basis);
 }
 
-void AddModelUncertainties(const ValidatedJob& j, const ModelTerms& t, UncertaintyList& list) {
-  (void)j;
+void AddModelUncertainties(const ModelTerms& t, UncertaintyList& list) {
   list.Add("static_buffers", kStaticSpread * t.static_bytes, true,
            "parameters, gradients and optimizer state follow Megatron's buffers exactly, but "
            "bucket and chunk padding and library-held buffers vary with the version: "

@@ -18,7 +18,6 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
-#include "estimator/validated_job.h"
 #include "oomguard/v1/report.pb.h"
 
 namespace oomguard {
@@ -66,7 +65,7 @@ struct ModelTerms {
   double held_activation_bytes = 0;
   double transient_bytes = 0;
 };
-void AddModelUncertainties(const ValidatedJob& j, const ModelTerms& t, UncertaintyList& list);
+void AddModelUncertainties(const ModelTerms& t, UncertaintyList& list);
 
 // point + z x sqrt(variance), as a count (at least `point`).
 uint64_t UpperBound(uint64_t point, double variance, double z);

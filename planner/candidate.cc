@@ -143,13 +143,12 @@ v1::PlanCandidate DescribeCandidate(const v1::JobSpec& job, const ValidatedJob& 
   c.set_distributed_optimizer(j.precision.distributed_optimizer);
   c.set_optimizer_cpu_offload(j.precision.offload_fraction > 0);
   c.set_recompute(RecomputeText(j));
-  const int64_t worst = compare_upper_bound ? peaks.worst_upper_rank : peaks.worst_rank;
-  const RankPeak& w = peaks.ranks[worst];
-  c.set_peak_device_bytes(w.peak_device_bytes);
-  c.set_peak_device_upper_bytes(w.peak_device_upper_bytes);
+  const int64_t worst = peaks.WorstRank(compare_upper_bound);
+  c.set_peak_device_bytes(peaks.ranks[worst].peak_device_bytes);
+  c.set_peak_device_upper_bytes(peaks.ranks[worst].peak_device_upper_bytes);
   c.set_worst_pp_rank(static_cast<uint32_t>(worst));
-  const uint64_t compared = compare_upper_bound ? w.peak_device_upper_bytes : w.peak_device_bytes;
-  c.set_headroom_bytes(static_cast<int64_t>(usable_bytes) - static_cast<int64_t>(compared));
+  c.set_headroom_bytes(static_cast<int64_t>(usable_bytes) -
+                       static_cast<int64_t>(peaks.WorstPeak(compare_upper_bound)));
   for (const RankPeak& r : peaks.ranks) c.add_rank_peak_device_bytes(r.peak_device_bytes);
   c.set_step_time_seconds(t.seconds);
   c.set_tokens_per_gpu_per_second(t.tokens_per_gpu_per_second);

@@ -139,9 +139,7 @@ class Search {
  private:
   // The worst rank's peak the options compare with the usable memory.
   uint64_t ComparedPeak(const ValidatedJob& j) const {
-    const PeakEstimate p = EstimatePeaks(j, options_.upper_bound_coverage);
-    return options_.compare_upper_bound ? p.ranks[p.worst_upper_rank].peak_device_upper_bytes
-                                        : p.ranks[p.worst_rank].peak_device_bytes;
+    return EstimatePeaks(j, options_.upper_bound_coverage).WorstPeak(options_.compare_upper_bound);
   }
 
   const v1::JobSpec& base_;
