@@ -11,6 +11,7 @@
 #include "estimator/checkpointed_attention_mask.h"
 #include "estimator/fp8_memory.h"
 #include "estimator/layer_memory.h"
+#include "estimator/module_tree.h"
 #include "estimator/moe_dispatch_memory.h"
 #include "estimator/overheads.h"
 #include "estimator/peak_bound.h"
@@ -221,80 +222,6 @@ bool HasCappedCount(const v1::RankReport& rank) {
   return false;
 }
 
-// Sums children into their parents (repeated nodes count repeat times).
-void FinalizeTree(v1::ModuleNode* node) {
-  uint64_t params = node->parameters(), act = node->activation_bytes();
-  for (v1::ModuleNode& child : *node->mutable_children()) {
-    FinalizeTree(&child);
-    const uint64_t times = std::max<uint32_t>(child.repeat(), 1);
-    params = AddCounts(params, MultiplyCount(child.parameters(), times));
-    act = AddCounts(act, MultiplyCount(child.activation_bytes(), times));
-  }
-  node->set_parameters(params);
-  node->set_activation_bytes(act);
-}
-
-void BuildRankTree(const ValidatedJob& j, int64_t r, v1::ModuleNode* root) {
-  root->set_name(absl::StrCat("pp_rank_", r));
-  root->set_type("GPTModel");
-  const int64_t pp = j.parallelism.pp, vpp = j.parallelism.vpp;
-  for (int64_t c = 0; c < vpp; ++c) {
-    const StageContents& st = j.stages[r + c * pp];
-    v1::ModuleNode* chunk = root;
-    if (vpp > 1) {
-      chunk = root->add_children();
-      chunk->set_name(absl::StrCat("chunk_", c));
-      chunk->set_type("GPTModel");
-    }
-    if (st.has_embedding) {
-      v1::ModuleNode* e = chunk->add_children();
-      e->set_name("embedding");
-      e->set_type("LanguageModelEmbedding");
-      EmbeddingCost(j, e);
-    }
-    if (const double mask = CheckpointedAttentionMaskBytes(j, st); mask > 0) {
-      v1::ModuleNode* m = chunk->add_children();
-      m->set_name("attention_mask");
-      m->set_type("CheckpointFunction.save_for_backward(get_batch attention_mask)");
-      m->set_activation_bytes(TruncatedCount(mask));
-    }
-    v1::ModuleNode* decoder = chunk->add_children();
-    decoder->set_name("decoder");
-    decoder->set_type("TransformerBlock");
-    // Runs of consecutive layers of the same kind, as "(a-b): n x TransformerLayer".
-    int l = st.first_layer;
-    const int end = st.first_layer + st.num_layers;
-    while (l < end) {
-      int run_end = l;
-      const bool bf16 = KeptInBf16(j, l);
-      while (run_end < end && j.moe.is_moe_layer[run_end] == j.moe.is_moe_layer[l] &&
-             KeptInBf16(j, run_end) == bf16) {
-        ++run_end;
-      }
-      v1::ModuleNode* layer = decoder->add_children();
-      layer->set_name(absl::StrCat("(", l, "-", run_end - 1, ")"));
-      layer->set_type(
-          absl::StrCat(j.moe.is_moe_layer[l] ? "TransformerLayer(MoE)" : "TransformerLayer",
-                       bf16 ? " bf16 (is_first_last_bf16_layer)" : ""));
-      layer->set_repeat(run_end - l);
-      DecoderLayerCost(j, j.moe.is_moe_layer[l], layer, bf16);
-      l = run_end;
-    }
-    if (st.has_loss) {
-      LossCost(j, !j.model.tied_embeddings || !(st.has_embedding || st.num_mtp_layers > 0),
-               decoder);
-    }
-    if (st.num_mtp_layers > 0) {
-      v1::ModuleNode* mtp = chunk->add_children();
-      mtp->set_name("mtp");
-      mtp->set_type("MultiTokenPredictionLayer");
-      mtp->set_repeat(st.num_mtp_layers);
-      MtpLayerCost(j, mtp);
-    }
-  }
-  FinalizeTree(root);
-}
-
 // The costs of the few distinct blocks of `j`.
 BlockCosts CostsOfBlocks(const ValidatedJob& j) {
   BlockCosts b;
@@ -426,6 +353,7 @@ absl::StatusOr<v1::EstimateReport> Estimate(const v1::JobSpec& job,
   double total_params = 0;
   uint64_t worst_peak = 0;
   std::vector<int64_t> over_limit;  // PP ranks with a capped count.
+  int64_t tree_nodes_left = kMaxModuleTreeNodes;
   RankTotals t;
   for (int64_t r = 0; r < par.pp; ++r) {
     v1::RankReport* rank = report.add_ranks();
@@ -476,7 +404,7 @@ absl::StatusOr<v1::EstimateReport> Estimate(const v1::JobSpec& job,
     bool capped = HasCappedCount(*rank);
     if (options.module_tree) {
       v1::ModuleNode* tree = report.add_rank_trees();
-      BuildRankTree(j, r, tree);
+      OOMGUARD_RETURN_IF_ERROR(BuildRankTree(j, r, &tree_nodes_left, tree));
       // Sums stop at the limit, so a capped node caps the root.
       capped = capped || IsCapped(tree->parameters()) || IsCapped(tree->activation_bytes());
     }

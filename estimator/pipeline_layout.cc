@@ -194,6 +194,16 @@ absl::StatusOr<std::vector<int64_t>> LayersPerRank(const PlacementInput& in) {
       return SplitError("decoder_first_pipeline_num_layers", in.first_stage_layers,
                         "uneven stages need pipeline_model_parallel_size >= 2");
     }
+    // Megatron-Core's TransformerConfig.__post_init__ (uneven PP): a set
+    // first or last stage holds at least one layer, and the middle stages
+    // hold layers if and only if there are middle stages ("Mismatch: ...
+    // middle PP stages available", from core 0.16; older versions ran empty
+    // middle stages, which hold nothing but their GPUs).
+    for (const auto& [field, layers] :
+         {std::pair{"decoder_first_pipeline_num_layers", in.first_stage_layers},
+          std::pair{"decoder_last_pipeline_num_layers", in.last_stage_layers}}) {
+      if (layers == 0) return SplitError(field, layers, "must be at least 1 when set");
+    }
     int64_t rest = in.num_layers;
     int64_t middle = p;
     if (in.first_stage_layers >= 0) {
@@ -206,10 +216,17 @@ absl::StatusOr<std::vector<int64_t>> LayersPerRank(const PlacementInput& in) {
       rest -= in.last_stage_layers;
       --middle;
     }
+    const char* field = in.first_stage_layers >= 0 ? "decoder_first_pipeline_num_layers"
+                                                   : "decoder_last_pipeline_num_layers";
+    const int64_t value = in.first_stage_layers >= 0 ? in.first_stage_layers : in.last_stage_layers;
+    if (middle > 0 && rest == 0) {
+      return SplitError(
+          field, value,
+          absl::StrCat("leaves none of model.num_layers ", in.num_layers, " to the other ", middle,
+                       " stages; every stage needs a layer"));
+    }
     if (rest < 0 || (middle == 0 && rest != 0) || (middle > 0 && rest % middle != 0)) {
-      return SplitError(in.first_stage_layers >= 0 ? "decoder_first_pipeline_num_layers"
-                                                   : "decoder_last_pipeline_num_layers",
-                        in.first_stage_layers >= 0 ? in.first_stage_layers : in.last_stage_layers,
+      return SplitError(field, value,
                         absl::StrCat("the remaining ", rest, " of model.num_layers ", in.num_layers,
                                      " do not split evenly over the other ", middle, " stages"));
     }

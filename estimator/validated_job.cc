@@ -5,6 +5,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "common/quoted_value.h"
 #include "common/status_macros.h"
 #include "estimator/fp8_memory.h"
 #include "estimator/known_enums.h"
@@ -286,11 +287,16 @@ absl::Status ResolveParallelism(const v1::ParallelismSpec& spec, ValidatedJob& j
   par.overlap_moe_ep = spec.overlap_moe_expert_parallel_comm();
 
   OOMGUARD_ASSIGN_OR_RETURN(par.vpp, ResolveVirtualStages(spec, model, par.pp));
-  // Each virtual stage is placed in memory: PP x VPP stays within kMaxGpus.
-  if (par.vpp > kMaxGpus / par.pp) {
+  // Each virtual stage is placed in memory and reported: PP x VPP stays
+  // within kMaxVirtualStages (a layout's stages are counted after placing).
+  if (par.pp > kMaxVirtualStages) {
+    return Bad("parallelism.pipeline_model_parallel_size", par.pp,
+               absl::StrCat("is absurdly large (limit ", kMaxVirtualStages, " pipeline stages)"));
+  }
+  if (par.vpp > kMaxVirtualStages / par.pp) {
     return Bad("parallelism.num_virtual_stages_per_pipeline_rank", par.vpp,
                absl::StrCat("times pipeline_model_parallel_size ", par.pp,
-                            " is absurdly large (limit ", kMaxGpus, " virtual stages)"));
+                            " is absurdly large (limit ", kMaxVirtualStages, " virtual stages)"));
   }
   PlacementInput place;
   place.num_layers = model.num_layers;
@@ -307,6 +313,11 @@ absl::Status ResolveParallelism(const v1::ParallelismSpec& spec, ValidatedJob& j
   place.account_for_loss = spec.account_for_loss_in_pipeline_split();
   place.layout = spec.pipeline_model_parallel_layout();
   OOMGUARD_ASSIGN_OR_RETURN(j.stages, PlaceLayers(place));
+  if (static_cast<int64_t>(j.stages.size()) > kMaxVirtualStages) {
+    return Bad(
+        "parallelism.pipeline_model_parallel_layout", Quote(place.layout),
+        absl::StrCat("has ", j.stages.size(), " virtual stages (limit ", kMaxVirtualStages, ")"));
+  }
   par.vpp = static_cast<int64_t>(j.stages.size()) / par.pp;
   if (par.vpp > 1 && par.pp == 1) {
     return Bad("parallelism.pipeline_model_parallel_size", 1,

@@ -149,6 +149,48 @@ TEST(PlaceLayersTest, MtpPlacement) {
   EXPECT_EQ((*stages)[3].num_mtp_layers, 2);
 }
 
+PlacementInput Uneven(int64_t pp, int64_t num_layers, int64_t first, int64_t last) {
+  PlacementInput in;
+  in.pp = pp;
+  in.num_layers = num_layers;
+  in.first_stage_layers = first;
+  in.last_stage_layers = last;
+  return in;
+}
+
+// Megatron-Core's uneven split (TransformerConfig.__post_init__): first
+// and last stages get what they are given, the middle ones share the rest.
+TEST(PlaceLayersTest, UnevenSplit) {
+  absl::StatusOr<std::vector<StageContents>> stages = PlaceLayers(Uneven(4, 10, 1, 3));
+  ASSERT_TRUE(stages.ok()) << stages.status();
+  std::vector<int> layers;
+  for (const StageContents& st : *stages) layers.push_back(st.num_layers);
+  EXPECT_THAT(layers, ElementsAre(1, 3, 3, 3));
+  EXPECT_EQ((*stages)[3].first_layer, 7);
+}
+
+// Its refusals: a set first or last stage with no layer ("must be larger
+// than 0"), and middle stages left without layers ("Mismatch: 0 middle
+// layers remaining but N middle PP stages available", core 0.16). Issue
+// 12's fuzzing found a 46,656-stage pipeline of such empty stages (1.9 s
+// and 48 MB of report).
+TEST(PlaceLayersTest, UnevenSplitRefusesEmptyStages) {
+  EXPECT_EQ(PlaceError(Uneven(4, 8, 0, -1)),
+            "parallelism.decoder_first_pipeline_num_layers = 0: must be at least 1 when set");
+  EXPECT_EQ(PlaceError(Uneven(4, 8, 2, 0)),
+            "parallelism.decoder_last_pipeline_num_layers = 0: must be at least 1 when set");
+  EXPECT_EQ(PlaceError(Uneven(46656, 2, -1, 2)),
+            "parallelism.decoder_last_pipeline_num_layers = 2: leaves none of model.num_layers 2 "
+            "to the other 46655 stages; every stage needs a layer");
+  EXPECT_EQ(PlaceError(Uneven(4, 4, 2, 2)),
+            "parallelism.decoder_first_pipeline_num_layers = 2: leaves none of model.num_layers 4 "
+            "to the other 2 stages; every stage needs a layer");
+  EXPECT_EQ(PlaceError(Uneven(4, 9, 2, 2)),
+            "parallelism.decoder_first_pipeline_num_layers = 2: the remaining 5 of "
+            "model.num_layers 9 do not split evenly over the other 2 stages");
+  EXPECT_TRUE(PlaceLayers(Uneven(2, 8, 4, 4)).ok());
+}
+
 TEST(PlaceLayersTest, LongLayoutIsEchoedCutShort) {
   const std::string layout = "E" + std::string(3000, 't') + "|L";
   const std::string message = PlaceError(Layout(layout, 2, 1));
