@@ -2,6 +2,9 @@
 #include "planner/alternatives.h"
 
 #include <algorithm>
+#include <optional>
+#include <string>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
@@ -39,7 +42,8 @@ void Add(const v1::PlanCandidate& c, double own_tokens, v1::CheckResponse* respo
 }  // namespace
 
 absl::Status AddAlternatives(const v1::JobSpec& job, const v1::GpuSpec& gpu,
-                             const Deadline& deadline, v1::CheckResponse* response) {
+                             const Deadline& deadline, PlanCache* cache,
+                             v1::CheckResponse* response) {
   const absl::StatusOr<GpuPerformance> speed = FindGpuPerformance(gpu.name());
   if (!speed.ok()) return absl::OkStatus();
   PlanCluster cluster;
@@ -54,11 +58,20 @@ absl::Status AddAlternatives(const v1::JobSpec& job, const v1::GpuSpec& gpu,
   options.upper_bound_coverage = response->upper_bound_coverage();
   options.limit = kMaxAlternatives;
   options.deadline = deadline;
-  const absl::StatusOr<PlanResult> plan = Plan(Searchable(job), cluster, options);
+  const v1::JobSpec searchable = Searchable(job);
+  const bool use_cache = cache != nullptr && cache->enabled();
+  const std::string key = use_cache ? PlanCacheKey(searchable, cluster, options) : "";
+  std::optional<PlanResult> cached = use_cache ? cache->Find(key) : std::nullopt;
+  const bool hit = cached.has_value();
+  absl::StatusOr<PlanResult> plan = hit ? *std::move(cached) : Plan(searchable, cluster, options);
   if (absl::IsDeadlineExceeded(plan.status()) || absl::IsUnavailable(plan.status())) {
     return plan.status();
   }
-  if (!plan.ok() || plan->candidates.empty()) return absl::OkStatus();
+  // A refused search (e.g. one past kMaxPlanSettings) is no plan; it is not
+  // stored, and costs the same again.
+  if (!plan.ok()) return absl::OkStatus();
+  if (use_cache && !hit) cache->Insert(key, *plan);
+  if (plan->candidates.empty()) return absl::OkStatus();
   if (response->verdict() == v1::VERDICT_DOES_NOT_FIT) {
     for (const v1::PlanCandidate& c : plan->candidates) Add(c, 0, response);
     return absl::OkStatus();

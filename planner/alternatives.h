@@ -12,6 +12,7 @@
 #include "common/deadline.h"
 #include "oomguard/v1/admission.pb.h"
 #include "oomguard/v1/job.pb.h"
+#include "planner/plan_cache.h"
 
 namespace oomguard {
 
@@ -20,9 +21,11 @@ inline constexpr int kMaxAlternatives = 3;
 // Fills response->alternatives for `job` checked on `gpu` with the check's
 // safety margin. Leaves them empty when the GPU has no speed figures or
 // nothing fits; the deadline's error when it passes first (never a partial
-// answer).
+// answer). The plan is taken from `cache` when it holds it, and stored
+// there when computed (nullptr: no cache); the answer is the same.
 absl::Status AddAlternatives(const v1::JobSpec& job, const v1::GpuSpec& gpu,
-                             const Deadline& deadline, v1::CheckResponse* response);
+                             const Deadline& deadline, PlanCache* cache,
+                             v1::CheckResponse* response);
 
 }  // namespace oomguard
 

@@ -58,7 +58,10 @@ void AddNotes(const std::vector<std::string>& notes, v1::EstimateReport* report)
 }  // namespace
 
 RequestHandlers::RequestHandlers(ServiceConfig config, ServiceMetrics* metrics)
-    : config_(std::move(config)), metrics_(metrics), check_cache_(config_.response_cache_bytes) {
+    : config_(std::move(config)),
+      metrics_(metrics),
+      check_cache_(config_.response_cache_bytes),
+      plan_cache_(config_.plan_cache_bytes) {
   for (const v1::GpuSpec& gpu : config_.catalog.gpus()) *gpus_.add_gpus() = gpu;
 }
 
@@ -145,13 +148,12 @@ absl::Status RequestHandlers::RunCheck(const v1::CheckRequest& request, absl::Ti
         Coverage(policy.upper_bound_coverage(), "policy.upper_bound_coverage"));
   }
   OOMGUARD_ASSIGN_OR_RETURN(v1::CheckResponse checked, CheckJob(job.spec, gpu, options));
-  // Only a job that does not fit pays for a plan (milliseconds against the
-  // check's microseconds): the admission path stays fast for the jobs it
-  // admits. (AddAlternatives can also name a clearly faster configuration
-  // for a job that fits; `oomguard plan` answers that.)
-  if (checked.verdict() == v1::VERDICT_DOES_NOT_FIT) {
-    OOMGUARD_RETURN_IF_ERROR(AddAlternatives(job.spec, gpu, options.deadline, &checked));
-  }
+  // The configurations that fit (for a job that does not) or a clearly
+  // faster one (for a job that fits). The plan costs milliseconds against
+  // the check's microseconds, once per model and shape: plan_cache_ keeps it
+  // for the checks of the same shape in other layouts.
+  OOMGUARD_RETURN_IF_ERROR(
+      AddAlternatives(job.spec, gpu, options.deadline, &plan_cache_, &checked));
   AddNotes(job.notes, checked.mutable_report());
   *response = std::move(checked);
   return absl::OkStatus();

@@ -20,6 +20,7 @@
 #include "common/deadline.h"
 #include "grpcpp/support/status.h"
 #include "oomguard/v1/service.pb.h"
+#include "planner/plan_cache.h"
 #include "planner/planner.h"
 #include "service/metrics.h"
 #include "service/response_cache.h"
@@ -38,6 +39,9 @@ struct ServiceConfig {
   bool log_requests = true;
   // Bound of the Check response cache (see response_cache.h); 0 disables it.
   size_t response_cache_bytes = size_t{64} << 20;
+  // Bound of the cache of the plans behind a Check's alternatives
+  // (planner/plan_cache.h); 0 disables it.
+  size_t plan_cache_bytes = size_t{16} << 20;
 };
 
 // What a handler reports for the metrics and the log.
@@ -100,6 +104,8 @@ class RequestHandlers {
   const ServiceConfig config_;
   ServiceMetrics* const metrics_;
   ResponseCache check_cache_;
+  // Filled by the const RunCheck; thread-safe.
+  mutable PlanCache plan_cache_;
   StopPoint stop_;
   v1::ListGpusResponse gpus_;  // Fixed at start.
 };

@@ -10,45 +10,27 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <list>
-#include <mutex>
-#include <optional>
-#include <string>
-#include <string_view>
-#include <unordered_map>
 
-#include "absl/strings/string_view.h"
+#include "common/lru_cache.h"
 #include "grpcpp/support/slice.h"
 #include "oomguard/v1/admission.pb.h"
 
 namespace oomguard::service {
 
-class ResponseCache {
+struct CachedResponse {
+  grpc::Slice response;  // Shared, not copied, by every hit.
+  v1::Verdict verdict = v1::VERDICT_UNSPECIFIED;
+  uint64_t peak_bytes = 0;
+};
+
+struct CachedResponseBytes {
+  size_t operator()(const CachedResponse& entry) const { return entry.response.size(); }
+};
+
+class ResponseCache : public LruCache<CachedResponse, CachedResponseBytes> {
  public:
-  struct Entry {
-    grpc::Slice response;  // Shared, not copied, by every hit.
-    v1::Verdict verdict = v1::VERDICT_UNSPECIFIED;
-    uint64_t peak_bytes = 0;
-  };
-
-  // Holds at most `max_bytes` of requests and responses; 0 disables it.
-  explicit ResponseCache(size_t max_bytes) : max_bytes_(max_bytes) {}
-
-  bool enabled() const { return max_bytes_ > 0; }
-
-  std::optional<Entry> Find(absl::string_view request);
-  // Stores `entry` for `request`, evicting the least recently used entries
-  // beyond the size bound.
-  void Insert(absl::string_view request, Entry entry);
-
- private:
-  using Lru = std::list<std::pair<std::string, Entry>>;  // Most recent first.
-
-  const size_t max_bytes_;
-  std::mutex mu_;
-  Lru lru_;
-  std::unordered_map<std::string_view, Lru::iterator> index_;  // Keys live in lru_.
-  size_t bytes_ = 0;
+  using Entry = CachedResponse;
+  using LruCache::LruCache;
 };
 
 }  // namespace oomguard::service

@@ -57,6 +57,12 @@ absl::StatusOr<ServerOptions> OptionsFromFlags() {
         absl::StrCat("response_cache_mb = ", cache_mb, ": must be >= 0"));
   }
   options.service.response_cache_bytes = static_cast<size_t>(cache_mb) << 20;
+  const int32_t plan_cache_mb = absl::GetFlag(FLAGS_plan_cache_mb);
+  if (plan_cache_mb < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("plan_cache_mb = ", plan_cache_mb, ": must be >= 0"));
+  }
+  options.service.plan_cache_bytes = static_cast<size_t>(plan_cache_mb) << 20;
   const double margin = absl::GetFlag(FLAGS_default_safety_margin);
   if (!(margin >= 0 && margin < 1)) {
     return absl::InvalidArgumentError(

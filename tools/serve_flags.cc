@@ -40,6 +40,10 @@ ABSL_FLAG(int32_t, response_cache_mb, 64,
           "Memory for cached Check responses, in MiB; 0 disables the cache. A Check is a "
           "pure function of its request bytes for the life of the server, so a repeated "
           "request is answered from the cache without estimating again.");
+ABSL_FLAG(int32_t, plan_cache_mb, 16,
+          "Memory for the plans behind Check's alternatives (the configurations that fit, or "
+          "a clearly faster one), in MiB; 0 disables it. The checks of one model and shape "
+          "share a plan whatever their layout, so it is computed once per shape.");
 ABSL_FLAG(std::string, webhook_address, "",
           "host:port of the Kubernetes validating admission webhook (HTTPS, POST /validate "
           "with an admission.k8s.io/v1 AdmissionReview; GET /healthz), e.g. 0.0.0.0:8443; "

@@ -302,7 +302,11 @@ def main():
             "p99": round(1000 * latencies[int(len(latencies) * 0.99)], 2) if latencies else None,
         },
         "rss_mib": {"start": round(rss[0][2], 1), "end": round(rss[-1][2], 1),
-                    "max": round(max(r[2] for r in rss), 1)},
+                    "max": round(max(r[2] for r in rss), 1),
+                    # Growth over the second half of the run: a leak keeps
+                    # climbing there, warm-up (thread caches, arenas) does not.
+                    "second_half_growth": round(rss[-1][2] - rss[(len(rss) + 1) // 2][2], 1),
+                    "samples": [[r[1], round(r[2], 1)] for r in rss]},
         "wrong_answers": len(wrong),
         "wrong_examples": sorted(set(w[:100] for w in wrong))[:5],
         "sigterm_exit_code": code,

@@ -13,6 +13,7 @@
 #include "admission/admission.h"
 #include "admission/gpu_catalog.h"
 #include "jobspec/job_builder.h"
+#include "planner/plan_cache.h"
 
 namespace oomguard {
 namespace {
@@ -27,14 +28,14 @@ v1::JobSpec Job(const std::string& preset, uint32_t gpus, const std::string& arg
   return job.ok() ? *job : v1::JobSpec();
 }
 
-v1::CheckResponse CheckWithAlternatives(const v1::JobSpec& job) {
+v1::CheckResponse CheckWithAlternatives(const v1::JobSpec& job, PlanCache* cache = nullptr) {
   const v1::GpuSpec gpu = *GpuCatalog::Builtin().Find("H100-SXM-80GB");
   auto checked =
       CheckJob(job, gpu, AdmissionOptions{.safety_margin = 0.05, .deadline = Deadline()});
   EXPECT_TRUE(checked.ok()) << checked.status();
   if (!checked.ok()) return {};
   // A generous budget: the test machine's speed must not decide.
-  EXPECT_TRUE(AddAlternatives(job, gpu, Deadline(), &*checked).ok());
+  EXPECT_TRUE(AddAlternatives(job, gpu, Deadline(), cache, &*checked).ok());
   return *checked;
 }
 
@@ -65,6 +66,67 @@ TEST(Alternatives, FitsButSlowNamesAClearlyFasterOne) {
   EXPECT_GE(r.alternatives(0).speedup(), 1.1);
   EXPECT_EQ(r.alternatives(0).megatron_args().find("--tensor-model-parallel-size 8"),
             std::string::npos);
+}
+
+// The plan behind the alternatives is kept per model and shape: the same
+// job in another layout (here TP 4 instead of 8) is answered from it, and
+// every answer is the one made without the cache. A cache hit is seen by
+// a deadline that has already passed: only a hit can answer then.
+TEST(Alternatives, PlanCacheServesOtherLayoutsOfTheSameShape) {
+  const std::string shape =
+      "--seq-length 4096 --global-batch-size 64 --micro-batch-size 1 --sequence-parallel "
+      "--use-distributed-optimizer ";
+  const v1::JobSpec tp8 = Job("llama3-8b", 8, shape + "--tensor-model-parallel-size 8");
+  const v1::JobSpec tp4 = Job("llama3-8b", 8, shape + "--tensor-model-parallel-size 4");
+  PlanCache cache(1 << 20);
+  const v1::CheckResponse first = CheckWithAlternatives(tp8, &cache);
+  EXPECT_EQ(first.SerializeAsString(), CheckWithAlternatives(tp8).SerializeAsString());
+
+  const v1::GpuSpec gpu = *GpuCatalog::Builtin().Find("H100-SXM-80GB");
+  auto checked =
+      CheckJob(tp4, gpu, AdmissionOptions{.safety_margin = 0.05, .deadline = Deadline()});
+  ASSERT_TRUE(checked.ok()) << checked.status();
+  v1::CheckResponse from_cache = *checked;
+  const Deadline passed(absl::Now() - absl::Seconds(1));
+  ASSERT_TRUE(AddAlternatives(tp4, gpu, passed, &cache, &from_cache).ok());
+  EXPECT_EQ(from_cache.SerializeAsString(), CheckWithAlternatives(tp4).SerializeAsString());
+  ASSERT_EQ(from_cache.alternatives_size(), 1);
+
+  // A different shape is not in it: its search meets the passed deadline.
+  const v1::JobSpec longer =
+      Job("llama3-8b", 8,
+          "--seq-length 8192 --global-batch-size 64 --micro-batch-size 1 "
+          "--tensor-model-parallel-size 8 --sequence-parallel --use-distributed-optimizer");
+  checked = CheckJob(longer, gpu, AdmissionOptions{.safety_margin = 0.05, .deadline = Deadline()});
+  ASSERT_TRUE(checked.ok()) << checked.status();
+  EXPECT_TRUE(absl::IsDeadlineExceeded(AddAlternatives(longer, gpu, passed, &cache, &*checked)));
+}
+
+TEST(PlanCacheKey, NamesEverythingThePlanDependsOn) {
+  const v1::JobSpec job = Job("llama3-8b", 8, "--seq-length 4096 --global-batch-size 64");
+  PlanCluster cluster;
+  cluster.gpu = *GpuCatalog::Builtin().Find("H100-SXM-80GB");
+  const PlanOptions options;
+  const std::string key = PlanCacheKey(job, cluster, options);
+  EXPECT_EQ(key, PlanCacheKey(job, cluster, options));
+  v1::JobSpec other = job;
+  other.mutable_training()->set_seq_length(8192);
+  EXPECT_NE(key, PlanCacheKey(other, cluster, options));
+  PlanCluster h200 = cluster;
+  h200.gpu = *GpuCatalog::Builtin().Find("H200-SXM-141GB");
+  EXPECT_NE(key, PlanCacheKey(job, h200, options));
+  PlanCluster four = cluster;
+  four.gpus_per_node = 4;
+  EXPECT_NE(key, PlanCacheKey(job, four, options));
+  PlanOptions margin = options;
+  margin.memory_margin = 1e-9;
+  EXPECT_NE(key, PlanCacheKey(job, cluster, margin));
+  PlanOptions point = options;
+  point.compare_upper_bound = false;
+  EXPECT_NE(key, PlanCacheKey(job, cluster, point));
+  PlanOptions limit = options;
+  limit.limit = 3;
+  EXPECT_NE(key, PlanCacheKey(job, cluster, limit));
 }
 
 }  // namespace

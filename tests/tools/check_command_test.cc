@@ -90,8 +90,10 @@ TEST_F(CheckCommandTest, FitsFromArguments) {
   EXPECT_EQ(Run(args), kCheckFits) << err_;
   EXPECT_THAT(out_, StartsWith("oomguard: Fits: PP rank 0 peaks at "));
   EXPECT_THAT(out_, HasSubstr("usable on H100-SXM-80GB"));
-  // One line: a job that fits gets no planner alternatives.
-  EXPECT_EQ(std::count(out_.begin(), out_.end(), '\n'), 1) << out_;
+  // Then the planner's clearly faster configuration on the same 8 GPUs
+  // (kClearlyFaster: at least 10 % more tokens/GPU/s), as a line of its own.
+  EXPECT_EQ(std::count(out_.begin(), out_.end(), '\n'), 2) << out_;
+  EXPECT_THAT(out_, HasSubstr("\noomguard: faster on the same GPUs: TP 1 PP 2 "));
 }
 
 TEST_F(CheckCommandTest, DoesNotFitFromScript) {

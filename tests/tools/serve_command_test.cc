@@ -87,8 +87,8 @@ TEST_F(ServeProcessTest, HelpDocumentsEveryFlag) {
   for (const char* flag :
        {"--grpc_address", "--metrics_address", "--tls_cert", "--tls_key", "--tls_client_ca",
         "--threads", "--max_request_bytes", "--default_safety_margin", "--gpu_catalog",
-        "--shutdown_grace", "--log_requests", "--response_cache_mb", "--http_address",
-        "--http_request_timeout"}) {
+        "--shutdown_grace", "--log_requests", "--response_cache_mb", "--plan_cache_mb",
+        "--http_address", "--http_request_timeout"}) {
     EXPECT_THAT(output, HasSubstr(flag));
   }
   EXPECT_THAT(output, HasSubstr("SIGTERM"));
@@ -102,6 +102,10 @@ TEST_F(ServeProcessTest, BadFlagValuesStopStartUp) {
   std::tie(code, output) = RunToExit({"--gpu_catalog=/nonexistent/gpus.txtpb"});
   EXPECT_EQ(code, 2);
   EXPECT_THAT(output, HasSubstr("gpu_catalog = /nonexistent/gpus.txtpb"));
+
+  std::tie(code, output) = RunToExit({"--plan_cache_mb=-1", "--metrics_address="});
+  EXPECT_EQ(code, 2);
+  EXPECT_THAT(output, HasSubstr("plan_cache_mb = -1: must be >= 0"));
 
   // The webhook's connection limits reach the webhook (which refuses them).
   std::tie(code, output) = RunToExit(

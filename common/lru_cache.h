@@ -1,0 +1,70 @@
+// A bounded, thread-safe LRU map from byte-string keys to values: the
+// memory of a pure function's answers (the Check responses of the service,
+// the plans of the admission check's alternatives). Each entry counts its
+// key's bytes plus SizeOf()(value); past `max_bytes` the least recently used
+// entries go. Values are returned by copy, so keep them cheap to copy
+// (shared slices, small messages).
+#ifndef OOMGUARD_COMMON_LRU_CACHE_H_
+#define OOMGUARD_COMMON_LRU_CACHE_H_
+
+#include <cstddef>
+#include <list>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+
+#include "absl/strings/string_view.h"
+
+namespace oomguard {
+
+template <typename Value, typename SizeOf>
+class LruCache {
+ public:
+  // Holds at most `max_bytes` of keys and values; 0 disables it.
+  explicit LruCache(size_t max_bytes) : max_bytes_(max_bytes) {}
+
+  bool enabled() const { return max_bytes_ > 0; }
+
+  std::optional<Value> Find(absl::string_view key) {
+    if (!enabled()) return std::nullopt;
+    std::lock_guard<std::mutex> lock(mu_);
+    const auto it = index_.find(std::string_view(key.data(), key.size()));
+    if (it == index_.end()) return std::nullopt;
+    lru_.splice(lru_.begin(), lru_, it->second);
+    return it->second->second;
+  }
+
+  // Stores `value` for `key` (unless it is there already, or alone larger
+  // than the bound), evicting the least recently used entries beyond it.
+  void Insert(absl::string_view key, Value value) {
+    const size_t size = key.size() + SizeOf()(value);
+    if (!enabled() || size > max_bytes_) return;
+    std::lock_guard<std::mutex> lock(mu_);
+    if (index_.contains(std::string_view(key.data(), key.size()))) return;  // Another was first.
+    lru_.emplace_front(std::string(key), std::move(value));
+    index_.emplace(lru_.front().first, lru_.begin());
+    bytes_ += size;
+    while (bytes_ > max_bytes_) {
+      const auto& [old_key, old] = lru_.back();
+      bytes_ -= old_key.size() + SizeOf()(old);
+      index_.erase(old_key);
+      lru_.pop_back();
+    }
+  }
+
+ private:
+  using Lru = std::list<std::pair<std::string, Value>>;  // Most recent first.
+
+  const size_t max_bytes_;
+  std::mutex mu_;
+  Lru lru_;
+  std::unordered_map<std::string_view, typename Lru::iterator> index_;  // Keys live in lru_.
+  size_t bytes_ = 0;
+};
+
+}  // namespace oomguard
+
+#endif  // OOMGUARD_COMMON_LRU_CACHE_H_

@@ -1,0 +1,45 @@
+// The cache of plans (see plan_cache.h).
+#include "planner/plan_cache.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "google/protobuf/io/coded_stream.h"
+#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
+
+namespace oomguard {
+namespace {
+
+// `message`'s bytes, the same for equal messages (map order fixed).
+void AppendDeterministic(const google::protobuf::MessageLite& message, std::string* out) {
+  std::string bytes;
+  {
+    google::protobuf::io::StringOutputStream stream(&bytes);
+    google::protobuf::io::CodedOutputStream coded(&stream);
+    coded.SetSerializationDeterministic(true);
+    message.SerializeToCodedStream(&coded);
+  }
+  absl::StrAppend(out, bytes.size(), ":", bytes);
+}
+
+}  // namespace
+
+size_t PlanResultBytes::operator()(const PlanResult& plan) const {
+  size_t bytes = plan.summary.ByteSizeLong();
+  for (const v1::PlanCandidate& c : plan.candidates) bytes += c.ByteSizeLong();
+  return bytes;
+}
+
+std::string PlanCacheKey(const v1::JobSpec& job, const PlanCluster& cluster,
+                         const PlanOptions& options) {
+  std::string key;
+  AppendDeterministic(job, &key);
+  AppendDeterministic(cluster.gpu, &key);
+  // %a: doubles exactly (hexadecimal), so nearby margins never share a key.
+  absl::StrAppendFormat(&key, "%u|%a|%d|%a|%u|%d%d%d", cluster.gpus_per_node, options.memory_margin,
+                        options.compare_upper_bound, options.upper_bound_coverage, options.limit,
+                        options.allow_recompute, options.allow_offload,
+                        options.allow_cross_node_expert_parallel);
+  return key;
+}
+
+}  // namespace oomguard
