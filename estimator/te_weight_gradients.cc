@@ -73,10 +73,14 @@ double TeDummyWgradBytes(const ValidatedJob& j, int64_t pp_rank) {
   const Parallelism& par = j.parallelism;
   const int64_t h = j.model.hidden;
   std::set<Shape> shapes;
+  bool added[2] = {false, false};  // A dense / an MoE layer's shapes (all alike).
   for (int64_t c = 0; c < par.vpp; ++c) {
     const StageContents& st = j.stages[pp_rank + c * par.pp];
     for (int l = st.first_layer; l < st.first_layer + st.num_layers; ++l) {
-      AddLayerShapes(j, j.moe.is_moe_layer[l], shapes);
+      const bool moe = j.moe.is_moe_layer[l];
+      if (added[moe]) continue;
+      AddLayerShapes(j, moe, shapes);
+      added[moe] = true;
     }
     if (st.num_mtp_layers > 0) {
       AddLayerShapes(j, j.moe.mtp_layer_is_moe, shapes);
