@@ -137,12 +137,12 @@ void FinalizeTree(v1::ModuleNode* node) {
 
 absl::Status BuildRankTree(const ValidatedJob& j, int64_t r, int64_t* nodes_left,
                            v1::ModuleNode* root) {
-  const auto too_large = [r] {
+  const auto too_large = [&j, r] {
     return absl::InvalidArgumentError(
         absl::StrCat("module_tree: this job's module trees need more than ", kMaxModuleTreeNodes,
-                     " nodes (reached at PP rank ", r,
-                     ", whose layers follow no short repeating pattern); ask for the estimate "
-                     "without the tree"));
+                     " nodes (reached at PP rank ", r, " of ", j.parallelism.pp,
+                     "; a node per module of every layer that follows no short repeating "
+                     "pattern); ask for the estimate without the tree"));
   };
   TreeBuilder b(j, nodes_left);
   root->set_name(absl::StrCat("pp_rank_", r));

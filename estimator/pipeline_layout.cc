@@ -18,7 +18,10 @@ namespace {
 
 constexpr char kLayoutField[] = "parallelism.pipeline_model_parallel_layout";
 constexpr size_t kMaxLayoutChars = 4096;
-constexpr size_t kMaxExpandedLayout = 1 << 20;
+// An expanded layout holds its decoder layers, MTP layers, 'E', 'L' and a '|'
+// between stages: no layout of a valid job (at most kMaxLayers layers in
+// at most kMaxVirtualStages stages) is longer than this. MTP layers are few.
+constexpr size_t kMaxExpandedLayout = 2 * kMaxLayers + kMaxVirtualStages;
 
 // The layout grammar and its rules are Megatron-Core's, re-stated here:
 // megatron/core/transformer/pipeline_parallel_layer_layout.py, class
@@ -46,7 +49,8 @@ std::optional<size_t> CountAt(absl::string_view text, size_t pos, size_t* end) {
 absl::Status AppendRepeated(absl::string_view layout, absl::string_view unit, size_t count,
                             std::string* out) {
   if (!unit.empty() && count > (kMaxExpandedLayout - out->size()) / unit.size()) {
-    return LayoutError(layout, "expands to more than 1 MiB");
+    return LayoutError(layout, absl::StrCat("expands to more than ", kMaxExpandedLayout,
+                                            " characters, more than any valid job's layout"));
   }
   for (size_t i = 0; i < count; ++i) absl::StrAppend(out, unit);
   return absl::OkStatus();

@@ -37,9 +37,10 @@ inline constexpr int64_t kMaxVocab = int64_t{1} << 26;  // Vocabulary; its divis
 inline constexpr int64_t kMaxSeq = int64_t{1} << 24;    // Sequence length.
 inline constexpr int64_t kMaxGpus = int64_t{1} << 22;   // GPUs; each parallel size.
 // Virtual pipeline stages, PP x VPP. A report holds a rank per PP rank and a
-// chunk per virtual stage, so this bounds its size; no model of at most
-// kMaxLayers layers needs more stages than this to give each one a layer.
-inline constexpr int64_t kMaxVirtualStages = 4096;
+// chunk per virtual stage, so this bounds its size (about 2 MB as JSON, well
+// inside gRPC's default 4 MiB message limit); real pipelines have tens of
+// stages (PP x VPP at most the decoder layers, a hundred or so).
+inline constexpr int64_t kMaxVirtualStages = 1024;
 // Micro-batch size, global batch size, micro-batch group per virtual stage.
 inline constexpr int64_t kMaxBatch = int64_t{1} << 30;
 

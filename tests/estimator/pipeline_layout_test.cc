@@ -68,7 +68,13 @@ TEST(ExpandLayoutTest, RefusesWhatMegatronCoreRefuses) {
             "in stage 0; a stage holds E (embedding), t (decoder layer), m (MTP layer) and L "
             "(loss), repeated with \"x*n\" or \"(...)*n\"");
   EXPECT_THAT(std::string(ExpandLayout("E(t)*99999999999999999999999|L").status().message()),
-              HasSubstr("expands to more than 1 MiB"));
+              HasSubstr("expands to more than 201024 characters, more than any valid job's "
+                        "layout"));
+  // The bound is 2 x kMaxLayers + kMaxVirtualStages characters: 100,000
+  // layers and 1,000 MTP layers in 1024 stages expand.
+  EXPECT_TRUE(ExpandLayout("E(t)*100000|(m)*1000(|)*1022L").ok());
+  EXPECT_TRUE(ExpandLayout("E(t)*201022L").ok());
+  EXPECT_FALSE(ExpandLayout("E(t)*201024L").ok());
   EXPECT_THAT(std::string(ExpandLayout(std::string(5000, 't')).status().message()),
               HasSubstr("longer than 4096 characters"));
 }

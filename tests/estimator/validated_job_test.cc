@@ -148,7 +148,7 @@ TEST(ValidateJob, SequenceParallelAtTpOneIsDroppedWithANote) {
 // number of virtual stages divide their layers, and PP x VPP = 2^38 stages
 // were allocated before anything refused them. A report holds a rank per PP
 // rank and a chunk per virtual stage, so both are bounded by
-// kMaxVirtualStages (4096); issue 12 found PP 46656 taking 1.9 s and 48 MB.
+// kMaxVirtualStages (1024); issue 12 found PP 46656 taking 1.9 s and 48 MB.
 TEST(ValidateJob, VirtualStagesAreBounded) {
   v1::JobSpec job = MinimalJob();
   job.mutable_model()->set_num_layers(65536);
@@ -159,34 +159,36 @@ TEST(ValidateJob, VirtualStagesAreBounded) {
   p->set_decoder_first_pipeline_num_layers(65536);
   p->set_num_virtual_stages_per_pipeline_rank(65536);
   EXPECT_EQ(ValidateError(job),
-            "parallelism.pipeline_model_parallel_size = 4194304: is absurdly large (limit 4096 "
+            "parallelism.pipeline_model_parallel_size = 4194304: is absurdly large (limit 1024 "
             "pipeline stages)");
 
-  p->set_num_gpus(4096);
-  p->set_pipeline_model_parallel_size(4096);
+  p->set_num_gpus(1024);
+  p->set_pipeline_model_parallel_size(1024);
   p->clear_decoder_first_pipeline_num_layers();
   p->clear_num_virtual_stages_per_pipeline_rank();
   EXPECT_TRUE(ValidateJob(job, nullptr).ok());
-  p->set_num_gpus(4097);
-  p->set_pipeline_model_parallel_size(4097);
+  p->set_num_gpus(1025);
+  p->set_pipeline_model_parallel_size(1025);
   EXPECT_EQ(ValidateError(job),
-            "parallelism.pipeline_model_parallel_size = 4097: is absurdly large (limit 4096 "
+            "parallelism.pipeline_model_parallel_size = 1025: is absurdly large (limit 1024 "
             "pipeline stages)");
 
   p->set_num_gpus(64);
   p->set_pipeline_model_parallel_size(64);
-  p->set_num_virtual_stages_per_pipeline_rank(128);
+  p->set_num_virtual_stages_per_pipeline_rank(32);
   EXPECT_EQ(ValidateError(job),
-            "parallelism.num_virtual_stages_per_pipeline_rank = 128: times "
-            "pipeline_model_parallel_size 64 is absurdly large (limit 4096 virtual stages)");
+            "parallelism.num_virtual_stages_per_pipeline_rank = 32: times "
+            "pipeline_model_parallel_size 64 is absurdly large (limit 1024 virtual stages)");
+  p->set_num_virtual_stages_per_pipeline_rank(16);
+  EXPECT_TRUE(ValidateJob(job, nullptr).ok());
 
-  // A layout's stages are counted once placed: 4097 stages on PP 1.
-  job.mutable_model()->set_num_layers(4095);
+  // A layout's stages are counted once placed: 1025 stages on PP 1.
+  job.mutable_model()->set_num_layers(1023);
   p->set_num_gpus(1);
   p->set_pipeline_model_parallel_size(1);
   p->clear_num_virtual_stages_per_pipeline_rank();
-  p->set_pipeline_model_parallel_layout("E|(t|)*4095L");
-  EXPECT_THAT(ValidateError(job), ::testing::EndsWith(": has 4097 virtual stages (limit 4096)"));
+  p->set_pipeline_model_parallel_layout("E|(t|)*1023L");
+  EXPECT_THAT(ValidateError(job), ::testing::EndsWith(": has 1025 virtual stages (limit 1024)"));
 }
 
 TEST(ValidateJob, ParallelSizeProductsNeverOverflow) {
