@@ -144,6 +144,7 @@ absl::Status ResolveMoe(const v1::ModelSpec& m, const ModelShape& model, MoeSett
   moe.shared_ffn = m.moe_shared_expert_intermediate_size();
   moe.grouped_gemm = m.moe_grouped_gemm();
   moe.router_fp32 = m.moe_router_dtype_fp32();
+  moe.flex_dispatcher = m.moe_token_dispatcher() == v1::TOKEN_DISPATCHER_FLEX;
   moe.allgather_dispatcher = m.moe_token_dispatcher() == v1::TOKEN_DISPATCHER_UNSPECIFIED ||
                              m.moe_token_dispatcher() == v1::TOKEN_DISPATCHER_ALLGATHER;
   moe.force_balance = m.moe_router_force_load_balancing();

@@ -100,6 +100,7 @@ struct MoeSettings {
   bool router_fp32 = false;           // Router logits in fp32.
   bool force_balance = false;         // Routing forced to balance: no imbalance margin.
   bool allgather_dispatcher = false;  // The allgather token dispatcher.
+  bool flex_dispatcher = false;       // The flex dispatcher (DeepEP / HybridEP kernels).
   double capacity_factor = 0;         // 0 = dropless.
   bool pad_to_capacity = false;       // Expert inputs padded to the capacity.
 };
