@@ -306,6 +306,9 @@ def main():
                     # Growth over the second half of the run: a leak keeps
                     # climbing there, warm-up (thread caches, arenas) does not.
                     "second_half_growth": round(rss[-1][2] - rss[(len(rss) + 1) // 2][2], 1),
+                    # Least-squares slope over the second half, MiB per minute:
+                    # a leak is a steady positive slope, noise is not.
+                    "second_half_slope_per_min": round(60 * slope(rss[(len(rss) + 1) // 2:]), 2),
                     "samples": [[r[1], round(r[2], 1)] for r in rss]},
         "wrong_answers": len(wrong),
         "wrong_examples": sorted(set(w[:100] for w in wrong))[:5],
@@ -316,6 +319,17 @@ def main():
     print(json.dumps(result, indent=2))
     ok = not wrong and code == 0 and exit_s <= args.grace + 1
     return 0 if ok else 1
+
+
+def slope(samples):
+    """Least-squares slope of RSS over time, MiB per second, of (_, t, mib) samples."""
+    if len(samples) < 2:
+        return 0.0
+    ts = [t for _, t, _ in samples]
+    ms = [m for _, _, m in samples]
+    mean_t, mean_m = sum(ts) / len(ts), sum(ms) / len(ms)
+    var = sum((t - mean_t) ** 2 for t in ts)
+    return sum((t - mean_t) * (m - mean_m) for t, m in zip(ts, ms)) / var if var else 0.0
 
 
 def post_review(url, body, ssl_context):
