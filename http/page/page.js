@@ -185,6 +185,24 @@ function showRecommendations(check) {
   if (list.children.length === 0) list.append(el("li", {}, "Nothing to change."));
 }
 
+// The planner's configurations on the same GPUs: those that fit, for a job
+// that does not; a clearly faster one, for a job that fits.
+function showAlternatives(check) {
+  const list = $("alternatives");
+  list.replaceChildren();
+  for (const a of check.alternatives || []) {
+    const speedup = a.speedup || 0;
+    const speed = speedup > 0
+      ? `+${Math.round(100 * (speedup - 1))}% tokens/GPU/s predicted`
+      : `${Math.round(a.tokensPerGpuPerSecond || 0)} tokens/GPU/s predicted`;
+    list.append(el("li", { class: "alternative" },
+      a.description, ": ", el("span", { class: "saved" }, speed),
+      `, worst rank ${gib(num(a, "peakDeviceBytes"))}`, el("br"), el("code", {}, a.megatronArgs)));
+  }
+  $("alternatives-title").hidden = list.children.length === 0;
+  list.hidden = list.children.length === 0;
+}
+
 function rankTable(rank, check) {
   const table = el("table");
   const row = (label, bytes) => table.append(el("tr", {}, el("td", {}, label), el("td", {}, gib(bytes))));
@@ -313,6 +331,7 @@ async function submit() {
     $("error").hidden = true;
     showVerdict(check);
     showRecommendations(check);
+    showAlternatives(check);
     showChart(check);
     if (estimate) showTrees(estimate); else $("trees").replaceChildren();
     showNotes(check, scriptNotes);

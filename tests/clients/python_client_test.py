@@ -146,6 +146,14 @@ class ClientTest(unittest.TestCase):
         self.assertEqual(result.peak_bytes, result.raw.peak_device_bytes)
         self.assertEqual(result.worst_rank, 0)  # PP 1: one rank.
         self.assertTrue(result.summary.startswith("Fits"), result.summary)
+        # Full recompute at TP 1 PP 1: the planner knows a clearly faster
+        # layout on the same 8 GPUs (at least 10 % more tokens/GPU/s).
+        self.assertEqual(len(result.alternatives), 1)
+        faster = result.alternatives[0]
+        self.assertGreaterEqual(faster.speedup, 1.1)
+        self.assertLessEqual(faster.peak_bytes, result.usable_bytes)
+        self.assertIn("--pipeline-model-parallel-size", faster.megatron_args)
+        self.assertEqual(faster.description, result.raw.alternatives[0].description)
 
     def test_non_fitting_job_has_recommendations(self):
         result = self.client.check(
@@ -167,6 +175,24 @@ class ClientTest(unittest.TestCase):
         self.assertEqual(first.peak_bytes_after, result.compared_peak_bytes - first.saved_bytes)
         self.assertEqual(result.env_settings(),
                          {"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"})
+        # No configuration of DeepSeek-V3 fits 8 GPUs: no alternatives.
+        self.assertEqual(result.alternatives, [])
+
+    def test_non_fitting_job_names_configurations_that_fit(self):
+        # Llama-3 70B on 32 GPUs at TP 1 (DP 32) is far over 80 GB; other
+        # layouts of the same 32 GPUs fit, fastest first.
+        result = self.client.check(
+            args="--seq-length 4096 --global-batch-size 64 --micro-batch-size 1 "
+                 "--use-distributed-optimizer",
+            num_gpus=32, preset="llama3-70b")
+        self.assertEqual(result.verdict, "DOES_NOT_FIT", result.summary)
+        self.assertTrue(result.alternatives)
+        for alternative in result.alternatives:
+            self.assertEqual(alternative.speedup, 0)
+            self.assertLessEqual(alternative.peak_bytes, result.usable_bytes)
+            self.assertIn("--micro-batch-size 1", alternative.megatron_args)
+        speeds = [a.tokens_per_gpu_per_second for a in result.alternatives]
+        self.assertEqual(speeds, sorted(speeds, reverse=True))
 
     def test_env_recommendation_matches_passing_the_env(self):
         # The shipped DeepSeek-V3 256-GPU job: what the server says the

@@ -5,8 +5,8 @@ Starts `oomguard serve --http_address` on loopback, opens the page, pastes the
 shipped DeepSeek-V3 example (examples/deepseek_v3_256gpu.args: preset
 deepseek-v3, 256 H100s, 8 per node) and checks what a person sees: 8 bars (one
 per pipeline rank), the line at the GPU's usable memory, the verdict line,
-a recommendation with the bytes it saves, the numbers on hover, a module
-tree per rank, a link that reproduces the job, and no Content-Security-Policy
+a recommendation with the bytes it saves, the configurations that fit, the
+numbers on hover, a module tree per rank, a link that reproduces the job, and no Content-Security-Policy
 violation. Then a bad job (0 GPUs) shows the error naming the field, and the
 same job pasted as an sbatch script gives the same verdict, and a preset
 with the layout form (TP 2, PP 2, ...) gives 2 bars. Saves a
@@ -127,6 +127,13 @@ def main():
         assert re.search(r"saves \d+(\.\d+)? GiB", first), first
         assert any("--tensor-model-parallel-size 2" in r.text for r in recommendations), \
             [r.text for r in recommendations]
+        # The job does not fit: the planner's configurations that fit on the
+        # same 256 GPUs, each with its arguments.
+        alternatives = page.find_elements(By.CSS_SELECTOR, "#alternatives li.alternative")
+        assert alternatives, "no configuration that fits"
+        for alternative in alternatives:
+            assert re.search(r"^TP \d+ PP \d+ .*tokens/GPU/s predicted, worst rank \d+\.\d GiB\n"
+                             r"--tensor-model-parallel-size \d+ ", alternative.text), alternative.text
         legend = page.find_element(By.ID, "legend").text
         for part in ("Parameters (dense)", "Optimizer states (expert)", "Activations",
                      "Overheads"):
@@ -208,8 +215,8 @@ def main():
         server.terminate()
         server.wait(timeout=15)
         shutil.rmtree(work, ignore_errors=True)
-    print("ok: 8 bars, capacity line, verdict, recommendations, hover, trees, link, field error, "
-          "script")
+    print("ok: 8 bars, capacity line, verdict, recommendations, alternatives, hover, trees, link, "
+          "field error, script")
     return 0
 
 

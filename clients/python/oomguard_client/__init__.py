@@ -7,8 +7,9 @@ from PYTHONPATH when there, else generated once from proto/ into a cache
 directory (oomguard_client._stubs).
 """
 
-from oomguard_client.client import (CheckResult, Client, EstimateResult, FieldViolation, Gpu,
-                                    OomguardError, RankEstimate, Recommendation, megatron_args)
+from oomguard_client.client import (Alternative, CheckResult, Client, EstimateResult,
+                                    FieldViolation, Gpu, OomguardError, RankEstimate,
+                                    Recommendation, megatron_args)
 
-__all__ = ["CheckResult", "Client", "EstimateResult", "FieldViolation", "Gpu", "OomguardError",
-           "RankEstimate", "Recommendation", "megatron_args"]
+__all__ = ["Alternative", "CheckResult", "Client", "EstimateResult", "FieldViolation", "Gpu",
+           "OomguardError", "RankEstimate", "Recommendation", "megatron_args"]

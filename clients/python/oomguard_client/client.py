@@ -141,6 +141,16 @@ class Recommendation:
 
 
 @dataclasses.dataclass(frozen=True)
+class Alternative:
+    """A configuration the planner proposes on the same GPUs (see admission.proto)."""
+    megatron_args: str         # The arguments that change, to put in place of the job's own.
+    description: str           # e.g. "TP 1 PP 8 VPP 4 CP 1 EP 8 ETP 1, micro-batch 2, ...".
+    peak_bytes: int            # Its worst rank's estimated device peak.
+    tokens_per_gpu_per_second: float
+    speedup: float             # Over the job's own configuration; 0 when the job does not fit.
+
+
+@dataclasses.dataclass(frozen=True)
 class CheckResult:
     """The verdict of Check; `raw` is the oomguard.v1.CheckResponse."""
     verdict: str               # "FITS", "FITS_WITH_SETTINGS" or "DOES_NOT_FIT".
@@ -155,6 +165,9 @@ class CheckResult:
     gpu_name: str
     summary: str               # One sentence for people.
     recommendations: List[Recommendation]
+    # For a job that does not fit, the fastest configurations that fit; for
+    # one that fits, a clearly faster one when the planner finds it.
+    alternatives: List[Alternative] = dataclasses.field(default_factory=list)
     raw: Any = dataclasses.field(repr=False, compare=False, default=None)
 
     @property
@@ -280,6 +293,12 @@ class Client:
                     id=r.id, setting=r.setting, reason=r.reason, saved_bytes=r.saved_bytes,
                     peak_bytes_after=r.peak_device_bytes_after, sufficient=r.sufficient)
                 for r in response.recommendations],
+            alternatives=[
+                Alternative(megatron_args=a.megatron_args, description=a.description,
+                            peak_bytes=a.peak_device_bytes,
+                            tokens_per_gpu_per_second=a.tokens_per_gpu_per_second,
+                            speedup=a.speedup)
+                for a in response.alternatives],
             raw=response)
 
     def estimate(self, args: Args = None, num_gpus: Optional[int] = None,
