@@ -153,16 +153,11 @@ class Search {
 };
 
 absl::Status CheckOptions(const PlanCluster& cluster, const PlanOptions& options) {
-  if (!(options.memory_margin >= 0 && options.memory_margin < 1)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("constraints.memory_margin = ", options.memory_margin, ": must be in [0, 1)"));
-  }
+  OOMGUARD_RETURN_IF_ERROR(
+      ValidateMemoryMargin(options.memory_margin, "constraints.memory_margin"));
   OOMGUARD_RETURN_IF_ERROR(
       ValidateUpperBoundCoverage(options.upper_bound_coverage, "constraints.upper_bound_coverage"));
-  if (options.limit < 1 || options.limit > kMaxPlanLimit) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("limit = ", options.limit, ": must be in [1, ", kMaxPlanLimit, "]"));
-  }
+  OOMGUARD_RETURN_IF_ERROR(ValidatePlanLimit(options.limit, "limit"));
   if (cluster.gpu.memory_bytes() == 0) {
     return absl::InvalidArgumentError("gpu.memory_bytes = 0: must be positive");
   }
@@ -194,6 +189,17 @@ uint64_t Usable(const PlanCluster& cluster, double margin) {
 }
 
 }  // namespace
+
+absl::Status ValidateMemoryMargin(double margin, absl::string_view field) {
+  if (margin >= 0 && margin < 1) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(field, " = ", margin, ": must be in [0, 1)"));
+}
+
+absl::Status ValidatePlanLimit(uint32_t limit, absl::string_view field) {
+  if (limit >= 1 && limit <= kMaxPlanLimit) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat(field, " = ", limit, ": must be in [1, ", kMaxPlanLimit, "]"));
+}
 
 absl::StatusOr<PlanResult> Plan(const v1::JobSpec& job, const PlanCluster& cluster,
                                 const PlanOptions& options) {

@@ -32,7 +32,9 @@
 #include <cstdint>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "common/deadline.h"
 #include "estimator/peak_bound.h"
@@ -79,6 +81,12 @@ struct PlanResult {
   std::vector<v1::PlanCandidate> candidates;  // Best first.
   v1::PlanSummary summary;
 };
+
+// The checks Plan() makes of PlanOptions.memory_margin ([0, 1)) and
+// PlanOptions.limit ([1, kMaxPlanLimit]), for a caller that names the
+// request's `field`: InvalidArgument "<field> = <value>: ...".
+absl::Status ValidateMemoryMargin(double margin, absl::string_view field);
+absl::Status ValidatePlanLimit(uint32_t limit, absl::string_view field);
 
 // Plans `job` (built by jobspec's BuildJob: parallelism.num_gpus is the
 // cluster's GPU count; a parallel size it sets is kept fixed; without

@@ -6,7 +6,6 @@
 #include <utility>
 #include <vector>
 
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
@@ -207,17 +206,16 @@ absl::Status RequestHandlers::RunPlan(const v1::PlanRequest& request, absl::Time
         options.upper_bound_coverage,
         Coverage(c.upper_bound_coverage(), "constraints.upper_bound_coverage"));
   }
-  absl::StatusOr<PlanResult> plan = oomguard::Plan(job.spec, cluster, options);
-  if (!plan.ok()) {
-    const absl::string_view message = plan.status().message();
-    if (absl::StartsWith(message, "limit")) return WithBadField(plan.status(), "limit");
-    if (absl::StartsWith(message, "constraints.memory_margin")) {
-      return WithBadField(plan.status(), "constraints.memory_margin");
-    }
-    return plan.status();
+  if (absl::Status bad = ValidateMemoryMargin(options.memory_margin, "constraints.memory_margin");
+      !bad.ok()) {
+    return WithBadField(std::move(bad), "constraints.memory_margin");
   }
-  for (std::string& note : job.notes) plan->summary.add_notes(std::move(note));
-  *result = *std::move(plan);
+  if (absl::Status bad = ValidatePlanLimit(options.limit, "limit"); !bad.ok()) {
+    return WithBadField(std::move(bad), "limit");
+  }
+  OOMGUARD_ASSIGN_OR_RETURN(PlanResult plan, oomguard::Plan(job.spec, cluster, options));
+  for (std::string& note : job.notes) plan.summary.add_notes(std::move(note));
+  *result = std::move(plan);
   return absl::OkStatus();
 }
 
