@@ -98,8 +98,9 @@ double Ratio(double x, double half) { return x / (x + half); }
 double RemoteNodesPerToken(double nodes, double experts, double topk) {
   const double per_node = experts / nodes;
   double none_here = 1;
-  for (double i = 0; i < topk; ++i)
+  for (double i = 0; i < topk; ++i) {
     none_here *= std::max(0.0, experts - per_node - i) / (experts - i);
+  }
   return (nodes - 1) * (1 - none_here);
 }
 
