@@ -49,8 +49,7 @@ absl::Status AddAlternatives(const v1::JobSpec& job, const v1::GpuSpec& gpu,
   PlanCluster cluster;
   cluster.gpu = gpu;
   cluster.speed = *speed;
-  cluster.gpus_per_node =
-      static_cast<uint32_t>(job.runtime().has_gpus_per_node() ? job.runtime().gpus_per_node() : 8);
+  cluster.gpus_per_node = NvlinkDomain(*speed, job.runtime().gpus_per_node());
   PlanOptions options;
   // The check's own memory rule: an alternative it proposes passes it.
   options.memory_margin = response->safety_margin();

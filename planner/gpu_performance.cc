@@ -78,18 +78,19 @@ const std::vector<Entry>& Table() {
       // HBM3e, NVLink 5 1.8 TB/s, ConnectX-8 800 Gb/s; host link as B200.
       {{"B300-288GB", "B300", "B300-SXM6", "B300-SXM6-AC"},
        {"B300-288GB", 2250 * kT, 4500 * kT, 8000 * kG, 900 * kG, 100 * kG, 50 * kG}},
-      // GB200 NVL72 datasheet, per GPU (72nd of the rack): 2.5 PFLOP/s BF16,
+      // GB200 NVL72 datasheet, per GPU (72nd of the rack, all 72 in one NVLink
+      // domain): 2.5 PFLOP/s BF16,
       // 5 FP8 dense (360 and 720 PFLOP/s per rack with sparsity), 8 TB/s
       // HBM3e (576 TB/s per rack), NVLink 5 1.8 TB/s, ConnectX-7 400 Gb/s per
       // GPU. Host link: NVLink-C2C, 900 GB/s (450 per direction) per
       // superchip, shared by its two GPUs.
       {{"GB200-186GB", "GB200", "GB200-NVL72"},
-       {"GB200-186GB", 2500 * kT, 5000 * kT, 8000 * kG, 900 * kG, 50 * kG, 225 * kG}},
+       {"GB200-186GB", 2500 * kT, 5000 * kT, 8000 * kG, 900 * kG, 50 * kG, 225 * kG, 72}},
       // GB300 NVL72 datasheet, per GPU: 2.5 PFLOP/s BF16, 5 FP8 dense (as
       // GB200; Blackwell Ultra adds FP4, not FP8), 8 TB/s HBM3e, NVLink 5
       // 1.8 TB/s, ConnectX-8 800 Gb/s per GPU, NVLink-C2C as GB200.
       {{"GB300-288GB", "GB300", "GB300-NVL72"},
-       {"GB300-288GB", 2500 * kT, 5000 * kT, 8000 * kG, 900 * kG, 100 * kG, 225 * kG}},
+       {"GB300-288GB", 2500 * kT, 5000 * kT, 8000 * kG, 900 * kG, 100 * kG, 225 * kG, 72}},
       // L40S datasheet: 362.05 TFLOP/s BF16 (733 with sparsity), 733 FP8
       // dense (1466 with sparsity), 864 GB/s GDDR6, no NVLink: PCIe Gen4 x16 between GPUs and
       // to the host (20 GB/s sustained, as the A100 PCIe), 200 Gb/s per GPU
@@ -113,6 +114,11 @@ std::string Normalized(std::string_view name) {
 }
 
 }  // namespace
+
+uint32_t NvlinkDomain(const GpuPerformance& gpu, uint32_t gpus_per_node) {
+  if (gpu.rack_nvlink_domain > 0) return gpu.rack_nvlink_domain;
+  return gpus_per_node > 0 ? gpus_per_node : 8;
+}
 
 absl::StatusOr<GpuPerformance> FindGpuPerformance(std::string_view name) {
   const std::string wanted = Normalized(name);

@@ -6,6 +6,7 @@
 #ifndef OOMGUARD_PLANNER_GPU_PERFORMANCE_H_
 #define OOMGUARD_PLANNER_GPU_PERFORMANCE_H_
 
+#include <cstdint>
 #include <string_view>
 
 #include "absl/status/statusor.h"
@@ -23,7 +24,14 @@ struct GpuPerformance {
   // Network per GPU and direction between nodes (one NIC per GPU).
   double network_bytes_per_second = 0;
   double pcie_bytes_per_second = 0;  // Host link per GPU and direction.
+  // GPUs a rack-scale NVLink domain joins (GB200/GB300 NVL72: 72); 0 when
+  // NVLink stays inside a node.
+  uint32_t rack_nvlink_domain = 0;
 };
+
+// The NVLink domain the planner keeps TP and EP inside: the rack's for a
+// rack-scale GPU, else the node's `gpus_per_node` (0: unknown, 8 assumed).
+uint32_t NvlinkDomain(const GpuPerformance& gpu, uint32_t gpus_per_node);
 
 // The entry for a catalog name or alias (every GPU of GpuCatalog::Builtin(),
 // e.g. H100-SXM-80GB, H100, H800, GB200), matched like the catalog matches (case-insensitive, '_' =

@@ -223,17 +223,17 @@ absl::StatusOr<PlanResult> Plan(const v1::JobSpec& job, const PlanCluster& clust
   Search search(base, cluster, options, usable);
   OOMGUARD_RETURN_IF_ERROR(search.Run(bounds));
   std::string space = absl::StrFormat(
-      "TP powers of 2 up to %u, CP while >= %d tokens per rank, PP dividing the GPUs (even, "
-      "embedding/loss-counted and uneven first/last splits), VPP up to %d, EP x ETP within the "
-      "node, micro-batch 1-8, 7 recompute settings, optimizer offload off/on; at most %d "
-      "settings",
+      "TP powers of 2 up to %u (the NVLink domain), CP while >= %d tokens per rank, PP dividing "
+      "the GPUs (even, embedding/loss-counted and uneven first/last splits), VPP up to %d, EP x "
+      "ETP within the NVLink domain, micro-batch 1-8, 7 recompute settings, optimizer offload "
+      "off/on; at most %d settings",
       cluster.gpus_per_node, kMinCpTokens, kMaxVpp, kMaxPlanSettings);
   if (search.empty() && base.model().num_experts() > 0 && !bounds.cross_node_expert_parallel) {
     bounds.cross_node_expert_parallel = true;
     OOMGUARD_RETURN_IF_ERROR(search.Run(bounds));
     notes.push_back(
-        "nothing fits with the expert-parallel group inside one node: EP x ETP across nodes "
-        "searched too (its all-to-all runs over the network)");
+        "nothing fits with the expert-parallel group inside one NVLink domain: EP x ETP across "
+        "domains searched too (its all-to-all runs over the network)");
     absl::StrAppend(&space, "; EP x ETP across nodes");
   }
   PlanResult result;

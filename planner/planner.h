@@ -56,7 +56,7 @@ inline constexpr int64_t kMinCpTokens = 2048;
 inline constexpr double kClearlyFaster = 1.10;
 
 struct PlanCluster {
-  uint32_t gpus_per_node = 8;  // The NVLink domain.
+  uint32_t gpus_per_node = 8;  // The NVLink domain (NvlinkDomain(), gpu_performance.h).
   v1::GpuSpec gpu;             // Memory (the catalog entry).
   GpuPerformance speed;        // Speed (gpu_performance.h).
 };

@@ -189,7 +189,7 @@ absl::Status RequestHandlers::RunPlan(const v1::PlanRequest& request, absl::Time
     return WithBadField(absl::InvalidArgumentError(speed.status().message()), "gpu_name");
   }
   cluster.speed = *speed;
-  if (request.job().gpus_per_node() > 0) cluster.gpus_per_node = request.job().gpus_per_node();
+  cluster.gpus_per_node = NvlinkDomain(cluster.speed, request.job().gpus_per_node());
   PlanOptions options;
   const v1::PlanConstraints& c = request.constraints();
   if (c.has_memory_margin()) options.memory_margin = c.memory_margin();

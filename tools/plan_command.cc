@@ -38,7 +38,7 @@ struct PlanFlags {
   JobInputs source;
   std::string gpu;
   std::string hf_config_path;
-  uint32_t gpus_per_node = 8;
+  uint32_t gpus_per_node = 0;  // 0: 8.
   bool json = false;
   PlanOptions options;
 };
@@ -124,7 +124,7 @@ absl::StatusOr<PlanResult> PlanFromFlags(PlanFlags& f, PlanCluster& cluster) {
   }
   OOMGUARD_ASSIGN_OR_RETURN(cluster.gpu, GpuCatalog::Builtin().Find(f.gpu));
   OOMGUARD_ASSIGN_OR_RETURN(cluster.speed, FindGpuPerformance(cluster.gpu.name()));
-  cluster.gpus_per_node = f.gpus_per_node;
+  cluster.gpus_per_node = NvlinkDomain(cluster.speed, f.gpus_per_node);
   std::vector<std::string> notes;
   OOMGUARD_ASSIGN_OR_RETURN(const v1::JobSpec job, BuildJob(f.source, &notes));
   OOMGUARD_ASSIGN_OR_RETURN(PlanResult plan, Plan(job, cluster, f.options));

@@ -132,5 +132,26 @@ TEST(Plan, DeepSeekV3On1024H100) {
   EXPECT_FALSE(plan->candidates.empty());
 }
 
+// GB200 NVL72: the rack's 72 GPUs share one NVLink domain, whatever the
+// GPUs per node (4 per tray), so the search keeps TP and EP x ETP inside 72
+// (64), not inside a node. On H100 the domain is the node.
+TEST(Plan, Gb200KeepsExpertParallelismInsideTheRack) {
+  EXPECT_EQ(NvlinkDomain(*FindGpuPerformance("GB200"), 4), 72u);
+  EXPECT_EQ(NvlinkDomain(*FindGpuPerformance("GB300-288GB"), 0), 72u);
+  EXPECT_EQ(NvlinkDomain(*FindGpuPerformance("H100"), 4), 4u);
+  EXPECT_EQ(NvlinkDomain(*FindGpuPerformance("H100"), 0), 8u);
+  const v1::JobSpec job = Job("deepseek-v3", 256,
+                              "--seq-length 4096 --global-batch-size 4096 --moe-grouped-gemm "
+                              "--moe-token-dispatcher-type alltoall");
+  PlanCluster gb200 = Cluster("GB200");
+  gb200.gpus_per_node = NvlinkDomain(gb200.speed, 4);
+  const auto plan = Plan(job, gb200, PlanOptions());
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  ASSERT_FALSE(plan->candidates.empty());
+  const v1::PlanCandidate& best = plan->candidates.front();
+  EXPECT_GT(best.ep() * best.etp(), 8u) << best.megatron_args();
+  EXPECT_LE(best.ep() * best.etp(), 72u) << best.megatron_args();
+}
+
 }  // namespace
 }  // namespace oomguard
