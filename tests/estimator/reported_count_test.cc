@@ -12,7 +12,7 @@
 
 #include "estimator/estimator.h"
 #include "estimator/report_invariants.h"
-#include "jobspec/job_builder.h"
+#include "tests/testing/small_models.h"
 
 namespace oomguard {
 namespace {
@@ -51,15 +51,7 @@ TEST(ReportedCount, SumsAndProductsStopAtTheLimit) {
   EXPECT_FALSE(IsCapped(kLimit - 1));
 }
 
-v1::JobSpec Job(const std::string& preset, uint32_t gpus, std::vector<std::string> args) {
-  JobInputs src;
-  src.preset = preset;
-  src.num_gpus = gpus;
-  src.megatron_args = std::move(args);
-  absl::StatusOr<v1::JobSpec> job = BuildJob(src, nullptr);
-  EXPECT_TRUE(job.ok()) << job.status();
-  return job.ok() ? *job : v1::JobSpec();
-}
+using ::oomguard::testing::JobFromArgs;
 
 // Issue 12: `oomguard estimate --gpus 8 --gpu-memory-gib 80 --preset
 // moonlight-16b-a3b -- --expert-model-parallel-size 8
@@ -70,9 +62,9 @@ TEST(ReportedCount, MoonlightWithAbsurdBatchIsFlaggedNotWrapped) {
   EstimateOptions options;
   options.module_tree = true;
   absl::StatusOr<v1::EstimateReport> rep =
-      Estimate(Job("moonlight-16b-a3b", 8,
-                   {"--expert-model-parallel-size", "8", "--use-distributed-optimizer",
-                    "--micro-batch-size", "16777216", "--seq-length", "16777216"}),
+      Estimate(JobFromArgs({"--expert-model-parallel-size", "8", "--use-distributed-optimizer",
+                            "--micro-batch-size", "16777216", "--seq-length", "16777216"},
+                           8, "moonlight-16b-a3b"),
                options);
   ASSERT_TRUE(rep.ok()) << rep.status();
   EXPECT_TRUE(CheckReportInvariants(*rep).ok()) << CheckReportInvariants(*rep);
@@ -99,10 +91,10 @@ TEST(ReportedCount, MoonlightWithAbsurdBatchIsFlaggedNotWrapped) {
 // 9223372036854775808.
 TEST(ReportedCount, TinyModelWithAbsurdTokensKeepsPeakAboveActivations) {
   absl::StatusOr<v1::EstimateReport> rep =
-      Estimate(Job("", 1,
-                   {"--num-layers", "1", "--hidden-size", "64", "--num-attention-heads", "1",
-                    "--vocab-size", "1000", "--position-embedding-type", "rope", "--seq-length",
-                    "16777216", "--micro-batch-size", "134217728"}));
+      Estimate(JobFromArgs({"--num-layers", "1", "--hidden-size", "64", "--num-attention-heads",
+                            "1", "--vocab-size", "1000", "--position-embedding-type", "rope",
+                            "--seq-length", "16777216", "--micro-batch-size", "134217728"},
+                           1));
   ASSERT_TRUE(rep.ok()) << rep.status();
   EXPECT_TRUE(CheckReportInvariants(*rep).ok()) << CheckReportInvariants(*rep);
   const v1::RankReport& r = rep->ranks(0);
@@ -124,9 +116,9 @@ TEST(ReportedCount, OrdinaryJobIsNotFlagged) {
   EstimateOptions options;
   options.module_tree = true;
   absl::StatusOr<v1::EstimateReport> rep =
-      Estimate(Job("moonlight-16b-a3b", 8,
-                   {"--expert-model-parallel-size", "8", "--use-distributed-optimizer",
-                    "--micro-batch-size", "1", "--seq-length", "4096"}),
+      Estimate(JobFromArgs({"--expert-model-parallel-size", "8", "--use-distributed-optimizer",
+                            "--micro-batch-size", "1", "--seq-length", "4096"},
+                           8, "moonlight-16b-a3b"),
                options);
   ASSERT_TRUE(rep.ok()) << rep.status();
   EXPECT_TRUE(CheckReportInvariants(*rep).ok()) << CheckReportInvariants(*rep);
