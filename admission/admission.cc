@@ -45,6 +45,22 @@ absl::StatusOr<Peak> WorstPeak(const v1::EstimateReport& report, bool compare_up
   return *worst;
 }
 
+Peak WorstPeak(const PeakEstimate& peaks, bool compare_upper) {
+  const int64_t worst = peaks.WorstRank(compare_upper);
+  const RankPeak& r = peaks.ranks[worst];
+  return RankPeakOf(static_cast<uint32_t>(worst), r.peak_device_bytes, r.peak_device_upper_bytes,
+                    compare_upper);
+}
+
+// The job's own estimate: its report (empty without `with_report`), its
+// worst peak and the first rank over the limit of reported_count.h.
+struct BaseEstimate {
+  bool has_report = false;
+  v1::EstimateReport report;
+  Peak worst;
+  std::optional<uint32_t> over_limit;
+};
+
 // Runs estimates within the deadline. With `fast_peaks`, a re-estimate that
 // needs only the worst peak runs the estimator's peaks-only path
 // (EstimatePeaks: the same numbers without building a report).
@@ -62,19 +78,20 @@ class BudgetedEstimator {
     return estimate_(job);
   }
 
+  // The peaks of `job` (only with `fast_peaks`).
+  absl::StatusOr<PeakEstimate> Peaks(const v1::JobSpec& job) {
+    OOMGUARD_RETURN_IF_ERROR(CheckDeadline());
+    ++runs_;
+    return EstimatePeaks(job, deadline_, options_.upper_bound_coverage);
+  }
+
   // The worst peak of `job`; nullopt when the estimator refuses it.
   absl::StatusOr<std::optional<Peak>> TryPeak(const v1::JobSpec& job) {
     if (fast_peaks_) {
-      OOMGUARD_RETURN_IF_ERROR(CheckDeadline());
-      ++runs_;
-      const absl::StatusOr<PeakEstimate> peaks =
-          EstimatePeaks(job, deadline_, options_.upper_bound_coverage);
+      const absl::StatusOr<PeakEstimate> peaks = Peaks(job);
       if (Stopped(peaks.status())) return peaks.status();
       if (!peaks.ok()) return std::nullopt;
-      const int64_t worst = peaks->WorstRank(options_.compare_upper_bound);
-      const RankPeak& r = peaks->ranks[worst];
-      return RankPeakOf(static_cast<uint32_t>(worst), r.peak_device_bytes,
-                        r.peak_device_upper_bytes, options_.compare_upper_bound);
+      return WorstPeak(*peaks, options_.compare_upper_bound);
     }
     absl::StatusOr<v1::EstimateReport> report = Report(job);
     if (Stopped(report.status())) return report.status();
@@ -191,6 +208,29 @@ std::optional<uint32_t> RankOverLimit(const v1::EstimateReport& report) {
   return std::nullopt;
 }
 
+std::optional<uint32_t> RankOverLimit(const PeakEstimate& peaks) {
+  for (size_t r = 0; r < peaks.ranks.size(); ++r) {
+    if (peaks.ranks[r].exceeds_limit) return static_cast<uint32_t>(r);
+  }
+  return std::nullopt;
+}
+
+absl::StatusOr<BaseEstimate> EstimateBase(const v1::JobSpec& job, const AdmissionOptions& options,
+                                          bool fast_peaks, BudgetedEstimator& estimator) {
+  BaseEstimate base;
+  if (fast_peaks && !options.with_report) {
+    OOMGUARD_ASSIGN_OR_RETURN(const PeakEstimate peaks, estimator.Peaks(job));
+    base.worst = WorstPeak(peaks, options.compare_upper_bound);
+    base.over_limit = RankOverLimit(peaks);
+    return base;
+  }
+  OOMGUARD_ASSIGN_OR_RETURN(base.report, estimator.Report(job));
+  base.has_report = true;
+  OOMGUARD_ASSIGN_OR_RETURN(base.worst, WorstPeak(base.report, options.compare_upper_bound));
+  base.over_limit = RankOverLimit(base.report);
+  return base;
+}
+
 std::string Summary(const v1::CheckResponse& r, const v1::GpuSpec& gpu) {
   const std::string where = absl::StrFormat("PP rank %d peaks at %s of %s", r.worst_pp_rank(),
                                             PeakPhrase(r), UsablePhrase(r, gpu));
@@ -269,8 +309,9 @@ absl::StatusOr<v1::CheckResponse> RunCheck(const v1::JobSpec& job, const v1::Gpu
   OOMGUARD_RETURN_IF_ERROR(
       ValidateUpperBoundCoverage(options.upper_bound_coverage, "upper_bound_coverage"));
   BudgetedEstimator estimator(estimate, options, fast_peaks);
-  OOMGUARD_ASSIGN_OR_RETURN(v1::EstimateReport report, estimator.Report(job));
-  OOMGUARD_ASSIGN_OR_RETURN(const Peak base, WorstPeak(report, options.compare_upper_bound));
+  OOMGUARD_ASSIGN_OR_RETURN(BaseEstimate estimated,
+                            EstimateBase(job, options, fast_peaks, estimator));
+  const Peak& base = estimated.worst;
 
   v1::CheckResponse out;
   const auto usable =
@@ -287,7 +328,7 @@ absl::StatusOr<v1::CheckResponse> RunCheck(const v1::JobSpec& job, const v1::Gpu
   out.set_safety_margin(margin);
   out.set_gpu_name(gpu.name());
 
-  if (const std::optional<uint32_t> over = RankOverLimit(report)) {
+  if (const std::optional<uint32_t> over = estimated.over_limit) {
     // The estimate stopped at 2^50 bytes: no GPU holds that, and no saving
     // can be measured from a capped number, so there is no ladder.
     out.set_verdict(v1::VERDICT_DOES_NOT_FIT);
@@ -296,7 +337,7 @@ absl::StatusOr<v1::CheckResponse> RunCheck(const v1::JobSpec& job, const v1::Gpu
                      UsablePhrase(out, gpu),
                      "; no recommended change is measured on an estimate that "
                      "large: make the micro-batch, the sequence or the model smaller."));
-    *out.mutable_report() = std::move(report);
+    if (estimated.has_report) *out.mutable_report() = std::move(estimated.report);
     return out;
   }
   OOMGUARD_ASSIGN_OR_RETURN(const bool fits_with_settings,
@@ -306,7 +347,7 @@ absl::StatusOr<v1::CheckResponse> RunCheck(const v1::JobSpec& job, const v1::Gpu
                   : fits_with_settings ? v1::VERDICT_FITS_WITH_SETTINGS
                                        : v1::VERDICT_DOES_NOT_FIT);
   out.set_summary(Summary(out, gpu));
-  *out.mutable_report() = std::move(report);
+  if (estimated.has_report) *out.mutable_report() = std::move(estimated.report);
   return out;
 }
 

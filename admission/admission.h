@@ -38,6 +38,11 @@ struct AdmissionOptions {
   // every estimate, of which a check runs up to about a dozen, and inside
   // each).
   Deadline deadline;
+  // Fill CheckResponse.report. Without it the job's own estimate runs the
+  // estimator's peaks-only path too (EstimatePeaks: the same numbers), and
+  // everything else in the response is the same. Only CheckJob without an
+  // estimator given leaves the report out.
+  bool with_report = true;
 };
 
 // The estimator a check calls (Estimate() without the module tree, within

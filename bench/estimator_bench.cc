@@ -58,12 +58,15 @@ BENCHMARK(BM_EstimateDeepSeekV3WithTree);
 // examples/deepseek_v3_1024gpu.args (DeepSeek-V3 on 1024 GPUs, TP2 PP16 VPP2
 // EP64, 256 micro-batches, the job bench/load sends) built on the preset,
 // estimated, and re-estimated for every recommendation, on H100-SXM-80GB.
+// Arg 1: with the 16-rank report (the web page); 0: without it
+// (CheckRequest.omit_report, what the admission hooks ask for).
 void BM_CheckDeepSeekV3(benchmark::State& state) {
   const std::vector<std::string> words = ExampleArgs("deepseek_v3_1024gpu.args");
   const auto gpu = oomguard::GpuCatalog::Builtin().Find("H100-SXM-80GB");
   if (!gpu.ok()) std::abort();
   oomguard::AdmissionOptions options;
   options.safety_margin = 0.05;
+  options.with_report = state.range(0) != 0;
   for (auto _ : state) {
     oomguard::JobInputs src;
     src.preset = "deepseek-v3";
@@ -76,7 +79,7 @@ void BM_CheckDeepSeekV3(benchmark::State& state) {
     benchmark::DoNotOptimize(response);
   }
 }
-BENCHMARK(BM_CheckDeepSeekV3);
+BENCHMARK(BM_CheckDeepSeekV3)->ArgName("report")->Arg(1)->Arg(0);
 
 }  // namespace
 

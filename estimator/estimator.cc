@@ -184,44 +184,6 @@ double OptimizerStepTemporaryBytes(const ValidatedJob& j, double dense, double a
   return 0;
 }
 
-// Whether a count of `rank` (its module tree aside) reached the limit.
-bool HasCappedCount(const v1::RankReport& rank) {
-  const v1::StaticBytes& s = rank.static_();
-  for (const uint64_t count : {rank.parameters(),
-                               rank.dense_parameters(),
-                               rank.expert_parameters(),
-                               rank.static_bytes(),
-                               s.dense_param_bytes(),
-                               s.dense_grad_bytes(),
-                               s.dense_optimizer_bytes(),
-                               s.expert_param_bytes(),
-                               s.expert_grad_bytes(),
-                               s.expert_optimizer_bytes(),
-                               s.host_optimizer_bytes(),
-                               s.te_dummy_wgrad_bytes(),
-                               s.total_bytes(),
-                               rank.activation_bytes(),
-                               rank.transient_bytes(),
-                               rank.optimizer_step_bytes(),
-                               rank.optimizer_step_temporary_bytes(),
-                               rank.peak_allocated_bytes(),
-                               rank.peak_device_bytes(),
-                               rank.peak_allocated_upper_bytes(),
-                               rank.peak_device_upper_bytes()}) {
-    if (IsCapped(count)) return true;
-  }
-  for (const v1::Overhead& o : rank.overheads()) {
-    if (IsCapped(o.bytes())) return true;
-  }
-  for (const v1::ChunkReport& c : rank.chunks()) {
-    if (IsCapped(c.parameters()) || IsCapped(c.activation_bytes_per_microbatch()) ||
-        IsCapped(c.activation_bytes())) {
-      return true;
-    }
-  }
-  return false;
-}
-
 // The costs of the few distinct blocks of `j`.
 BlockCosts CostsOfBlocks(const ValidatedJob& j) {
   BlockCosts b;
@@ -251,7 +213,47 @@ struct RankTotals {
   uint64_t optimizer_step_temporary_bytes = 0;
   uint64_t peak_allocated_bytes = 0, peak_device_bytes = 0;
   uint64_t peak_allocated_upper_bytes = 0, peak_device_upper_bytes = 0;
+  // Whether a count of the rank (its module tree aside) reached the limit of
+  // reported_count.h: RankReport.exceeds_limit.
+  bool exceeds_limit = false;
 };
+
+// Whether a count `t` reports (the rank's, its static split's, its
+// overheads' through the peaks they add to, its chunks') reached the limit.
+bool HasCappedCount(const RankTotals& t) {
+  const v1::StaticBytes& s = t.static_bytes;
+  const uint64_t dense = RoundedCount(t.dense), expert = RoundedCount(t.expert);
+  for (const uint64_t count : {dense,
+                               expert,
+                               AddCounts(dense, expert),
+                               s.dense_param_bytes(),
+                               s.dense_grad_bytes(),
+                               s.dense_optimizer_bytes(),
+                               s.expert_param_bytes(),
+                               s.expert_grad_bytes(),
+                               s.expert_optimizer_bytes(),
+                               s.host_optimizer_bytes(),
+                               s.te_dummy_wgrad_bytes(),
+                               s.total_bytes(),
+                               t.activation_bytes,
+                               t.transient_bytes,
+                               t.optimizer_step_bytes,
+                               t.optimizer_step_temporary_bytes,
+                               t.peak_allocated_bytes,
+                               t.peak_device_bytes,
+                               t.peak_allocated_upper_bytes,
+                               t.peak_device_upper_bytes}) {
+    if (IsCapped(count)) return true;
+  }
+  for (size_t c = 0; c < t.chunks.size(); ++c) {
+    const double count = static_cast<double>(t.in_flight.per_chunk[c]);
+    if (IsCapped(RoundedCount(t.chunks[c].total.params())) ||
+        IsCapped(RoundedCount(t.chunk_act[c])) || IsCapped(RoundedCount(count * t.chunk_act[c]))) {
+      return true;
+    }
+  }
+  return false;
+}
 
 // Where a rank's itemised overheads and uncertainties go (null: nowhere),
 // and whether they carry their basis.
@@ -321,6 +323,7 @@ absl::Status ComputeRank(const ValidatedJob& j, const BlockCosts& b, int64_t r, 
   const PeakVariance& v = spread.variance();
   t.peak_allocated_upper_bytes = UpperBound(t.peak_allocated_bytes, v.in_allocated, z);
   t.peak_device_upper_bytes = UpperBound(t.peak_device_bytes, v.in_allocated + v.device_only, z);
+  t.exceeds_limit = HasCappedCount(t);
   return absl::OkStatus();
 }
 
@@ -401,7 +404,7 @@ absl::StatusOr<v1::EstimateReport> Estimate(const v1::JobSpec& job,
     }
     // Whole-model parameters: every rank's share times its TP/EP replication.
     total_params += t.dense * par.tp + t.expert * par.ep * par.etp;
-    bool capped = HasCappedCount(*rank);
+    bool capped = t.exceeds_limit;
     if (options.module_tree) {
       v1::ModuleNode* tree = report.add_rank_trees();
       OOMGUARD_RETURN_IF_ERROR(BuildRankTree(j, r, &tree_nodes_left, tree));
@@ -444,7 +447,8 @@ absl::StatusOr<PeakEstimate> PeaksOf(const ValidatedJob& j, double coverage,
                                  .peak_allocated_bytes = t.peak_allocated_bytes,
                                  .peak_device_bytes = t.peak_device_bytes,
                                  .peak_allocated_upper_bytes = t.peak_allocated_upper_bytes,
-                                 .peak_device_upper_bytes = t.peak_device_upper_bytes});
+                                 .peak_device_upper_bytes = t.peak_device_upper_bytes,
+                                 .exceeds_limit = t.exceeds_limit});
     if (t.peak_device_bytes > out.ranks[out.worst_rank].peak_device_bytes) out.worst_rank = r;
     if (t.peak_device_upper_bytes > out.ranks[out.worst_upper_rank].peak_device_upper_bytes) {
       out.worst_upper_rank = r;

@@ -44,6 +44,9 @@ struct RankPeak {
   uint64_t peak_device_bytes = 0;
   uint64_t peak_allocated_upper_bytes = 0;
   uint64_t peak_device_upper_bytes = 0;
+  // A count of the rank reached 2^50 (RankReport.exceeds_limit; its peaks
+  // then read 2^50 or more).
+  bool exceeds_limit = false;
 };
 
 struct PeakEstimate {

@@ -14,7 +14,9 @@ namespace {
 // (k mod g*v) / g.
 class ChunkCursor {
  public:
-  ChunkCursor(int64_t g, int64_t v) : g_(g), v_(v) {}
+  // Starts at micro-batch k = start, in [0, g*v).
+  ChunkCursor(int64_t g, int64_t v, int64_t start = 0)
+      : g_(g), v_(v), chunk_(start / g), in_group_(start % g) {}
   int64_t chunk() const { return chunk_; }
   void Next() {
     if (++in_group_ < g_) return;
@@ -24,7 +26,7 @@ class ChunkCursor {
 
  private:
   const int64_t g_, v_;
-  int64_t chunk_ = 0, in_group_ = 0;
+  int64_t chunk_, in_group_;
 };
 
 }  // namespace
@@ -45,35 +47,36 @@ absl::StatusOr<InFlight> PeakInFlight(const ValidatedJob& j, int64_t r,
   }
   // Interleaved: forwards go through chunks in groups of g micro-batches;
   // backwards visit chunks in reverse order.
-  const int64_t g = j.parallelism.group_size, total = n * v;
+  const int64_t g = j.parallelism.group_size, period = g * v, total = n * v;
   int64_t warmup = 2 * (p - r - 1) + (v - 1) * g + (j.parallelism.overlap_moe_ep ? 1 : 0);
   warmup = std::min(warmup, total);
-  // The chunk of the k-th forward is (k mod g*v) / g; of the k-th backward
-  // v - 1 minus that. Cursors step k without dividing.
-  ChunkCursor forward(g, v), backward(g, v);
-  std::vector<int64_t> live(v, 0);
+  // The warm-up only adds: its peak is its end, where chunk c holds the
+  // forwards k < warmup with (k mod g*v) / g = c.
+  ChunkCounts live(v, 0);
   double bytes = 0;
-  auto consider = [&] {
-    if (bytes > out.held_bytes) {
-      out.held_bytes = bytes;
-      out.per_chunk = live;
-    }
-  };
-  for (int64_t k = 0; k < warmup; ++k, forward.Next()) {
-    OOMGUARD_RETURN_IF_ERROR(deadline.CheckEvery(k, "walking the pipeline schedule's warm-up"));
-    ++live[forward.chunk()];
-    bytes += chunk_bytes[forward.chunk()];
+  for (int64_t c = 0; c < v; ++c) {
+    live[c] = warmup / period * g + std::clamp<int64_t>(warmup % period - c * g, 0, g);
+    bytes += static_cast<double>(live[c]) * chunk_bytes[c];
   }
-  consider();
-  // Steady state: one forward, then one backward. The live set is periodic
-  // with period g * v, so two periods cover every distinct state.
-  const int64_t steps = std::min(total - warmup, 2 * g * v + 2);
+  out.per_chunk = live;
+  out.held_bytes = bytes;
+  // Steady state: one forward, then one backward. After step i's forward a
+  // chunk holds its forwards among the first warmup + i + 1 minus its
+  // backwards among the first i; both gain g per g*v steps, so the live set
+  // repeats with period g*v and one period holds every state. The forward
+  // of step i runs chunk ((warmup + i) mod g*v) / g, the backward
+  // v - 1 - (i mod g*v) / g; cursors step them without dividing.
+  ChunkCursor forward(g, v, warmup % period), backward(g, v);
+  const int64_t steps = std::min(total - warmup, period);
   for (int64_t i = 0; i < steps; ++i, forward.Next(), backward.Next()) {
     OOMGUARD_RETURN_IF_ERROR(deadline.CheckEvery(i, "walking the pipeline schedule"));
     const int64_t f = forward.chunk();
     ++live[f];
     bytes += chunk_bytes[f];
-    consider();
+    if (bytes > out.held_bytes) {
+      out.held_bytes = bytes;
+      out.per_chunk = live;
+    }
     const int64_t b = v - 1 - backward.chunk();
     --live[b];
     bytes -= chunk_bytes[b];

@@ -8,21 +8,28 @@
 #include <cstdint>
 #include <vector>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/status/statusor.h"
 #include "common/deadline.h"
 #include "estimator/validated_job.h"
 
 namespace oomguard {
 
+// Counts per model chunk, inline for up to 4 chunks (the common VPP sizes):
+// the estimator walks every rank's schedule for every estimate.
+using ChunkCounts = absl::InlinedVector<int64_t, 4>;
+
 struct InFlight {
-  std::vector<int64_t> per_chunk;  // Micro-batches held by each chunk at the peak.
-  double held_bytes = 0;           // Sum over chunks of count x chunk bytes.
+  ChunkCounts per_chunk;  // Micro-batches held by each chunk at the peak.
+  double held_bytes = 0;  // Sum over chunks of count x chunk bytes.
 };
 
 // `chunk_bytes[c]` = activation bytes one micro-batch leaves on chunk c of
-// `pp_rank`. The peak is the largest live set over the schedule. The walk
-// takes up to (v + 2) x g x v steps for v chunks and micro-batch groups of g;
-// it stops with `deadline`'s error once that passes.
+// `pp_rank`. The peak is the largest live set over the schedule: the end of
+// the warm-up, counted in closed form, or a state of the steady 1F1B phase,
+// which repeats every g x v steps (v chunks, micro-batch groups of g), so
+// the walk takes at most g x v steps. It stops with `deadline`'s error once
+// that passes.
 absl::StatusOr<InFlight> PeakInFlight(const ValidatedJob& j, int64_t pp_rank,
                                       const std::vector<double>& chunk_bytes,
                                       const Deadline& deadline = Deadline());

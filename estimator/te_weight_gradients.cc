@@ -1,12 +1,28 @@
 #include "estimator/te_weight_gradients.h"
 
-#include <set>
+#include <algorithm>
 #include <utility>
+
+#include "absl/container/inlined_vector.h"
 
 namespace oomguard {
 namespace {
 
 using Shape = std::pair<int64_t, int64_t>;  // [out, in] of a weight on one GPU.
+
+// The distinct shapes of a rank's weights: a dozen at most (a dense and an
+// MoE layer's, MTP's and the output layer's), so a scan beats a tree.
+class ShapeSet {
+ public:
+  void insert(const Shape& s) {
+    if (std::find(shapes_.begin(), shapes_.end(), s) == shapes_.end()) shapes_.push_back(s);
+  }
+  auto begin() const { return shapes_.begin(); }
+  auto end() const { return shapes_.end(); }
+
+ private:
+  absl::InlinedVector<Shape, 16> shapes_;
+};
 
 // From TE 2.3 (commit "Enable reuse of dummy wgrad tensor", TE #1651).
 constexpr SoftwareVersion kTeCachedDummyWgrad{2, 3};
@@ -22,7 +38,7 @@ double DummyElementBytes(const ValidatedJob& j) { return j.precision.param_bytes
 // through TE's Linear / LayerNormLinear / GroupedLinear (the TE layer spec),
 // or, without TE layers, Megatron's ColumnParallelLinear / RowParallelLinear.
 // The router (TopKRouter, a plain matmul) and norms take no dummy.
-void AddLayerShapes(const ValidatedJob& j, bool moe, std::set<Shape>& shapes) {
+void AddLayerShapes(const ValidatedJob& j, bool moe, ShapeSet& shapes) {
   const Parallelism& par = j.parallelism;
   const int64_t h = j.model.hidden, g = j.model.gated ? 2 : 1;
   if (j.mla.enabled) {
@@ -72,7 +88,7 @@ double TeDummyWgradBytes(const ValidatedJob& j, int64_t pp_rank) {
   if (!j.training.transformer_engine && !core_uses_cache) return 0;
   const Parallelism& par = j.parallelism;
   const int64_t h = j.model.hidden;
-  std::set<Shape> shapes;
+  ShapeSet shapes;
   bool added[2] = {false, false};  // A dense / an MoE layer's shapes (all alike).
   for (int64_t c = 0; c < par.vpp; ++c) {
     const StageContents& st = j.stages[pp_rank + c * par.pp];

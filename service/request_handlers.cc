@@ -138,6 +138,7 @@ absl::Status RequestHandlers::RunCheck(const v1::CheckRequest& request, absl::Ti
   options.safety_margin =
       policy.has_safety_margin() ? policy.safety_margin() : config_.default_safety_margin;
   options.deadline = Deadline(deadline, &stop_);
+  options.with_report = !request.omit_report();
   OOMGUARD_ASSIGN_OR_RETURN(
       options.compare_upper_bound,
       ComparesUpperBound(policy.peak_bound(), config_.default_peak_bound, "policy.peak_bound"));

@@ -161,6 +161,9 @@ CheckPlan MakeCheckPlan(const CheckFlags& f, const JobEnvelope* envelope, const 
                                                .gpu_memory_bytes = gpu_memory_bytes,
                                                .safety_margin = margin});
   plan.request.mutable_policy()->set_peak_bound(f.peak_bound);
+  // The verdict, the summary and the steps are what it prints; the per-rank
+  // report only with --json, which prints the whole response.
+  plan.request.set_omit_report(!f.json);
   if (f.coverage) plan.request.mutable_policy()->set_upper_bound_coverage(*f.coverage);
   return plan;
 }

@@ -269,7 +269,11 @@ absl::StatusOr<v1::CheckRequest> CheckRequestFor(const WorkloadJob& job,
   }
   LaunchCheck launch = job.launch;
   launch.gpu_name = *std::move(gpu);
-  return BuildCheckRequest(launch);
+  v1::CheckRequest request = BuildCheckRequest(launch);
+  // The review answers with the verdict and the summary, never the per-rank
+  // report.
+  request.set_omit_report(true);
+  return request;
 }
 
 AdmissionAnswer ReviewAdmission(absl::string_view body, const GpuCatalog& catalog,

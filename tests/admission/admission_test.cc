@@ -16,6 +16,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "jobspec/job_builder.h"
+#include "tests/testing/examples.h"
 
 namespace oomguard {
 namespace {
@@ -426,6 +427,51 @@ TEST(AdmissionTest, MoonlightWithAbsurdBatchDoesNotFitOnTheRealEstimator) {
             "usable on TEST-GPU; no recommended change is measured "
             "on an estimate that large: make the micro-batch, the sequence or the model "
             "smaller.");
+}
+
+// A check without the report (CheckRequest.omit_report, what the hooks ask
+// for) gives the same answer as one with it, for a job that does not fit
+// (with its ladder), one that fits and one over the estimator's limit.
+TEST(AdmissionTest, WithoutTheReportTheAnswerIsTheSame) {
+  auto job = [](const std::string& preset, uint32_t gpus, std::vector<std::string> args) {
+    JobInputs src;
+    src.preset = preset;
+    src.num_gpus = gpus;
+    src.megatron_args = std::move(args);
+    absl::StatusOr<v1::JobSpec> built = BuildJob(src, nullptr);
+    EXPECT_TRUE(built.ok()) << built.status();
+    return built.ok() ? *built : v1::JobSpec();
+  };
+  const v1::GpuSpec h100 = GpuCatalog::Builtin().Find("H100-SXM-80GB").value();
+  struct Case {
+    v1::JobSpec job;
+    v1::Verdict verdict;
+  };
+  const std::vector<Case> cases = {
+      {job("deepseek-v3", 1024, testing::ExampleArgs(testing::kDeepSeekV3With1024Gpus)),
+       v1::VERDICT_DOES_NOT_FIT},
+      {job("llama3-8b", 8,
+           {"--use-distributed-optimizer", "--seq-length", "4096", "--micro-batch-size", "1",
+            "--global-batch-size", "128", "--recompute-granularity", "full", "--recompute-method",
+            "uniform", "--recompute-num-layers", "1"}),
+       v1::VERDICT_FITS},
+      {job("moonlight-16b-a3b", 8,
+           {"--expert-model-parallel-size", "8", "--use-distributed-optimizer",
+            "--micro-batch-size", "16777216", "--seq-length", "16777216", "--global-batch-size",
+            "134217728"}),
+       v1::VERDICT_DOES_NOT_FIT},
+  };
+  for (const Case& c : cases) {
+    absl::StatusOr<v1::CheckResponse> with = CheckJob(c.job, h100, {});
+    absl::StatusOr<v1::CheckResponse> without = CheckJob(c.job, h100, {.with_report = false});
+    ASSERT_TRUE(with.ok()) << with.status();
+    ASSERT_TRUE(without.ok()) << without.status();
+    EXPECT_EQ(with->verdict(), c.verdict) << with->summary();
+    EXPECT_TRUE(with->has_report());
+    EXPECT_FALSE(without->has_report());
+    with->clear_report();
+    EXPECT_EQ(with->SerializeAsString(), without->SerializeAsString()) << with->summary();
+  }
 }
 
 TEST(AdmissionTest, EstimatorErrorsPassThrough) {

@@ -194,6 +194,14 @@ class ClientTest(unittest.TestCase):
         speeds = [a.tokens_per_gpu_per_second for a in result.alternatives]
         self.assertEqual(speeds, sorted(speeds, reverse=True))
 
+    def test_without_the_report_the_verdict_is_the_same(self):
+        full = self.client.check(args=DEEPSEEK_256_LINE, num_gpus=256, preset="deepseek-v3")
+        brief = self.client.check(args=DEEPSEEK_256_LINE, num_gpus=256, preset="deepseek-v3",
+                                  with_report=False)
+        self.assertEqual(len(full.raw.report.ranks), 8)
+        self.assertEqual(len(brief.raw.report.ranks), 0)
+        self.assertEqual(full, brief)  # Every field but raw (compare=False).
+
     def test_env_recommendation_matches_passing_the_env(self):
         # The shipped DeepSeek-V3 256-GPU job: what the server says the
         # expandable-segments step saves is what passing that env saves.

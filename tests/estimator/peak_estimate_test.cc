@@ -31,6 +31,7 @@ void ExpectSameAsReport(const v1::JobSpec& job) {
   EXPECT_EQ(peaks->worst_rank, static_cast<int64_t>(report->worst_rank()));
   for (int r = 0; r < report->ranks_size(); ++r) {
     const v1::RankReport& rank = report->ranks(r);
+    EXPECT_EQ(peaks->ranks[r].exceeds_limit, rank.exceeds_limit()) << "rank " << r;
     EXPECT_EQ(peaks->ranks[r].static_bytes, rank.static_bytes()) << "rank " << r;
     EXPECT_EQ(peaks->ranks[r].activation_bytes, rank.activation_bytes()) << "rank " << r;
     EXPECT_EQ(peaks->ranks[r].peak_allocated_bytes, rank.peak_allocated_bytes()) << "rank " << r;
@@ -60,6 +61,17 @@ TEST(EstimatePeaks, EqualsTheReportOnDenseAndMoeLayouts) {
           {"--expert-model-parallel-size", "8", "--seq-length", "10240", "--recompute-granularity",
            "full", "--recompute-method", "uniform", "--recompute-num-layers", "1",
            "--micro-batch-size", "1", "--use-distributed-optimizer"}));
+}
+
+// Issue 12's job whose counts reach 2^50: both paths flag the same ranks.
+TEST(EstimatePeaks, FlagsTheRanksOverTheLimitAsTheReportDoes) {
+  const v1::JobSpec job = Job("moonlight-16b-a3b", 8,
+                              {"--expert-model-parallel-size", "8", "--use-distributed-optimizer",
+                               "--micro-batch-size", "16777216", "--seq-length", "16777216"});
+  ExpectSameAsReport(job);
+  const auto peaks = EstimatePeaks(job);
+  ASSERT_TRUE(peaks.ok()) << peaks.status();
+  EXPECT_TRUE(peaks->ranks[0].exceeds_limit);
 }
 
 TEST(EstimatePeaks, RefusesWhatValidationRefuses) {

@@ -278,6 +278,30 @@ TEST_F(ServiceTest, DeepSeekV3PretrainingIsRefusedAtItsUpperBound) {
   EXPECT_THAT(response.summary(), HasSubstr(" at 95%) of 79.1 GiB usable on H100-SXM-80GB"));
 }
 
+// What the hooks ask for: the same answer without the per-rank report, the
+// parser's notes kept, in a fraction of the bytes.
+TEST_F(ServiceTest, CheckWithoutTheReportAnswersTheSame) {
+  v1::CheckRequest request = CheckOn(
+      testing::MegatronSource(
+          "deepseek-v3",
+          absl::StrCat(testing::DeepSeekV3With1024GpusArgs(), " --not-a-megatron-flag 3"), 1024),
+      "H100-SXM-80GB");
+  v1::CheckResponse full, brief;
+  ASSERT_TRUE(Check(request, &full).ok());
+  request.set_omit_report(true);
+  ASSERT_TRUE(Check(request, &brief).ok());
+  EXPECT_EQ(full.report().ranks_size(), 16);
+  EXPECT_TRUE(brief.report().ranks().empty());
+  EXPECT_GT(full.report().notes_size(), 0);  // The unknown flag's.
+  EXPECT_EQ(brief.report().notes_size(), full.report().notes_size());
+  EXPECT_LT(brief.ByteSizeLong() * 4, full.ByteSizeLong());
+  full.mutable_report()->clear_ranks();
+  v1::EstimateReport notes_only;
+  *notes_only.mutable_notes() = full.report().notes();
+  *full.mutable_report() = notes_only;
+  EXPECT_EQ(full.SerializeAsString(), brief.SerializeAsString());
+}
+
 TEST_F(ServiceTest, CheckTakesExplicitBytesAndAPolicy) {
   v1::CheckRequest request;
   *request.mutable_job() = testing::Llama3With8GpusFits();

@@ -253,7 +253,7 @@ class Client:
               gpu: Union[str, int] = "H100-SXM-80GB", preset: Optional[str] = None,
               hf_config=None, env: Optional[Mapping] = None,
               gpus_per_node: Optional[int] = None, safety_margin: Optional[float] = None,
-              timeout: Optional[float] = None) -> CheckResult:
+              timeout: Optional[float] = None, with_report: bool = True) -> CheckResult:
         """Whether the job fits on `gpu`, and what to change when it does not.
 
         args: the Megatron-LM arguments (str, list of tokens or dict; see
@@ -263,6 +263,8 @@ class Client:
         (hf_config: the config.json as a dict, its text, or a path).
         env: the job's environment (PYTORCH_CUDA_ALLOC_CONF, NCCL_GRAPH_REGISTER).
         safety_margin: fraction of the GPU kept free (default: the server's).
+        with_report: False leaves the per-rank report out of `raw` (CheckRequest.
+        omit_report): the same verdict in a smaller, faster answer.
         """
         request = _admission_pb2.CheckRequest()
         request.job.CopyFrom(_job_source(args, num_gpus, preset, hf_config, env, gpus_per_node))
@@ -274,6 +276,7 @@ class Client:
             request.gpu_memory_bytes = gpu
         if safety_margin is not None:
             request.policy.safety_margin = safety_margin
+        request.omit_report = not with_report
         response = self._call("Check", self._stub.Check, request, timeout)
         return CheckResult(
             verdict=_admission_pb2.Verdict.Name(response.verdict).removeprefix("VERDICT_"),
