@@ -111,6 +111,17 @@ TEST(CheckPlanTest, EnvironmentAndSafetyMargin) {
               ElementsAre("#OOMGUARD safety-margin=0.1 ignored: the command line says 0.2"));
 }
 
+// It prints the verdict, the summary and the steps: the per-rank report is
+// asked for only by --json, which prints the whole response.
+TEST(CheckPlanTest, AsksForTheReportOnlyWithJson) {
+  CheckFlags flags;
+  flags.gpus = 8;
+  flags.gpu = "H100";
+  EXPECT_TRUE(MakeCheckPlan(flags, nullptr, Launch()).request.omit_report());
+  flags.json = true;
+  EXPECT_FALSE(MakeCheckPlan(flags, nullptr, Launch()).request.omit_report());
+}
+
 TEST(CheckPlanTest, NotJudged) {
   CheckFlags flags;
   ScriptJob none;
