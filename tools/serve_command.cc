@@ -22,6 +22,7 @@
 #include "absl/time/clock.h"
 #include "server/server.h"
 #include "service/flag_file.h"
+#include "service/protobuf_log.h"
 #include "service/request_log.h"
 #include "tools/serve_flags.h"
 
@@ -31,8 +32,12 @@ using server::Server;
 using server::ServerOptions;
 using service::FormatEventLine;
 using service::ReadFlagFile;
+using service::RouteProtobufLogging;
 using service::WriteLogLine;
 namespace {
+
+// At most one of protobuf's own log lines a minute (service/protobuf_log.h).
+constexpr absl::Duration kProtobufLogInterval = absl::Minutes(1);
 
 constexpr char kUsage[] =
     "oomguard serve [flags]\n\n"
@@ -157,6 +162,9 @@ int RunServeCommand(int argc, char** argv) {
     WriteLogLine(absl::StrCat("oomguard serve: ", options.status().message(), "\n"));
     return 2;
   }
+  // Before any request is parsed: a client sending invalid UTF-8 makes
+  // protobuf log a line per request, which must not flood the log.
+  RouteProtobufLogging(kProtobufLogInterval);
   absl::StatusOr<std::unique_ptr<Server>> server = Server::Start(*std::move(options));
   if (!server.ok()) {
     WriteLogLine(absl::StrCat("oomguard serve: ", server.status().message(), "\n"));

@@ -6,14 +6,18 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <future>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "gmock/gmock.h"
 #include "grpcpp/create_channel.h"
+#include "grpcpp/generic/generic_stub.h"
 #include "gtest/gtest.h"
 #include "oomguard/v1/service.grpc.pb.h"
 #include "tests/testing/service_test_jobs.h"
@@ -150,6 +154,42 @@ TEST_F(ServeProcessTest, LogsOneLinePerRequestAndDrainsOnSigterm) {
   EXPECT_THAT(log, HasSubstr("error=\"gpu_name: unknown GPU 'H999'"));
   EXPECT_THAT(log, HasSubstr("msg=\"shutting down\" signal=SIGTERM"));
   EXPECT_THAT(log, HasSubstr("msg=stopped"));
+}
+
+// A client sending invalid UTF-8 in a string field makes protobuf log a line
+// per request; the server writes the first as a msg=protobuf event and no
+// more that minute, while refusing every request.
+TEST_F(ServeProcessTest, ProtobufLogLinesDoNotFloodTheLog) {
+  StartServer({"--log_requests=false"});
+  v1::CheckRequest request;
+  request.set_gpu_name("@@");
+  std::string bytes = request.SerializeAsString();
+  bytes.replace(bytes.find("@@"), 2, "\xc3\x28");  // Invalid UTF-8.
+  grpc::GenericStub generic(grpc::CreateChannel(absl::StrCat("127.0.0.1:", grpc_port_),
+                                                grpc::InsecureChannelCredentials()));
+  constexpr int kRequests = 40;
+  for (int i = 0; i < kRequests; ++i) {
+    grpc::ClientContext context;
+    context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(10)));
+    grpc::Slice slice(bytes);
+    grpc::ByteBuffer body(&slice, 1), answer;
+    std::promise<grpc::Status> done;
+    generic.UnaryCall(&context, "/oomguard.v1.Oomguard/Check", grpc::StubOptions(), &body, &answer,
+                      [&done](grpc::Status status) { done.set_value(std::move(status)); });
+    EXPECT_EQ(done.get_future().get().error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  }
+  server_->Signal(SIGTERM);
+  EXPECT_EQ(server_->WaitForExit(kExitTimeout), 0);
+  const std::vector<std::string> lines = absl::StrSplit(server_->Output(), '\n');
+  int protobuf_lines = 0, utf8_lines = 0;
+  for (const std::string& line : lines) {
+    if (absl::StrContains(line, "msg=protobuf")) ++protobuf_lines;
+    if (absl::StrContains(line, "UTF-8")) ++utf8_lines;
+  }
+  EXPECT_EQ(protobuf_lines, 1) << server_->Output();
+  EXPECT_EQ(utf8_lines, 1) << server_->Output();
+  EXPECT_THAT(server_->Output(), HasSubstr("msg=protobuf level=ERROR"));
+  EXPECT_THAT(server_->Output(), HasSubstr("left_out=0"));
 }
 
 TEST_F(ServeProcessTest, SigintAlsoExitsZero) {
