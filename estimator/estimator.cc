@@ -288,6 +288,7 @@ absl::Status ComputeRank(const ValidatedJob& j, const BlockCosts& b, int64_t r, 
   }
   OOMGUARD_ASSIGN_OR_RETURN(t.in_flight, PeakInFlight(j, r, t.chunk_act, deadline));
   t.mem = RankMemory();
+  t.mem.in_embedding_group = r == 0 || r == par.pp - 1;
   t.mem.held_activation_bytes = t.in_flight.held_bytes;
   t.mem.transient_bytes = t.transient;
   for (int64_t c = 0; c < par.vpp; ++c) {

@@ -45,12 +45,19 @@ class OverheadList {
   OverheadSums sums_;
 };
 
-// Process groups with more than one member that NCCL sets up buffers for.
-int CommunicatorCount(const ValidatedJob& j) {
+// Process groups with more than one member that the rank belongs to, which
+// NCCL sets up buffers for.
+int CommunicatorCount(const ValidatedJob& j, const RankMemory& m) {
   const Parallelism& par = j.parallelism;
   int n = 0;
   if (par.tp > 1) ++n;
-  if (par.pp > 1) n += 2;  // pipeline p2p + embedding/loss tie group
+  if (par.pp > 1) {
+    ++n;  // The pipeline group's send/receive.
+    // The embedding group (word-embedding and output-layer gradients tied
+    // across the pipeline: parallel_state.default_embedding_ranks) holds
+    // only the first and the last stage.
+    if (m.in_embedding_group) ++n;
+  }
   if (par.cp > 1) ++n;
   if (par.dp * par.cp > 1) ++n;
   if (j.is_moe_model()) {
@@ -163,9 +170,9 @@ OverheadSums AddOverheads(const ValidatedJob& j, const RankMemory& m, bool with_
            "PyTorch's allocator "
            "(2.4-2.8 GiB measured on one H100)",
            0.06, "sd 0.15 GiB: 2.4-2.8 GiB measured across CUDA and driver versions");
-  const int comms = CommunicatorCount(j);
+  const int comms = CommunicatorCount(j, m);
   list.Add("nccl_buffers", 0.9 * kGiB * comms, false,
-           "NCCL channel buffers, ~0.9 GiB per process group with more than one "
+           "NCCL channel buffers, ~0.9 GiB per process group of the rank with more than one "
            "member (6.4 GB "
            "non-PyTorch memory measured on 64 H100s with DP, PP and EP groups)",
            0.35,

@@ -23,6 +23,9 @@ struct RankMemory {
   double transient_bytes = 0;
   double layer_activation_bytes = 0;  // Decoder-layer part of held activations.
   bool has_output_layer = false;      // The rank runs the output layer and loss.
+  // The rank is the first or the last pipeline stage: a member of Megatron's
+  // embedding group (parallel_state.default_embedding_ranks).
+  bool in_embedding_group = false;
   // What the optimizer step allocates (kept copies and temporaries).
   double optimizer_step_bytes = 0;
   double recomputed_moe_layers = 0;   // MoE layers whose forward runs under a checkpoint.

@@ -61,6 +61,21 @@ TEST(EstimatorBuffers, TeGroupedGemmAddsFourCublasStreamWorkspaces) {
             static_cast<uint64_t>(4 * 32 * kMiB));
 }
 
+// NCCL sets up buffers per process group a rank belongs to: on 8 GPUs at
+// TP 2 PP 4 (DP 1), the TP and pipeline groups everywhere, and the embedding
+// group (parallel_state.default_embedding_ranks) on the first and last
+// stage only.
+TEST(EstimatorBuffers, NcclBuffersFollowTheRanksGroups) {
+  constexpr double kGiB = 1024 * kMiB;
+  auto report = EstimateArgs(
+      CiModel({"--tensor-model-parallel-size", "2", "--pipeline-model-parallel-size", "4"}));
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_NEAR(OverheadBytes(report->ranks(0), "nccl_buffers"), 3 * 0.9 * kGiB, 1);
+  EXPECT_NEAR(OverheadBytes(report->ranks(1), "nccl_buffers"), 2 * 0.9 * kGiB, 1);
+  EXPECT_NEAR(OverheadBytes(report->ranks(2), "nccl_buffers"), 2 * 0.9 * kGiB, 1);
+  EXPECT_NEAR(OverheadBytes(report->ranks(3), "nccl_buffers"), 3 * 0.9 * kGiB, 1);
+}
+
 TEST(EstimatorBuffers, AllgatherDispatcherKeepsGatheredHiddenStates) {
   // 4096 local tokens gathered over EP 8 x ETP 1, hidden 512, bf16.
   auto allgather = EstimateArgs(MoeEp8({}));
