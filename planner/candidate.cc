@@ -85,6 +85,12 @@ std::string CandidateArgs(const ValidatedJob& j, const v1::JobSpec& job) {
   if (p.account_for_loss_in_pipeline_split()) {
     w.push_back(FlagFor("parallelism.account_for_loss_in_pipeline_split").Spelling());
   }
+  if (!p.pipeline_model_parallel_layout().empty()) {
+    // Single-quoted for the shell ('|', '(' and '*' are its operators); a
+    // layout is letters, digits and those (pipeline_layout.h).
+    w.push_back(FlagFor("parallelism.pipeline_model_parallel_layout").Spelling());
+    w.push_back(absl::StrCat("'", p.pipeline_model_parallel_layout(), "'"));
+  }
   AddValue(w, "parallelism.context_parallel_size", par.cp);
   if (j.is_moe_model()) {
     AddValue(w, "parallelism.expert_model_parallel_size", par.ep);

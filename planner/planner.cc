@@ -222,12 +222,18 @@ absl::StatusOr<PlanResult> Plan(const v1::JobSpec& job, const PlanCluster& clust
   bounds.cross_node_expert_parallel = options.allow_cross_node_expert_parallel;
   Search search(base, cluster, options, usable);
   OOMGUARD_RETURN_IF_ERROR(search.Run(bounds));
+  const std::vector<Setting> settings = EnumerateSettings(base, bounds);
+  const auto recomputes = std::count_if(settings.begin(), settings.end(),
+                                        [](const Setting& s) { return !s.optimizer_offload; });
   std::string space = absl::StrFormat(
       "TP powers of 2 up to %u (the NVLink domain), CP while >= %d tokens per rank, PP dividing "
-      "the GPUs (even, embedding/loss-counted and uneven first/last splits), VPP up to %d, EP x "
-      "ETP within the NVLink domain, micro-batch 1-8, 7 recompute settings, optimizer offload "
-      "off/on; at most %d settings",
-      cluster.gpus_per_node, kMinCpTokens, kMaxVpp, kMaxPlanSettings);
+      "the GPUs (even, embedding/loss-counted and uneven first/last splits%s), VPP up to %d, EP x "
+      "ETP within the NVLink domain, micro-batch 1-8, %d recompute settings, optimizer offload "
+      "%s; at most %d settings",
+      cluster.gpus_per_node, kMinCpTokens,
+      base.model().mtp_num_layers() > 0 ? ", layouts counting embedding, MTP and loss as layers"
+                                        : "",
+      kMaxVpp, recomputes, bounds.allow_offload ? "off/on" : "off", kMaxPlanSettings);
   if (search.empty() && base.model().num_experts() > 0 && !bounds.cross_node_expert_parallel) {
     bounds.cross_node_expert_parallel = true;
     OOMGUARD_RETURN_IF_ERROR(search.Run(bounds));

@@ -8,16 +8,21 @@
 //             tokens of the sequence;
 //   PP        divisors of GPUs / (TP x CP) up to the decoder layers, each with
 //             its splits: even, embedding and loss counted as layers
-//             (--account-for-embedding/loss-in-pipeline-split), and uneven
-//             first/last stages (--decoder-first/last-pipeline-num-layers);
-//   VPP       1 and the divisors of the layers per stage, up to kMaxVpp;
+//             (--account-for-embedding/loss-in-pipeline-split), uneven
+//             first/last stages (--decoder-first/last-pipeline-num-layers),
+//             and for models with MTP layers the layouts that count the
+//             embedding, each MTP layer and the loss as a layer
+//             (--pipeline-model-parallel-layout, e.g. "Et|(tt|)*30mL");
+//   VPP       1 and the divisors of the layers per stage, up to kMaxVpp
+//             (a layout's virtual stages: those that divide it evenly);
 //   EP, ETP   (MoE models) EP a power of two dividing the experts, ETP 1 or
 //             TP; EP x ETP inside the NVLink domain unless nothing there
 //             fits (or the request allows more);
 //   micro-batch 1, 2, 4, 8 (dividing the global batch over DP);
 //   recompute none, selective (core_attn; moe_act + layernorm; moe +
-//             layernorm; mlp), full (block: half the layers of a chunk;
-//             uniform: every layer); optimizer CPU offload off, then on.
+//             layernorm; mlp; with MLA mla_up_proj + mlp), full (block: half
+//             the layers of a chunk; uniform: every layer); optimizer CPU
+//             offload off, then on.
 // Sequence parallel is on whenever TP > 1 and the distributed optimizer
 // always (both only save memory at no modelled cost). Every candidate is
 // validated by the estimator (ValidateJob: Megatron-Core's rules live there)

@@ -2,7 +2,9 @@
 #include "planner/search_space.h"
 
 #include <algorithm>
+#include <string>
 
+#include "absl/strings/str_cat.h"
 #include "planner/planner.h"
 
 namespace oomguard {
@@ -52,6 +54,60 @@ std::vector<Layout> Splits(int64_t layers, int64_t pp) {
   return out;
 }
 
+// Appends `l` with each EP x ETP of the search (one copy for a dense model).
+void AddExpertLayouts(Layout l, const v1::ParallelismSpec& p, int64_t experts, int64_t world,
+                      int64_t node, const SearchBounds& bounds, std::vector<Layout>& out) {
+  if (experts == 0) {
+    out.push_back(l);
+    return;
+  }
+  const int64_t expert_world = world / l.pp;
+  const std::vector<int64_t> ep_values = p.has_expert_model_parallel_size()
+                                             ? std::vector<int64_t>{p.expert_model_parallel_size()}
+                                             : PowersOfTwo(std::min(experts, expert_world));
+  std::vector<int64_t> etp_values = {1};
+  if (p.has_expert_tensor_parallel_size()) {
+    etp_values = {p.expert_tensor_parallel_size()};
+  } else if (l.tp > 1) {
+    etp_values.push_back(l.tp);
+  }
+  for (const int64_t ep : ep_values) {
+    for (const int64_t etp : etp_values) {
+      if (experts % ep != 0 || expert_world % (ep * etp) != 0) continue;
+      if (!bounds.cross_node_expert_parallel && ep * etp > node) continue;
+      l.ep = ep;
+      l.etp = etp;
+      out.push_back(l);
+    }
+  }
+}
+
+// The layouts of a model with `mtp` MTP layers over `pp` stages of `vpp`
+// virtual stages each: the embedding, each MTP layer and the loss count as
+// one layer, and every virtual stage holds c of those T = layers + 2 + mtp
+// when S = pp x vpp divides T: the first "E" and c - 1 decoder layers, the
+// middle c decoder layers each, the last c - 1 - mtp decoder layers, the
+// MTP layers and the loss. DeepSeek-V3 (61 layers, 1 MTP) on PP 8 x VPP 4:
+// "Et|(tt|)*30mL". Empty when it does not divide or a stage would hold
+// fewer than none.
+std::string MtpLayoutPattern(int64_t layers, int64_t mtp, int64_t pp, int64_t vpp) {
+  const int64_t stages = pp * vpp, total = layers + 2 + mtp;
+  if (stages < 2 || total % stages != 0) return "";
+  const int64_t c = total / stages;
+  if (c < 1 + mtp) return "";
+  const std::string middle(static_cast<size_t>(c), 't');
+  std::string out = "E" + std::string(static_cast<size_t>(c - 1), 't') + "|";
+  const int64_t middles = stages - 2;
+  if (middles >= 2) {
+    out += absl::StrCat("(", middle, "|)*", middles);
+  } else if (middles == 1) {
+    out += middle + "|";
+  }
+  out += std::string(static_cast<size_t>(c - 1 - mtp), 't') +
+         std::string(static_cast<size_t>(mtp), 'm') + "L";
+  return out;
+}
+
 }  // namespace
 
 std::vector<Layout> EnumerateLayouts(const v1::JobSpec& base, const SearchBounds& bounds) {
@@ -75,8 +131,11 @@ std::vector<Layout> EnumerateLayouts(const v1::JobSpec& base, const SearchBounds
       p.has_decoder_first_pipeline_num_layers() || p.has_decoder_last_pipeline_num_layers() ||
       !p.pipeline_model_parallel_layout().empty() || p.account_for_embedding_in_pipeline_split() ||
       p.account_for_loss_in_pipeline_split();
-  const bool vpp_given =
-      p.has_num_virtual_stages_per_pipeline_rank() || p.has_num_layers_per_virtual_pipeline_stage();
+  // A layout sets the virtual stages too.
+  const bool vpp_given = p.has_num_virtual_stages_per_pipeline_rank() ||
+                         p.has_num_layers_per_virtual_pipeline_stage() ||
+                         !p.pipeline_model_parallel_layout().empty();
+  const int64_t mtp = base.model().mtp_num_layers();
   std::vector<Layout> out;
   for (const int64_t tp : tps) {
     for (const int64_t cp : cps) {
@@ -100,6 +159,20 @@ std::vector<Layout> EnumerateLayouts(const v1::JobSpec& base, const SearchBounds
         } else {
           splits = Splits(layers, pp);
         }
+        if (mtp > 0 && !split_given && !vpp_given && pp > 1) {
+          for (int64_t v = 1; v <= kMaxVpp; ++v) {
+            Layout l;
+            l.pp = pp;
+            l.split = PipelineSplit::kMtpLayout;
+            l.pattern = MtpLayoutPattern(layers, mtp, pp, v);
+            if (l.pattern.empty()) continue;
+            l.tp = tp;
+            l.cp = cp;
+            l.vpp = v;
+            l.layers_per_chunk = (layers + 2 + mtp) / (pp * v);
+            AddExpertLayouts(l, p, experts, world, node, bounds, out);
+          }
+        }
         for (Layout split : splits) {
           std::vector<int64_t> vpps = {1};
           if (vpp_given) {
@@ -115,34 +188,7 @@ std::vector<Layout> EnumerateLayouts(const v1::JobSpec& base, const SearchBounds
             l.cp = cp;
             l.vpp = vpp;
             if (vpp > 1) l.layers_per_chunk = split.layers_per_chunk / vpp;
-            const int64_t expert_world = world / pp;
-            std::vector<std::pair<int64_t, int64_t>> eps;
-            if (experts == 0) {
-              eps = {{1, 1}};
-            } else {
-              const std::vector<int64_t> ep_values =
-                  p.has_expert_model_parallel_size()
-                      ? std::vector<int64_t>{p.expert_model_parallel_size()}
-                      : PowersOfTwo(std::min(experts, expert_world));
-              std::vector<int64_t> etp_values = {1};
-              if (p.has_expert_tensor_parallel_size()) {
-                etp_values = {p.expert_tensor_parallel_size()};
-              } else if (tp > 1) {
-                etp_values.push_back(tp);
-              }
-              for (const int64_t ep : ep_values) {
-                for (const int64_t etp : etp_values) {
-                  if (experts % ep != 0 || expert_world % (ep * etp) != 0) continue;
-                  if (!bounds.cross_node_expert_parallel && ep * etp > node) continue;
-                  eps.emplace_back(ep, etp);
-                }
-              }
-            }
-            for (const auto& [ep, etp] : eps) {
-              l.ep = ep;
-              l.etp = etp;
-              out.push_back(l);
-            }
+            AddExpertLayouts(l, p, experts, world, node, bounds, out);
           }
         }
       }
@@ -180,6 +226,12 @@ std::vector<Setting> EnumerateSettings(const v1::JobSpec& base, const SearchBoun
       recomputes.push_back(selective({v1::RECOMPUTE_MODULE_MOE, v1::RECOMPUTE_MODULE_LAYERNORM}));
     } else {
       recomputes.push_back(selective({v1::RECOMPUTE_MODULE_MLP}));
+    }
+    if (base.model().attention_type() == v1::ATTENTION_TYPE_MLA) {
+      // MLA's up-projections (and the dense layers' MLPs; Megatron-Core's
+      // `mlp` leaves MoE layers alone): what Megatron-Bridge's DeepSeek-V3
+      // recipes recompute.
+      recomputes.push_back(selective({v1::RECOMPUTE_MODULE_MLA_UP_PROJ, v1::RECOMPUTE_MODULE_MLP}));
     }
     Setting block;
     block.granularity = v1::RECOMPUTE_GRANULARITY_FULL;
@@ -223,6 +275,11 @@ void ApplyCandidate(const v1::JobSpec& base, const Layout& l, int64_t micro_batc
     case PipelineSplit::kUnevenFirstLast:
       p->set_decoder_first_pipeline_num_layers(static_cast<uint32_t>(l.first_layers));
       p->set_decoder_last_pipeline_num_layers(static_cast<uint32_t>(l.last_layers));
+      break;
+    case PipelineSplit::kMtpLayout:
+      // The layout sets the virtual stages; Megatron-LM takes no VPP with it.
+      p->clear_num_virtual_stages_per_pipeline_rank();
+      p->set_pipeline_model_parallel_layout(l.pattern);
       break;
   }
   job->mutable_training()->set_micro_batch_size(static_cast<uint32_t>(micro_batch));

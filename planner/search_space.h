@@ -5,6 +5,7 @@
 #define OOMGUARD_PLANNER_SEARCH_SPACE_H_
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "oomguard/v1/job.pb.h"
@@ -17,12 +18,17 @@ enum class PipelineSplit {
   kEven,                     // Megatron's default.
   kAccountEmbeddingAndLoss,  // --account-for-{embedding,loss}-in-pipeline-split.
   kUnevenFirstLast,          // --decoder-first/last-pipeline-num-layers.
+  // --pipeline-model-parallel-layout: the embedding, each MTP layer and the
+  // loss counted as a layer, every virtual stage the same count (models with
+  // MTP, which the flags above cannot place: DeepSeek-V3's "Et|(tt|)*30mL").
+  kMtpLayout,
 };
 
 struct Layout {
   int64_t tp = 1, cp = 1, pp = 1, vpp = 1, ep = 1, etp = 1;
   PipelineSplit split = PipelineSplit::kAsGiven;
   int64_t first_layers = 0, last_layers = 0;  // kUnevenFirstLast.
+  std::string pattern;                        // kMtpLayout.
   int64_t layers_per_chunk = 0;  // Of a middle stage's chunk (sizes full-block recompute).
 };
 

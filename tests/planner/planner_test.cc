@@ -5,22 +5,26 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <set>
 #include <string>
 #include <vector>
 
-#include "absl/strings/str_split.h"
 #include "admission/gpu_catalog.h"
 #include "estimator/estimator.h"
 #include "jobspec/job_builder.h"
+#include "jobspec/shell_words.h"
 
 namespace oomguard {
 namespace {
 
+// `args` split as a shell does (a candidate's layout is single-quoted).
 v1::JobSpec Job(const std::string& preset, uint32_t gpus, const std::string& args) {
   JobInputs src;
   src.preset = preset;
   src.num_gpus = gpus;
-  src.megatron_args = absl::StrSplit(args, ' ', absl::SkipEmpty());
+  absl::StatusOr<std::vector<std::string>> words = SplitArgumentLine(args);
+  EXPECT_TRUE(words.ok()) << words.status();
+  if (words.ok()) src.megatron_args = *std::move(words);
   auto job = BuildJob(src, nullptr);
   EXPECT_TRUE(job.ok()) << job.status();
   return job.ok() ? *job : v1::JobSpec();
@@ -130,6 +134,59 @@ TEST(Plan, DeepSeekV3On1024H100) {
                 c.reasons(0).c_str());
   }
   EXPECT_FALSE(plan->candidates.empty());
+}
+
+// DeepSeek-V3's 61 layers and 1 MTP layer split evenly only as a layout that
+// counts the embedding, the MTP layer and the loss as layers: 64 over PP 8 x
+// VPP 4 is Megatron-Bridge's "Et|(tt|)*30mL". With the recipe's EP 64, TP 2
+// and PP 8 fixed, the plan finds that layout with the recipe's recompute
+// (mla_up_proj + mlp) first, and its arguments (the layout single-quoted for
+// the shell) give the same peak.
+TEST(Plan, DeepSeekV3FindsTheLayoutOfItsRecipe) {
+  const std::string shape =
+      "--seq-length 4096 --global-batch-size 8192 --moe-grouped-gemm "
+      "--moe-token-dispatcher-type flex --moe-router-force-load-balancing --grad-reduce-in-bf16 "
+      "--fp8-format hybrid --fp8-recipe blockwise";
+  const v1::JobSpec job = Job("deepseek-v3", 1024,
+                              shape +
+                                  " --expert-model-parallel-size 64 --tensor-model-parallel-size 2 "
+                                  "--pipeline-model-parallel-size 8 --micro-batch-size 1");
+  PlanOptions options;
+  options.allow_cross_node_expert_parallel = true;
+  const auto plan = Plan(job, Cluster("H100"), options);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  ASSERT_FALSE(plan->candidates.empty());
+  const v1::PlanCandidate& best = plan->candidates.front();
+  EXPECT_EQ(best.vpp(), 4u);
+  EXPECT_EQ(best.recompute(), "selective mla_up_proj,mlp");
+  EXPECT_NE(best.megatron_args().find("--pipeline-model-parallel-layout 'Et|(tt|)*30mL'"),
+            std::string::npos)
+      << best.megatron_args();
+  const auto peaks = EstimatePeaks(Job("deepseek-v3", 1024, shape + " " + best.megatron_args()));
+  ASSERT_TRUE(peaks.ok()) << peaks.status();
+  EXPECT_EQ(peaks->ranks[peaks->worst_rank].peak_device_bytes, best.peak_device_bytes());
+}
+
+// A job that gives its layout keeps it, and its virtual stages with it: one
+// candidate per setting, not one per VPP the search would have tried.
+TEST(Plan, AGivenLayoutIsPlannedOnce) {
+  const v1::JobSpec job =
+      Job("deepseek-v3", 1024,
+          "--seq-length 4096 --global-batch-size 8192 --moe-grouped-gemm "
+          "--moe-token-dispatcher-type alltoall --expert-model-parallel-size 64 "
+          "--tensor-model-parallel-size 2 --pipeline-model-parallel-size 8 "
+          "--pipeline-model-parallel-layout Et|(tt|)*30mL --micro-batch-size 1 "
+          "--recompute-granularity selective --recompute-modules mla_up_proj mlp");
+  PlanOptions options;
+  options.allow_cross_node_expert_parallel = true;
+  const auto plan = Plan(job, Cluster("H100"), options);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  ASSERT_FALSE(plan->candidates.empty());
+  std::set<std::string> seen;
+  for (const v1::PlanCandidate& c : plan->candidates) {
+    EXPECT_EQ(c.vpp(), 4u);
+    EXPECT_TRUE(seen.insert(c.megatron_args()).second) << "twice: " << c.megatron_args();
+  }
 }
 
 // GB200 NVL72: the rack's 72 GPUs share one NVLink domain, whatever the
