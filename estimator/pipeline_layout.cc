@@ -17,7 +17,6 @@ namespace oomguard {
 namespace {
 
 constexpr char kLayoutField[] = "parallelism.pipeline_model_parallel_layout";
-constexpr size_t kMaxLayoutChars = 4096;
 // An expanded layout holds its decoder layers, MTP layers, 'E', 'L' and a '|'
 // between stages: no layout of a valid job (at most kMaxLayers layers in
 // at most kMaxVirtualStages stages) is longer than this. MTP layers are few.

@@ -31,6 +31,9 @@ struct PlacementInput {
 // impossible.
 absl::StatusOr<std::vector<StageContents>> PlaceLayers(const PlacementInput& in);
 
+// The longest layout string ExpandLayout takes.
+inline constexpr size_t kMaxLayoutChars = 4096;
+
 // Expands a layout string ("Et|(tt|)*30mL") into its virtual stages, each a
 // string of the symbols E, t, m, L, with Megatron-Core's grammar: commas are
 // cosmetic, "(...)*n" then "x*n" are unrolled, groups do not nest, nothing

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "estimator/pipeline_layout.h"
 #include "planner/planner.h"
 
 namespace oomguard {
@@ -88,13 +89,16 @@ void AddExpertLayouts(Layout l, const v1::ParallelismSpec& p, int64_t experts, i
 // when S = pp x vpp divides T: the first "E" and c - 1 decoder layers, the
 // middle c decoder layers each, the last c - 1 - mtp decoder layers, the
 // MTP layers and the loss. DeepSeek-V3 (61 layers, 1 MTP) on PP 8 x VPP 4:
-// "Et|(tt|)*30mL". Empty when it does not divide or a stage would hold
-// fewer than none.
+// "Et|(tt|)*30mL". Empty when it does not divide, a stage would hold fewer
+// than none, or the layout would be too long to give (kMaxLayoutChars).
 std::string MtpLayoutPattern(int64_t layers, int64_t mtp, int64_t pp, int64_t vpp) {
   const int64_t stages = pp * vpp, total = layers + 2 + mtp;
   if (stages < 2 || total % stages != 0) return "";
   const int64_t c = total / stages;
   if (c < 1 + mtp) return "";
+  // About 3c symbols: past the longest layout Megatron-Core's grammar takes
+  // here, and not built (a 10^5-layer model on PP 2 would need 10^5).
+  if (3 * c + 32 > static_cast<int64_t>(kMaxLayoutChars)) return "";
   const std::string middle(static_cast<size_t>(c), 't');
   std::string out = "E" + std::string(static_cast<size_t>(c - 1), 't') + "|";
   const int64_t middles = stages - 2;
