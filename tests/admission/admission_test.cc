@@ -17,6 +17,7 @@
 #include "gtest/gtest.h"
 #include "jobspec/job_builder.h"
 #include "tests/testing/examples.h"
+#include "tests/testing/small_models.h"
 
 namespace oomguard {
 namespace {
@@ -433,32 +434,25 @@ TEST(AdmissionTest, MoonlightWithAbsurdBatchDoesNotFitOnTheRealEstimator) {
 // for) gives the same answer as one with it, for a job that does not fit
 // (with its ladder), one that fits and one over the estimator's limit.
 TEST(AdmissionTest, WithoutTheReportTheAnswerIsTheSame) {
-  auto job = [](const std::string& preset, uint32_t gpus, std::vector<std::string> args) {
-    JobInputs src;
-    src.preset = preset;
-    src.num_gpus = gpus;
-    src.megatron_args = std::move(args);
-    absl::StatusOr<v1::JobSpec> built = BuildJob(src, nullptr);
-    EXPECT_TRUE(built.ok()) << built.status();
-    return built.ok() ? *built : v1::JobSpec();
-  };
   const v1::GpuSpec h100 = GpuCatalog::Builtin().Find("H100-SXM-80GB").value();
   struct Case {
     v1::JobSpec job;
     v1::Verdict verdict;
   };
   const std::vector<Case> cases = {
-      {job("deepseek-v3", 1024, testing::ExampleArgs(testing::kDeepSeekV3With1024Gpus)),
+      {testing::JobFromArgs(testing::ExampleArgs(testing::kDeepSeekV3With1024Gpus), 1024,
+                            "deepseek-v3"),
        v1::VERDICT_DOES_NOT_FIT},
-      {job("llama3-8b", 8,
+      {testing::JobFromArgs(
            {"--use-distributed-optimizer", "--seq-length", "4096", "--micro-batch-size", "1",
             "--global-batch-size", "128", "--recompute-granularity", "full", "--recompute-method",
-            "uniform", "--recompute-num-layers", "1"}),
+            "uniform", "--recompute-num-layers", "1"},
+           8, "llama3-8b"),
        v1::VERDICT_FITS},
-      {job("moonlight-16b-a3b", 8,
-           {"--expert-model-parallel-size", "8", "--use-distributed-optimizer",
-            "--micro-batch-size", "16777216", "--seq-length", "16777216", "--global-batch-size",
-            "134217728"}),
+      {testing::JobFromArgs({"--expert-model-parallel-size", "8", "--use-distributed-optimizer",
+                             "--micro-batch-size", "16777216", "--seq-length", "16777216",
+                             "--global-batch-size", "134217728"},
+                            8, "moonlight-16b-a3b"),
        v1::VERDICT_DOES_NOT_FIT},
   };
   for (const Case& c : cases) {

@@ -136,6 +136,14 @@ TEST(Plan, DeepSeekV3On1024H100) {
   EXPECT_FALSE(plan->candidates.empty());
 }
 
+// The plan of `job` on H100s with the expert-parallel group free to leave
+// the node (as the recipes' EP 64 does).
+absl::StatusOr<PlanResult> PlanOnH100AcrossNodes(const v1::JobSpec& job) {
+  PlanOptions options;
+  options.allow_cross_node_expert_parallel = true;
+  return Plan(job, Cluster("H100"), options);
+}
+
 // DeepSeek-V3's 61 layers and 1 MTP layer split evenly only as a layout that
 // counts the embedding, the MTP layer and the loss as layers: 64 over PP 8 x
 // VPP 4 is Megatron-Bridge's "Et|(tt|)*30mL". With the recipe's EP 64, TP 2
@@ -151,9 +159,7 @@ TEST(Plan, DeepSeekV3FindsTheLayoutOfItsRecipe) {
                               shape +
                                   " --expert-model-parallel-size 64 --tensor-model-parallel-size 2 "
                                   "--pipeline-model-parallel-size 8 --micro-batch-size 1");
-  PlanOptions options;
-  options.allow_cross_node_expert_parallel = true;
-  const auto plan = Plan(job, Cluster("H100"), options);
+  const auto plan = PlanOnH100AcrossNodes(job);
   ASSERT_TRUE(plan.ok()) << plan.status();
   ASSERT_FALSE(plan->candidates.empty());
   const v1::PlanCandidate& best = plan->candidates.front();
@@ -175,11 +181,9 @@ TEST(Plan, AGivenLayoutIsPlannedOnce) {
           "--seq-length 4096 --global-batch-size 8192 --moe-grouped-gemm "
           "--moe-token-dispatcher-type alltoall --expert-model-parallel-size 64 "
           "--tensor-model-parallel-size 2 --pipeline-model-parallel-size 8 "
-          "--pipeline-model-parallel-layout Et|(tt|)*30mL --micro-batch-size 1 "
+          "--pipeline-model-parallel-layout 'Et|(tt|)*30mL' --micro-batch-size 1 "
           "--recompute-granularity selective --recompute-modules mla_up_proj mlp");
-  PlanOptions options;
-  options.allow_cross_node_expert_parallel = true;
-  const auto plan = Plan(job, Cluster("H100"), options);
+  const auto plan = PlanOnH100AcrossNodes(job);
   ASSERT_TRUE(plan.ok()) << plan.status();
   ASSERT_FALSE(plan->candidates.empty());
   std::set<std::string> seen;
