@@ -211,15 +211,23 @@ function rankTable(rank, check) {
     if (bytes > 0) row(s.label, bytes);
   }
   row("Peak on the GPU", num(rank, "peakDeviceBytes"));
+  row(`At most (${coveragePercent(check)}% bound)`, num(rank, "peakDeviceUpperBytes"));
   row("Usable on the GPU", num(check, "usableBytes"));
   return el("div", {}, el("strong", {}, `PP rank ${num(rank, "ppRank")}`), table);
+}
+
+// The coverage of the upper bounds, in percent ("95").
+function coveragePercent(check) {
+  return String(Math.round(1000 * (check.upperBoundCoverage || 0.95)) / 10);
 }
 
 function showChart(check) {
   const ranks = check.report.ranks || [];
   const usable = num(check, "usableBytes");
   const capacity = num(check, "capacityBytes");
-  const top = Math.max(capacity, ...ranks.map((r) => SEGMENTS.reduce((s, seg) => s + seg.bytes(r), 0))) * 1.08;
+  const stacked = (r) => SEGMENTS.reduce((s, seg) => s + seg.bytes(r), 0);
+  const upper = (r) => num(r, "peakDeviceUpperBytes");
+  const top = Math.max(capacity, ...ranks.map((r) => Math.max(stacked(r), upper(r)))) * 1.08;
   const W = 960, H = 420, left = 64, right = 190, bottom = 34, topPad = 14;
   const plotH = H - bottom - topPad;
   const y = (bytes) => topPad + plotH - (bytes / top) * plotH;
@@ -247,7 +255,17 @@ function showChart(check) {
         svg("title", {}, `PP rank ${num(rank, "ppRank")}: ${s.label} ${gib(bytes)}`)));
       base += bytes;
     }
-    bar.append(svg("text", { class: "peak-label", x: x + width / 2, y: y(base) - 4, "text-anchor": "middle" }, gib(num(rank, "peakDeviceBytes"))));
+    // The peak it will not exceed at the stated coverage: a whisker from the
+    // bar's top to a tick (what the verdict compares, unless the policy
+    // says point).
+    const bound = upper(rank);
+    if (bound > base) {
+      const mid = x + width / 2;
+      bar.append(svg("line", { class: "upper-whisker", x1: mid, x2: mid, y1: y(base), y2: y(bound) }));
+      bar.append(svg("line", { class: "upper-bound", "data-bytes": bound, x1: x + width * 0.25, x2: x + width * 0.75, y1: y(bound), y2: y(bound) },
+        svg("title", {}, `PP rank ${num(rank, "ppRank")}: at most ${gib(bound)} at ${coveragePercent(check)}%`)));
+    }
+    bar.append(svg("text", { class: "peak-label", x: x + width / 2, y: y(Math.max(base, bound)) - 4, "text-anchor": "middle" }, gib(num(rank, "peakDeviceBytes"))));
     bar.append(svg("text", { class: "bar-label", x: x + width / 2, y: H - bottom + 16, "text-anchor": "middle" }, `rank ${num(rank, "ppRank")}`));
     bar.addEventListener("mousemove", (event) => {
       tooltip.replaceChildren(rankTable(rank, check));
@@ -271,6 +289,9 @@ function showChart(check) {
   legend.replaceChildren();
   for (const s of SEGMENTS) {
     if (ranks.some((r) => s.bytes(r) > 0)) legend.append(el("li", { class: "seg-" + s.id }, s.label));
+  }
+  if (ranks.some((r) => upper(r) > stacked(r))) {
+    legend.append(el("li", { class: "upper-bound-key" }, `Upper bound (${coveragePercent(check)}% coverage)`));
   }
 }
 

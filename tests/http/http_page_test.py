@@ -112,6 +112,13 @@ def main():
         for bar in bars:
             parts = bar.find_elements(By.TAG_NAME, "rect")
             assert len(parts) >= 5, f"a bar of {len(parts)} parts"
+            # The upper bound: a tick above the bar's top (the point peak).
+            ticks = bar.find_elements(By.CSS_SELECTOR, "line.upper-bound")
+            assert len(ticks) == 1, f"{len(ticks)} upper-bound ticks on a bar"
+            bar_top = min(float(r.get_attribute("y")) for r in parts)
+            assert float(ticks[0].get_attribute("y1")) < bar_top, "the upper bound is not above the bar"
+        legend = page.find_element(By.ID, "legend").text
+        assert "Upper bound (95% coverage)" in legend, legend
         capacity = page.find_elements(By.ID, "capacity-line")
         assert len(capacity) == 1, "no line at the GPU's usable memory"
         capacity_label = page.find_element(By.CSS_SELECTOR, "text.capacity-label").text
