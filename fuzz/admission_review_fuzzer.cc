@@ -35,7 +35,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       [](const v1::CheckRequest& request, absl::Time deadline, v1::CheckResponse* response) {
         const absl::Status status = fuzz::Service().RunCheck(request, deadline, response);
         fuzz::ExpectAnswerCode(status, "RunCheck");
-        if (status.ok()) fuzz::ExpectInvariants(response->report(), "RunCheck");
+        if (status.ok()) fuzz::ExpectCheckInvariants(request, *response, "RunCheck");
         return status;
       });
   fuzz::Expect(answer.http_status == 200 || answer.http_status == 400,

@@ -35,6 +35,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   v1::CheckResponse response;
   const absl::Status checked = fuzz::Service().RunCheck(request, absl::InfiniteFuture(), &response);
   fuzz::ExpectAnswerCode(checked, "RunCheck");
-  if (checked.ok()) fuzz::ExpectInvariants(response.report(), "RunCheck");
+  if (checked.ok()) fuzz::ExpectCheckInvariants(request, response, "RunCheck");
   return 0;
 }

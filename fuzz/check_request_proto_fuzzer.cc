@@ -3,9 +3,12 @@
 // (OomguardService::RunCheck: ResolveJobSource, ResolveGpu, the estimate,
 // the verdict and every recommendation's re-estimate). The same bytes are
 // also parsed as an EstimateRequest and its job resolved, as Estimate does.
+// A request with omit_report is checked again with the report: the answer
+// must be the same.
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <utility>
 
 #include "absl/time/time.h"
 #include "fuzz/fuzz_checks.h"
@@ -39,7 +42,20 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const absl::Status checked =
         fuzz::Service().RunCheck(request, absl::InfiniteFuture(), &response);
     fuzz::ExpectAnswerCode(checked, "RunCheck");
-    if (checked.ok()) fuzz::ExpectInvariants(response.report(), "RunCheck");
+    if (checked.ok()) fuzz::ExpectCheckInvariants(request, response, "RunCheck");
+    if (checked.ok() && request.omit_report()) {
+      // Without the report, the same answer as with it (its notes kept).
+      request.set_omit_report(false);
+      v1::CheckResponse full;
+      fuzz::Expect(fuzz::Service().RunCheck(request, absl::InfiniteFuture(), &full).ok(),
+                   "RunCheck: refused with the report what it answered without");
+      full.mutable_report()->clear_ranks();
+      v1::EstimateReport notes;
+      *notes.mutable_notes() = full.report().notes();
+      *full.mutable_report() = std::move(notes);
+      fuzz::Expect(full.SerializeAsString() == response.SerializeAsString(),
+                   "RunCheck: omit_report changed the answer");
+    }
   }
   v1::EstimateRequest estimate;
   if (service::ParseRequest(bytes, estimate).ok()) {

@@ -13,6 +13,7 @@
 #include "absl/status/statusor.h"
 #include "estimator/estimator.h"
 #include "estimator/report_invariants.h"
+#include "oomguard/v1/admission.pb.h"
 #include "oomguard/v1/job.pb.h"
 #include "oomguard/v1/report.pb.h"
 
@@ -39,6 +40,19 @@ inline void ExpectAnswerCode(const absl::Status& status, const std::string& wher
 inline void ExpectInvariants(const v1::EstimateReport& report, const std::string& where) {
   const absl::Status status = CheckReportInvariants(report);
   Expect(status.ok(), where + ": " + status.ToString());
+}
+
+// Aborts when a successful Check's `response` to `request` breaks an
+// invariant: its report's, or with omit_report, a report of nothing but
+// notes.
+inline void ExpectCheckInvariants(const v1::CheckRequest& request,
+                                  const v1::CheckResponse& response, const std::string& where) {
+  if (!request.omit_report()) {
+    ExpectInvariants(response.report(), where);
+    return;
+  }
+  Expect(response.report().ranks().empty() && response.report().rank_trees().empty(),
+         where + ": omit_report, yet the response has a per-rank report");
 }
 
 // Estimates `job` (with the module tree when `module_tree`) and checks the
