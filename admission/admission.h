@@ -40,8 +40,8 @@ struct AdmissionOptions {
   Deadline deadline;
   // Fill CheckResponse.report. Without it the job's own estimate runs the
   // estimator's peaks-only path too (EstimatePeaks: the same numbers), and
-  // everything else in the response is the same. Only CheckJob without an
-  // estimator given leaves the report out.
+  // everything else in the response is the same. The CheckJob that takes an
+  // estimator (a model of it, in tests) always fills the report.
   bool with_report = true;
 };
 
