@@ -1,7 +1,6 @@
 #include "estimator/reported_count.h"
 
 #include <algorithm>
-#include <cmath>
 
 namespace oomguard {
 namespace {
@@ -12,8 +11,13 @@ constexpr double kLimit = static_cast<double>(kMaxReportedCount);  // Exact: a p
 
 uint64_t RoundedCount(double value) {
   if (!(value < kLimit)) return kMaxReportedCount;
-  // llround of a value below 2^50 is exact and cannot overflow.
-  return std::min(static_cast<uint64_t>(std::llround(std::max(0.0, value))), kMaxReportedCount);
+  if (!(value > 0)) return 0;
+  // std::llround, without its library call (the estimator rounds every count
+  // of every rank): below 2^50 the truncation and the fraction it leaves
+  // are exact, and a half rounds up.
+  const uint64_t whole = static_cast<uint64_t>(value);
+  const uint64_t rounded = whole + (value - static_cast<double>(whole) >= 0.5 ? 1 : 0);
+  return std::min(rounded, kMaxReportedCount);
 }
 
 uint64_t TruncatedCount(double value) {

@@ -228,12 +228,14 @@ absl::StatusOr<PlanResult> Plan(const v1::JobSpec& job, const PlanCluster& clust
   std::string space = absl::StrFormat(
       "TP powers of 2 up to %u (the NVLink domain), CP while >= %d tokens per rank, PP dividing "
       "the GPUs (even, embedding/loss-counted and uneven first/last splits%s), VPP up to %d, EP x "
-      "ETP within the NVLink domain, micro-batch 1-8, %d recompute settings, optimizer offload "
-      "%s; at most %d settings",
+      "ETP %s, micro-batch 1-8, %d recompute settings, optimizer offload %s; at most %d settings",
       cluster.gpus_per_node, kMinCpTokens,
       base.model().mtp_num_layers() > 0 ? ", layouts counting embedding, MTP and loss as layers"
                                         : "",
-      kMaxVpp, recomputes, bounds.allow_offload ? "off/on" : "off", kMaxPlanSettings);
+      kMaxVpp,
+      bounds.cross_node_expert_parallel ? "within and across NVLink domains (allowed)"
+                                        : "within the NVLink domain",
+      recomputes, bounds.allow_offload ? "off/on" : "off", kMaxPlanSettings);
   if (search.empty() && base.model().num_experts() > 0 && !bounds.cross_node_expert_parallel) {
     bounds.cross_node_expert_parallel = true;
     OOMGUARD_RETURN_IF_ERROR(search.Run(bounds));

@@ -37,6 +37,30 @@ TEST(ReportedCount, RoundsBelowTheLimitAndCapsFromIt) {
   EXPECT_EQ(TruncatedCount(1e30), kLimit);
 }
 
+// RoundedCount rounds as std::llround (half away from zero) everywhere
+// below the limit, at the halves and at the doubles next to them, where
+// adding 0.5 and truncating would not.
+TEST(ReportedCount, RoundsAsLlroundBelowTheLimit) {
+  EXPECT_EQ(RoundedCount(0.49999999999999994), 0u);  // + 0.5 would round to 1.
+  EXPECT_EQ(RoundedCount(0.5), 1u);
+  EXPECT_EQ(RoundedCount(std::numeric_limits<double>::denorm_min()), 0u);
+  EXPECT_EQ(RoundedCount(static_cast<double>(kLimit) - 0.5), kLimit);
+  EXPECT_EQ(RoundedCount(static_cast<double>(kLimit) - 0.75), kLimit - 1);
+  std::vector<double> values;
+  for (double whole = 1; whole < static_cast<double>(kLimit); whole = whole * 3 + 7) {
+    for (const double frac : {0.0, 0.25, 0.5, 0.75}) {
+      const double v = whole + frac;
+      values.push_back(v);
+      values.push_back(std::nextafter(v, 0.0));
+      values.push_back(std::nextafter(v, 1e300));
+    }
+  }
+  for (const double v : values) {
+    if (v >= static_cast<double>(kLimit)) continue;
+    EXPECT_EQ(RoundedCount(v), std::min<uint64_t>(std::llround(v), kLimit)) << v;
+  }
+}
+
 TEST(ReportedCount, SumsAndProductsStopAtTheLimit) {
   EXPECT_EQ(AddCounts(2, 3), 5u);
   EXPECT_EQ(AddCounts(kLimit - 1, 1), kLimit);
