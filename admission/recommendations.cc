@@ -12,7 +12,9 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/string_view.h"
 #include "admission/gpu_catalog.h"
+#include "estimator/expert_parallel_overlap.h"
 #include "estimator/recompute_rules.h"
+#include "estimator/validated_job.h"
 #include "jobspec/megatron_flags.h"
 
 namespace oomguard {
@@ -220,6 +222,13 @@ std::optional<std::string> FullRecompute(const v1::GpuSpec&, v1::JobSpec* job) {
     r->set_cpu_offloading(false);
     absl::StrAppend(&setting, ", and drop ", Flag("recompute.cpu_offloading"));
   }
+  v1::ParallelismSpec* p = job->mutable_parallelism();
+  if (p->overlap_moe_expert_parallel_comm()) {
+    // Megatron-Core refuses the EP overlap with full recompute
+    // (estimator/expert_parallel_overlap.h).
+    p->set_overlap_moe_expert_parallel_comm(false);
+    absl::StrAppend(&setting, ", and drop ", Flag("parallelism.overlap_moe_expert_parallel_comm"));
+  }
   return setting;
 }
 
@@ -317,6 +326,17 @@ std::optional<std::string> NcclGraphRegisterOff(const v1::GpuSpec& gpu, v1::JobS
   return "NCCL_GRAPH_REGISTER=0";
 }
 
+std::optional<std::string> DropExpertParallelOverlap(const v1::GpuSpec&, v1::JobSpec* job) {
+  if (!job->parallelism().overlap_moe_expert_parallel_comm()) return std::nullopt;
+  const absl::StatusOr<ValidatedJob> j = ValidateJob(*job, nullptr);
+  if (!j.ok()) return std::nullopt;
+  const std::optional<std::string> conflict = ExpertParallelOverlapConflict(*j);
+  if (!conflict) return std::nullopt;
+  job->mutable_parallelism()->set_overlap_moe_expert_parallel_comm(false);
+  return absl::StrCat("drop ", Flag("parallelism.overlap_moe_expert_parallel_comm"), " (",
+                      *conflict, ")");
+}
+
 }  // namespace
 
 const std::vector<RecommendedChange>& IncompatibilityFixes() {
@@ -340,6 +360,11 @@ const std::vector<RecommendedChange>& IncompatibilityFixes() {
        "CUDA graphs and "
        "expandable segments before Blackwell",
        NcclGraphRegisterOff},
+      {v1::Recommendation::KIND_INCOMPATIBILITY, "expert_parallel_overlap_conflict",
+       "Megatron-Core refuses --overlap-moe-expert-parallel-comm without expert parallelism, "
+       "with the allgather dispatcher, with PP > 1 but no virtual pipeline stages, with full or "
+       "moe recompute, with fp32 parameters and with more than one MTP layer",
+       DropExpertParallelOverlap},
   };
   return *kChecks;
 }

@@ -38,17 +38,21 @@ absl::StatusOr<InFlight> PeakInFlight(const ValidatedJob& j, int64_t r,
                 n = j.training.num_microbatches;
   InFlight out;
   out.per_chunk.assign(v, 0);
+  const int64_t overlap = j.parallelism.overlap_moe_ep ? 1 : 0;
   if (v == 1) {
     // No interleaving: rank r runs p - r - 1 warm-up forwards, then one more
-    // forward before its first backward.
-    out.per_chunk[0] = std::min(p - r, n);
+    // forward before its first backward. With the EP overlap (Megatron-Core
+    // takes it only at PP = 1: combined_1f1b_schedule_for_no_pipelining in
+    // megatron/core/pipeline_parallel/combined_1f1b.py) the next
+    // micro-batch's forward runs beside each backward: one more in flight.
+    out.per_chunk[0] = std::min(p - r + overlap, n);
     out.held_bytes = static_cast<double>(out.per_chunk[0]) * chunk_bytes[0];
     return out;
   }
   // Interleaved: forwards go through chunks in groups of g micro-batches;
   // backwards visit chunks in reverse order.
   const int64_t g = j.parallelism.group_size, period = g * v, total = n * v;
-  int64_t warmup = 2 * (p - r - 1) + (v - 1) * g + (j.parallelism.overlap_moe_ep ? 1 : 0);
+  int64_t warmup = 2 * (p - r - 1) + (v - 1) * g + overlap;
   warmup = std::min(warmup, total);
   // The warm-up only adds: its peak is its end, where chunk c holds the
   // forwards k < warmup with (k mod g*v) / g = c.

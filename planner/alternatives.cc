@@ -33,7 +33,8 @@ void Add(const v1::PlanCandidate& c, double own_tokens, v1::CheckResponse* respo
   a->set_description(absl::StrCat("TP ", c.tp(), " PP ", c.pp(), " VPP ", c.vpp(), " CP ", c.cp(),
                                   " EP ", c.ep(), " ETP ", c.etp(), ", micro-batch ",
                                   c.micro_batch_size(), ", recompute ", c.recompute(),
-                                  c.optimizer_cpu_offload() ? ", optimizer CPU offload" : ""));
+                                  c.optimizer_cpu_offload() ? ", optimizer CPU offload" : "",
+                                  c.expert_parallel_overlap() ? ", EP all-to-all overlapped" : ""));
   a->set_peak_device_bytes(c.peak_device_bytes());
   a->set_tokens_per_gpu_per_second(c.tokens_per_gpu_per_second());
   a->set_speedup(own_tokens > 0 ? c.tokens_per_gpu_per_second() / own_tokens : 0);

@@ -97,6 +97,9 @@ std::string CandidateArgs(const ValidatedJob& j, const v1::JobSpec& job) {
     AddValue(w, "parallelism.expert_tensor_parallel_size", par.etp);
   }
   if (par.sp) w.push_back(FlagFor("parallelism.sequence_parallel").Spelling());
+  if (par.overlap_moe_ep) {
+    w.push_back(FlagFor("parallelism.overlap_moe_expert_parallel_comm").Spelling());
+  }
   AddValue(w, "training.micro_batch_size", j.training.micro_batch);
   AddValue(w, "training.global_batch_size", j.training.global_batch);
   AddValue(w, "training.seq_length", j.training.seq);
@@ -149,6 +152,7 @@ v1::PlanCandidate DescribeCandidate(const v1::JobSpec& job, const ValidatedJob& 
   c.set_distributed_optimizer(j.precision.distributed_optimizer);
   c.set_optimizer_cpu_offload(j.precision.offload_fraction > 0);
   c.set_recompute(RecomputeText(j));
+  c.set_expert_parallel_overlap(par.overlap_moe_ep);
   const int64_t worst = peaks.WorstRank(compare_upper_bound);
   c.set_peak_device_bytes(peaks.ranks[worst].peak_device_bytes);
   c.set_peak_device_upper_bytes(peaks.ranks[worst].peak_device_upper_bytes);
@@ -190,7 +194,9 @@ void SetReasons(double best_tokens_per_gpu_per_second, v1::PlanCandidate* c) {
       {b.recompute_seconds(), absl::StrCat("recompute (", c->recompute(), ")")},
       {b.tensor_parallel_seconds(), absl::StrCat("TP/SP communication (TP ", c->tp(), ")")},
       {b.context_parallel_seconds(), absl::StrCat("CP key/value exchange (CP ", c->cp(), ")")},
-      {b.expert_parallel_seconds(), absl::StrCat("EP all-to-all (EP ", c->ep(), ")")},
+      {b.expert_parallel_seconds(),
+       absl::StrCat("EP all-to-all (EP ", c->ep(),
+                    c->expert_parallel_overlap() ? ", overlapped" : "", ")")},
       {b.pipeline_bubble_seconds(),
        absl::StrCat("pipeline bubble (PP ", c->pp(), ", VPP ", c->vpp(), ", ",
                     c->num_microbatches(), " micro-batches)")},

@@ -11,6 +11,7 @@
 #include "absl/strings/str_format.h"
 #include "common/status_macros.h"
 #include "estimator/estimator.h"
+#include "estimator/expert_parallel_overlap.h"
 #include "estimator/validated_job.h"
 #include "planner/candidate.h"
 #include "planner/search_space.h"
@@ -27,7 +28,19 @@ struct Found {
   size_t layout = 0;
   int64_t micro_batch = 0;
   size_t setting = 0;
+  bool ep_overlap = false;  // --overlap-moe-expert-parallel-comm added.
   double tokens_per_gpu_per_second = 0;
+};
+
+// One setting of a layout in the order tried: its step time, its index and
+// whether the EP overlap is added.
+struct Tried {
+  double seconds = 0;
+  size_t setting = 0;
+  bool ep_overlap = false;
+  bool operator<(const Tried& o) const {
+    return seconds != o.seconds ? seconds < o.seconds : setting < o.setting;
+  }
 };
 
 struct Counts {
@@ -57,7 +70,8 @@ class Search {
     counts_.considered += space;
     found_.clear();
     v1::JobSpec job;
-    std::vector<std::pair<double, size_t>> order;
+    std::vector<Tried> order;
+    const bool overlap_given = base_.parallelism().overlap_moe_expert_parallel_comm();
     std::vector<std::optional<ValidatedJob>> validated(settings_.size());
     const size_t most_saving = settings_.size() - 1;
     const int64_t global_batch = base_.training().global_batch_size();
@@ -79,7 +93,9 @@ class Search {
         ++counts_.estimated;
         const bool saving_fits = ComparedPeak(*saving) <= usable_;
         if (!saving_fits) break;
-        // The others by predicted speed; the first that fits is kept.
+        // The others by predicted speed; the first that fits is kept. Where
+        // Megatron-Core accepts it, each setting is tried with the EP
+        // overlap added too (it costs one more warm-up forward of memory).
         order.clear();
         for (size_t si = 0; si < settings_.size(); ++si) {
           validated[si].reset();
@@ -91,19 +107,31 @@ class Search {
             if (!v.ok()) continue;
             validated[si] = *std::move(v);
           }
-          order.emplace_back(EstimateStepTime(*validated[si], cluster_.speed).seconds, si);
+          ValidatedJob& v = *validated[si];
+          const bool overlap_possible = !ExpertParallelOverlapConflict(v).has_value();
+          if (overlap_given && !overlap_possible) continue;  // Megatron-Core refuses it.
+          const StepTime t = EstimateStepTime(v, cluster_.speed);
+          order.push_back(Tried{t.seconds, si, false});
+          if (!overlap_given && overlap_possible) {
+            order.push_back(
+                Tried{t.seconds - t.expert_parallel + t.expert_parallel_overlapped, si, true});
+          }
         }
         std::sort(order.begin(), order.end());
-        for (const auto& [seconds, si] : order) {
-          if (si != most_saving) {
+        for (const Tried& t : order) {
+          ValidatedJob& v = *validated[t.setting];
+          if (t.setting != most_saving || t.ep_overlap) {
             ++counts_.estimated;
-            if (ComparedPeak(*validated[si]) > usable_) continue;
+            v.parallelism.overlap_moe_ep = overlap_given || t.ep_overlap;
+            const bool fits = ComparedPeak(v) <= usable_;
+            v.parallelism.overlap_moe_ep = overlap_given;
+            if (!fits) continue;
           }
           ++counts_.fitting;
           const double tokens = static_cast<double>(global_batch) *
                                 static_cast<double>(base_.training().seq_length()) /
-                                static_cast<double>(base_.parallelism().num_gpus()) / seconds;
-          found_.push_back(Found{li, mb, si, tokens});
+                                static_cast<double>(base_.parallelism().num_gpus()) / t.seconds;
+          found_.push_back(Found{li, mb, t.setting, t.ep_overlap, tokens});
           break;
         }
       }
@@ -121,6 +149,7 @@ class Search {
     for (size_t i = 0; i < found_.size() && out.size() < limit; ++i) {
       const Found& f = found_[i];
       ApplyCandidate(base_, layouts_[f.layout], f.micro_batch, settings_[f.setting], &job);
+      if (f.ep_overlap) job.mutable_parallelism()->set_overlap_moe_expert_parallel_comm(true);
       const absl::StatusOr<ValidatedJob> v = ValidateJob(job, nullptr);
       if (!v.ok()) continue;  // Validated in the search: cannot happen.
       out.push_back(DescribeCandidate(job, *v, EstimateStepTime(*v, cluster_.speed),
@@ -219,7 +248,11 @@ absl::StatusOr<PlanResult> Plan(const v1::JobSpec& job, const PlanCluster& clust
   bounds.gpus_per_node = cluster.gpus_per_node;
   bounds.allow_recompute = options.allow_recompute;
   bounds.allow_offload = options.allow_offload;
-  bounds.cross_node_expert_parallel = options.allow_cross_node_expert_parallel;
+  // The flex dispatcher's DeepEP/HybridEP kernels are built for an EP group
+  // across nodes (one copy of a token per remote node, forwarded on NVLink
+  // there: step_time.cc), as DeepSeek-V3's EP 64 recipes run it.
+  const bool flex_dispatcher = base.model().moe_token_dispatcher() == v1::TOKEN_DISPATCHER_FLEX;
+  bounds.cross_node_expert_parallel = options.allow_cross_node_expert_parallel || flex_dispatcher;
   Search search(base, cluster, options, usable);
   OOMGUARD_RETURN_IF_ERROR(search.Run(bounds));
   const std::vector<Setting> settings = EnumerateSettings(base, bounds);
@@ -228,13 +261,17 @@ absl::StatusOr<PlanResult> Plan(const v1::JobSpec& job, const PlanCluster& clust
   std::string space = absl::StrFormat(
       "TP powers of 2 up to %u (the NVLink domain), CP while >= %d tokens per rank, PP dividing "
       "the GPUs (even, embedding/loss-counted and uneven first/last splits%s), VPP up to %d, EP x "
-      "ETP %s, micro-batch 1-8, %d recompute settings, optimizer offload %s; at most %d settings",
+      "ETP %s, micro-batch 1-8, %d recompute settings, optimizer offload %s, the EP all-to-all "
+      "overlap where Megatron-Core accepts it; at most %d settings",
       cluster.gpus_per_node, kMinCpTokens,
       base.model().mtp_num_layers() > 0 ? ", layouts counting embedding, MTP and loss as layers"
                                         : "",
       kMaxVpp,
-      bounds.cross_node_expert_parallel ? "within and across NVLink domains (allowed)"
-                                        : "within the NVLink domain",
+      !bounds.cross_node_expert_parallel ? "within the NVLink domain"
+      : options.allow_cross_node_expert_parallel
+          ? "within and across NVLink domains (allowed)"
+          : "within and across NVLink domains (the flex dispatcher's DeepEP/HybridEP kernels "
+            "span nodes)",
       recomputes, bounds.allow_offload ? "off/on" : "off", kMaxPlanSettings);
   if (search.empty() && base.model().num_experts() > 0 && !bounds.cross_node_expert_parallel) {
     bounds.cross_node_expert_parallel = true;

@@ -72,6 +72,15 @@ constexpr double kRingEfficiency = 0.8;
 // rate at these message sizes (tens of MB).
 constexpr double kAllToAllNvlinkEfficiency = 0.9;
 constexpr double kAllToAllNetworkEfficiency = 0.8;
+// --overlap-moe-expert-parallel-comm: in the combined 1F1B schedule
+// (TransformerLayerSchedulePlan.run, megatron/core/models/common/
+// model_chunk_schedule_plan.py) the communication kernels of one micro-batch
+// run on their own stream while the other's compute runs, and take SMs from
+// it: DeepEP and HybridEP kernels 16-24 of an H100's 132 SMs
+// (--moe-hybridep-num-sms 16 in Megatron-Bridge's DeepSeek-V3 recipe), NCCL's
+// all-to-all a similar share of channels. Compute that runs beside a
+// transfer is charged this much longer.
+constexpr double kOverlapComputeSlowdown = 0.15;
 // Fixed cost of one collective launch (NCCL latency at these sizes).
 constexpr double kCollectiveLatencySeconds = 15e-6;
 // Share of CP's key/value ring hidden behind the attention it feeds
@@ -91,6 +100,26 @@ constexpr double kHostAdamSecondsPerParam = 8e-9;
 
 double Ratio(double x, double half) { return x / (x + half); }
 
+// One stage of the overlapped pair: a transfer beside compute.
+double Beside(double transfer, double compute) {
+  return std::max(transfer, compute) + kOverlapComputeSlowdown * std::min(transfer, compute);
+}
+
+// The EP time left exposed by the EP overlap for one MoE layer, forward of
+// one micro-batch paired with the backward of another, each side's transfer
+// `a2a` (one dispatch or one combine). The schedule of
+// TransformerLayerSchedulePlan.run: the backward's combine beside the
+// forward's attention and router; the forward's and the backward's
+// dispatch beside the backward's and the forward's experts; the forward's
+// combine beside the backward's attention.
+double PairedExpertParallel(double a2a, double attention_forward, double attention_backward,
+                            double experts_forward, double experts_backward) {
+  const double together = Beside(a2a, attention_forward) +
+                          Beside(2 * a2a, experts_backward + experts_forward) +
+                          Beside(a2a, attention_backward);
+  return together - (attention_forward + attention_backward + experts_forward + experts_backward);
+}
+
 // The other nodes a token's `topk` experts fall on, on average, when its
 // experts are drawn without repetition from `experts` spread evenly over
 // `nodes` nodes (balanced routing): (nodes - 1) x P(a node gets at least
@@ -105,14 +134,17 @@ double RemoteNodesPerToken(double nodes, double experts, double topk) {
 }
 
 // Per micro-batch, per GPU, forward + backward, of one layer or block.
+// `ep_paired`: the EP time left exposed when the layer's forward and another
+// micro-batch's backward run as one overlapped pair (ep_overlap below).
 struct Cost {
-  double compute = 0, recompute = 0, tp = 0, cp = 0, ep = 0;
+  double compute = 0, recompute = 0, tp = 0, cp = 0, ep = 0, ep_paired = 0;
   void Add(const Cost& o, double times) {
     compute += times * o.compute;
     recompute += times * o.recompute;
     tp += times * o.tp;
     cp += times * o.cp;
     ep += times * o.ep;
+    ep_paired += times * o.ep_paired;
   }
   double Total() const { return compute + recompute + tp + cp + ep; }
 };
@@ -190,7 +222,7 @@ class Model {
     const double attn_core = tokens_ * AttentionCoreFlops() / tp_ / core_rate;
     // Element-wise work on the sequence-parallel shard.
     const double elementwise = Elementwise(tokens_ / tp_ * hidden_ * kElementwiseBytesPerHidden);
-    double mlp = 0, permute = 0, act = 0, a2a = 0, shared = 0, dense_mlp = 0;
+    double mlp = 0, permute = 0, act = 0, a2a = 0, shared = 0, dense_mlp = 0, router = 0;
     double tp_collectives = 2;  // Attention: all-gather in, reduce-scatter out.
     if (!moe) {
       const double ffn = static_cast<double>(j_.model.ffn);
@@ -208,7 +240,7 @@ class Model {
       // route to it; ETP gathers them).
       const double tokens_in = tokens_ / tp_;
       const double rows = tokens_in * topk * ep * etp / experts;
-      const double router = Gemm(tokens_in * 2 * hidden_ * experts, tokens_in, experts);
+      router = Gemm(tokens_in * 2 * hidden_ * experts, tokens_in, experts);
       const double expert_gemm = Gemm(tokens_in * topk * MlpFlops(eff), rows, eff / etp);
       if (me.shared_ffn > 0) {
         const double sf = static_cast<double>(me.shared_ffn);
@@ -259,21 +291,35 @@ class Model {
       const double ring = 3 * (cp_ - 1) * kv_bytes / cp_bw_;  // fwd KV, bwd KV + dKV.
       c.cp = std::max(0.0, ring - kCpOverlap * 3 * attn_core);
     }
-    // The extra forward of recompute.
+    // The extra forward of recompute, in the attention's backward and in
+    // the experts'.
     const RecomputeSettings& r = j_.recompute;
+    double attention_recompute = 0, experts_recompute = 0;
     if (r.granularity == v1::RECOMPUTE_GRANULARITY_SELECTIVE) {
-      if (r.HasModule(v1::RECOMPUTE_MODULE_CORE_ATTN)) c.recompute += attn_core;
-      if (r.HasModule(v1::RECOMPUTE_MODULE_LAYERNORM)) c.recompute += kNormShare * elementwise;
-      if (r.HasModule(v1::RECOMPUTE_MODULE_MLA_UP_PROJ)) c.recompute += 0.5 * attn_linear;
+      if (r.HasModule(v1::RECOMPUTE_MODULE_CORE_ATTN)) attention_recompute += attn_core;
+      if (r.HasModule(v1::RECOMPUTE_MODULE_LAYERNORM)) {
+        attention_recompute += kNormShare * elementwise;
+      }
+      if (r.HasModule(v1::RECOMPUTE_MODULE_MLA_UP_PROJ)) attention_recompute += 0.5 * attn_linear;
       if (!moe && r.HasModule(v1::RECOMPUTE_MODULE_MLP)) {
-        c.recompute += dense_mlp + act + (par.tp > 1 ? tp_one : 0);
+        experts_recompute += dense_mlp + act + (par.tp > 1 ? tp_one : 0);
       }
       if (moe && r.HasModule(v1::RECOMPUTE_MODULE_MOE)) {
-        c.recompute += mlp + act + permute + a2a_fwd + overhead / 3;
+        experts_recompute += mlp + act + permute + a2a_fwd + overhead / 3;
       } else if (moe) {
-        if (r.HasModule(v1::RECOMPUTE_MODULE_MOE_ACT)) c.recompute += act;
-        if (r.HasModule(v1::RECOMPUTE_MODULE_SHARED_EXPERTS)) c.recompute += shared;
+        if (r.HasModule(v1::RECOMPUTE_MODULE_MOE_ACT)) experts_recompute += act;
+        if (r.HasModule(v1::RECOMPUTE_MODULE_SHARED_EXPERTS)) experts_recompute += shared;
       }
+    }
+    c.recompute = attention_recompute + experts_recompute;
+    c.ep_paired = c.ep;
+    if (moe && par.ep > 1) {
+      // Attention, norms and router before the dispatch (with half the
+      // permutation); the experts after it (with the other half).
+      const double attention = forward - mlp - act - permute + router + permute / 2;
+      const double experts = mlp - router + act + permute / 2;
+      c.ep_paired = PairedExpertParallel(a2a, attention, 2 * attention + attention_recompute,
+                                         experts, 2 * experts + experts_recompute);
     }
     full_forward_ = forward + tp_collectives * tp_one + a2a_fwd + overhead / 3;
     return c;
@@ -373,6 +419,20 @@ StepTime EstimateStepTime(const ValidatedJob& j, const GpuPerformance& gpu) {
   t.tensor_parallel = micro * worst.tp;
   t.context_parallel = micro * worst.cp;
   t.expert_parallel = micro * worst.ep;
+  {
+    // --overlap-moe-expert-parallel-comm pairs each forward of a model chunk
+    // with the backward of another in the 1F1B steady state (combined_1f1b.py);
+    // the warm-up forwards (one more than without the overlap:
+    // pipeline_schedule.h, rank 0's count) and as many cool-down backwards
+    // run alone, with their all-to-all exposed.
+    const double chunk_steps = micro * static_cast<double>(par.vpp);
+    const double warmup =
+        par.pp == 1 ? 1.0
+                    : static_cast<double>(2 * (par.pp - 1) + (par.vpp - 1) * par.group_size + 1);
+    const double paired = std::max(0.0, chunk_steps - warmup) / chunk_steps;
+    t.expert_parallel_overlapped = micro * (paired * worst.ep_paired + (1 - paired) * worst.ep);
+    if (par.overlap_moe_ep) t.expert_parallel = t.expert_parallel_overlapped;
+  }
   // Bubble: (p - 1) / v micro-batches of the rank's time. Without
   // interleaving, the stage-to-stage send/receive is exposed too
   // (interleaved 1F1B overlaps it).

@@ -35,6 +35,10 @@ struct StepTime {
   double pipeline_bubble = 0;  // Includes the exposed pipeline send/receive.
   double data_parallel = 0;
   double offload = 0;
+  // The expert_parallel term with --overlap-moe-expert-parallel-comm on
+  // (equal to expert_parallel when the job sets it): what the planner saves
+  // by adding it, without a second estimate.
+  double expert_parallel_overlapped = 0;
 
   double tokens_per_gpu_per_second = 0;
   double model_flops_per_token = 0;  // Forward + backward, no recompute.

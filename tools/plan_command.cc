@@ -202,17 +202,19 @@ std::string FormatTable(const PlanFlags& f, const PlanCluster& cluster, const Pl
           ? absl::StrFormat("a candidate fits when its peak at %g%% coverage does",
                             100 * f.options.upper_bound_coverage)
           : std::string("a candidate fits when its point estimate does"));
-  absl::StrAppendFormat(&out,
-                        "%3s %3s %3s %3s %3s %3s %3s %4s %4s  %-28s %3s %9s %9s %9s %8s %10s %5s\n",
-                        "#", "TP", "PP", "VPP", "CP", "EP", "ETP", "DP", "MBS", "recompute", "off",
-                        "peak GiB", "upper GiB", "free GiB", "step s", "tok/GPU/s", "MFU");
+  absl::StrAppendFormat(
+      &out, "%3s %3s %3s %3s %3s %3s %3s %4s %4s  %-28s %3s %3s %9s %9s %9s %8s %10s %5s\n", "#",
+      "TP", "PP", "VPP", "CP", "EP", "ETP", "DP", "MBS", "recompute", "off", "a2a", "peak GiB",
+      "upper GiB", "free GiB", "step s", "tok/GPU/s", "MFU");
   int rank = 0;
   for (const v1::PlanCandidate& c : plan.candidates) {
     absl::StrAppendFormat(
         &out,
-        "%3d %3u %3u %3u %3u %3u %3u %4u %4u  %-28s %3s %9.1f %9.1f %9.1f %8.2f %10.0f %4.0f%%\n",
+        "%3d %3u %3u %3u %3u %3u %3u %4u %4u  %-28s %3s %3s %9.1f %9.1f %9.1f %8.2f %10.0f "
+        "%4.0f%%\n",
         ++rank, c.tp(), c.pp(), c.vpp(), c.cp(), c.ep(), c.etp(), c.dp(), c.micro_batch_size(),
-        c.recompute(), c.optimizer_cpu_offload() ? "yes" : "no", c.peak_device_bytes() / kGiB,
+        c.recompute(), c.optimizer_cpu_offload() ? "yes" : "no",
+        c.expert_parallel_overlap() ? "ovl" : "-", c.peak_device_bytes() / kGiB,
         c.peak_device_upper_bytes() / kGiB, static_cast<double>(c.headroom_bytes()) / kGiB,
         c.step_time_seconds(), c.tokens_per_gpu_per_second(), 100 * c.mfu());
     absl::StrAppend(&out, "      why:  ", absl::StrJoin(c.reasons(), "; "), "\n");

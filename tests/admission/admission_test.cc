@@ -483,6 +483,46 @@ TEST(AdmissionTest, PassedDeadlineIsDeadlineExceeded) {
   EXPECT_EQ(r.status().code(), absl::StatusCode::kDeadlineExceeded);
 }
 
+// Megatron-Core refuses --overlap-moe-expert-parallel-comm with full
+// recompute (estimator/expert_parallel_overlap.h): the check says the job
+// will not start and what to drop, with the saving measured.
+TEST(AdmissionTest, ExpertParallelOverlapWithFullRecomputeWillNotStart) {
+  JobInputs src;
+  src.preset = "qwen3-30b-a3b";
+  src.num_gpus = 32;
+  src.megatron_args = {"--seq-length",
+                       "4096",
+                       "--global-batch-size",
+                       "256",
+                       "--micro-batch-size",
+                       "1",
+                       "--expert-model-parallel-size",
+                       "8",
+                       "--recompute-granularity",
+                       "full",
+                       "--recompute-method",
+                       "uniform",
+                       "--recompute-num-layers",
+                       "1",
+                       "--overlap-moe-expert-parallel-comm"};
+  absl::StatusOr<v1::JobSpec> job = BuildJob(src, nullptr);
+  ASSERT_TRUE(job.ok()) << job.status();
+  absl::StatusOr<v1::CheckResponse> r =
+      CheckJob(*job, GpuCatalog::Builtin().Find("H100-SXM-80GB").value(), {});
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_FALSE(r->recommendations().empty());
+  const v1::Recommendation& rec = *r->recommendations().rbegin();
+  EXPECT_EQ(rec.kind(), v1::Recommendation::KIND_INCOMPATIBILITY);
+  EXPECT_EQ(rec.id(), "expert_parallel_overlap_conflict");
+  EXPECT_EQ(rec.setting(),
+            "drop --overlap-moe-expert-parallel-comm (it cannot run with full recompute)");
+  // Without the overlap one micro-batch fewer is in flight at once
+  // (PeakInFlight, estimator/pipeline_schedule.h).
+  EXPECT_GT(rec.saved_bytes(), 0);
+  EXPECT_THAT(r->summary(), HasSubstr("as given it will not start: Megatron-Core refuses "
+                                      "--overlap-moe-expert-parallel-comm"));
+}
+
 TEST(AdmissionTest, WorksWithTheRealEstimator) {
   // Validation comes from the real estimator; the numbers are its own.
   v1::JobSpec job;

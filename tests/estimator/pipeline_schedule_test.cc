@@ -111,5 +111,15 @@ TEST(PeakInFlight, PlainOneFOneBHoldsPipelineDepthMinusRank) {
   EXPECT_THAT(PeakInFlight(Schedule(4, 4, 2, false), 0, {2e9})->per_chunk, ElementsAre(2));
 }
 
+// Without pipelining, the EP overlap runs micro-batch i + 1's forward beside
+// micro-batch i's backward (combined_1f1b_schedule_for_no_pipelining): two
+// in flight, one when the iteration has one.
+TEST(PeakInFlight, ExpertParallelOverlapWithoutPipeliningHoldsTwo) {
+  EXPECT_THAT(PeakInFlight(Schedule(1, 1, 8, false), 0, {2e9})->per_chunk, ElementsAre(1));
+  EXPECT_THAT(PeakInFlight(Schedule(1, 1, 8, true), 0, {2e9})->per_chunk, ElementsAre(2));
+  EXPECT_DOUBLE_EQ(PeakInFlight(Schedule(1, 1, 8, true), 0, {2e9})->held_bytes, 4e9);
+  EXPECT_THAT(PeakInFlight(Schedule(1, 1, 1, true), 0, {2e9})->per_chunk, ElementsAre(1));
+}
+
 }  // namespace
 }  // namespace oomguard

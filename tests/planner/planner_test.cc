@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <set>
 #include <string>
@@ -171,6 +172,79 @@ TEST(Plan, DeepSeekV3FindsTheLayoutOfItsRecipe) {
   const auto peaks = EstimatePeaks(Job("deepseek-v3", 1024, shape + " " + best.megatron_args()));
   ASSERT_TRUE(peaks.ok()) << peaks.status();
   EXPECT_EQ(peaks->ranks[peaks->worst_rank].peak_device_bytes, best.peak_device_bytes());
+}
+
+// --overlap-moe-expert-parallel-comm is a setting the search adds where
+// Megatron-Core accepts it (estimator/expert_parallel_overlap.h): with EP
+// across nodes its all-to-all is worth hiding, so the best candidates carry
+// it, and each one's arguments (the flag included) give its peak, the extra
+// warm-up forward of the overlap included. A job that sets the flag itself
+// gets only settings Megatron-Core accepts it with.
+TEST(Plan, AddsTheExpertParallelOverlapWhereMegatronAcceptsIt) {
+  const std::string shape =
+      "--seq-length 4096 --global-batch-size 4096 --moe-grouped-gemm "
+      "--moe-token-dispatcher-type flex";
+  PlanOptions options;
+  options.allow_cross_node_expert_parallel = true;
+  options.limit = 50;
+  const auto plan = Plan(Job("deepseek-v3", 1024, shape), Cluster("H100"), options);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  ASSERT_FALSE(plan->candidates.empty());
+  EXPECT_TRUE(plan->candidates.front().expert_parallel_overlap());
+  int overlapped = 0;
+  for (const v1::PlanCandidate& c : plan->candidates) {
+    const bool flag =
+        c.megatron_args().find("--overlap-moe-expert-parallel-comm") != std::string::npos;
+    EXPECT_EQ(flag, c.expert_parallel_overlap()) << c.megatron_args();
+    if (!c.expert_parallel_overlap()) continue;
+    ++overlapped;
+    EXPECT_GT(c.ep(), 1u);
+    EXPECT_TRUE(c.pp() == 1 || c.vpp() > 1) << c.megatron_args();
+    EXPECT_EQ(c.recompute().find("full"), std::string::npos) << c.megatron_args();
+    EXPECT_EQ(c.recompute().find("moe,"), std::string::npos) << c.megatron_args();
+    for (const std::string& reason : c.reasons()) {
+      if (reason.find("EP all-to-all") != std::string::npos) {
+        EXPECT_NE(reason.find(", overlapped)"), std::string::npos) << reason;
+      }
+    }
+    const auto peaks = EstimatePeaks(Job("deepseek-v3", 1024, shape + " " + c.megatron_args()));
+    ASSERT_TRUE(peaks.ok()) << peaks.status();
+    EXPECT_EQ(peaks->ranks[peaks->worst_rank].peak_device_bytes, c.peak_device_bytes());
+  }
+  EXPECT_GT(overlapped, 0);
+
+  const auto given = Plan(Job("deepseek-v3", 1024, shape + " --overlap-moe-expert-parallel-comm"),
+                          Cluster("H100"), options);
+  ASSERT_TRUE(given.ok()) << given.status();
+  ASSERT_FALSE(given->candidates.empty());
+  for (const v1::PlanCandidate& c : given->candidates) {
+    EXPECT_TRUE(c.expert_parallel_overlap()) << c.megatron_args();
+    EXPECT_EQ(c.recompute().find("full"), std::string::npos) << c.megatron_args();
+  }
+}
+
+// On the flex dispatcher (DeepEP/HybridEP kernels, built for it) the EP
+// group may span nodes without --allow-cross-node-expert-parallel; on the
+// alltoall dispatcher it stays inside the node while something fits there.
+TEST(Plan, FlexDispatcherLetsExpertParallelSpanNodes) {
+  const std::string shape =
+      "--seq-length 4096 --global-batch-size 4096 --moe-grouped-gemm --micro-batch-size 1 "
+      "--tensor-model-parallel-size 1 --moe-token-dispatcher-type ";
+  PlanOptions options;
+  options.limit = 200;
+  for (const std::string dispatcher : {"flex", "alltoall"}) {
+    const auto plan = Plan(Job("qwen3-30b-a3b", 64, shape + dispatcher), Cluster("H100"), options);
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    ASSERT_FALSE(plan->candidates.empty());
+    uint32_t widest = 0;
+    for (const v1::PlanCandidate& c : plan->candidates) widest = std::max(widest, c.ep() * c.etp());
+    const bool flex = dispatcher == "flex";
+    EXPECT_EQ(widest > 8, flex) << dispatcher << ": EP x ETP up to " << widest;
+    EXPECT_EQ(plan->summary.search_space().find("the flex dispatcher's DeepEP/HybridEP kernels "
+                                                "span nodes") != std::string::npos,
+              flex)
+        << plan->summary.search_space();
+  }
 }
 
 // A job that gives its layout keeps it, and its virtual stages with it: one

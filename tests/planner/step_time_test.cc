@@ -243,6 +243,52 @@ Table LlamaRecomputeTable() {
                }};
 }
 
+// --overlap-moe-expert-parallel-comm on seed 002's TP 2 EP 8 PP 8 VPP 4
+// layout (EP inside the node: every transfer is shorter than the compute
+// beside it). Hand-derived: 2048 / (DP 16) = 128 micro-batches, 4 chunks
+// each, 512 chunk steps; rank 0 warms up with 2 x 7 + 3 x 8 + 1 = 39
+// forwards that run alone (as many backwards cool down alone), so 473 of 512
+// steps are pairs. In a pair each transfer hides behind compute and only
+// costs the SMs it takes, 0.15 of its length; alone it costs all of it. The
+// exposed EP time is therefore (473 x 0.15 + 39) / 512 of the time without
+// the overlap, and the rest of the step is unchanged.
+TEST(StepTime, ExpertParallelOverlapHidesTheAllToAllInThePairs) {
+  Table t = Qwen3Table();
+  const Measured row{
+      "--tensor-model-parallel-size 2 --sequence-parallel --expert-model-parallel-size 8 "
+      "--pipeline-model-parallel-size 8 --account-for-embedding-in-pipeline-split "
+      "--account-for-loss-in-pipeline-split --num-virtual-stages-per-pipeline-rank 4 "
+      "--micro-batch-size 1 --global-batch-size 2048",
+      0};
+  const StepTime off = Predict(t, row);
+  Measured on = row;
+  on.config += " --overlap-moe-expert-parallel-comm";
+  const StepTime with = Predict(t, on);
+  ASSERT_GT(off.expert_parallel, 0);
+  EXPECT_NEAR(with.expert_parallel / off.expert_parallel, (473 * 0.15 + 39) / 512, 1e-9);
+  EXPECT_DOUBLE_EQ(off.expert_parallel_overlapped, with.expert_parallel);
+  EXPECT_DOUBLE_EQ(with.expert_parallel_overlapped, with.expert_parallel);
+  EXPECT_DOUBLE_EQ(with.compute, off.compute);
+  EXPECT_DOUBLE_EQ(with.pipeline_bubble, off.pipeline_bubble);
+  EXPECT_NEAR(off.seconds - with.seconds, off.expert_parallel - with.expert_parallel, 1e-9);
+}
+
+// Across nodes the all-to-all outlasts the attention beside it: the pairs
+// hide less of it than inside a node, and still most of it.
+TEST(StepTime, ExpertParallelOverlapAcrossNodesLeavesTheExcessExposed) {
+  Table t = Qwen3Table();
+  const Measured row{
+      "--tensor-model-parallel-size 2 --sequence-parallel --expert-model-parallel-size 32 "
+      "--pipeline-model-parallel-size 8 --account-for-embedding-in-pipeline-split "
+      "--account-for-loss-in-pipeline-split --num-virtual-stages-per-pipeline-rank 4 "
+      "--micro-batch-size 1 --global-batch-size 2048",
+      0};
+  const StepTime off = Predict(t, row);
+  const double ratio = off.expert_parallel_overlapped / off.expert_parallel;
+  EXPECT_GT(ratio, (473 * 0.15 + 39) / 512);
+  EXPECT_LT(ratio, 0.5);
+}
+
 TEST(StepTime, Seed002Qwen3On256H800) { CheckTable(Qwen3Table()); }
 TEST(StepTime, Seed001Llama70bParallelism) { CheckTable(LlamaParallelismTable()); }
 TEST(StepTime, Seed003Llama70bRecompute) { CheckTable(LlamaRecomputeTable()); }

@@ -1,0 +1,30 @@
+// Megatron-Core's rule for the EP all-to-all overlap (see
+// expert_parallel_overlap.h).
+#include "estimator/expert_parallel_overlap.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace oomguard {
+
+std::optional<std::string> ExpertParallelOverlapConflict(const ValidatedJob& j) {
+  const Parallelism& par = j.parallelism;
+  if (par.ep <= 1) return "it needs expert parallelism (EP > 1)";
+  if (j.moe.allgather_dispatcher) return "it needs the alltoall or flex token dispatcher";
+  if (par.pp > 1 && par.vpp <= 1) {
+    return "with pipeline parallelism it needs virtual pipeline stages (VPP > 1)";
+  }
+  if (j.recompute.granularity == v1::RECOMPUTE_GRANULARITY_FULL) {
+    return "it cannot run with full recompute";
+  }
+  if (j.recompute.HasModule(v1::RECOMPUTE_MODULE_MOE)) {
+    return "it cannot run with the moe module recomputed";
+  }
+  if (j.precision.master_bytes == 0) return "it needs bf16 or fp16 parameters";
+  if (j.model.mtp_layers > 1) {
+    return absl::StrCat("it supports at most one MTP layer (the model has ", j.model.mtp_layers,
+                        ")");
+  }
+  return std::nullopt;
+}
+
+}  // namespace oomguard

@@ -1,0 +1,29 @@
+// Megatron-Core's rule for `--overlap-moe-expert-parallel-comm` (the MoE
+// all-to-all of one micro-batch hidden behind another's compute, in the
+// combined 1F1B schedule), in one place: admission flags a job that sets it
+// where Megatron-Core refuses it, and the planner turns it on only where
+// Megatron-Core accepts it. The estimate itself takes the flag as given (its
+// memory: one more warm-up forward, pipeline_schedule.h).
+#ifndef OOMGUARD_ESTIMATOR_EXPERT_PARALLEL_OVERLAP_H_
+#define OOMGUARD_ESTIMATOR_EXPERT_PARALLEL_OVERLAP_H_
+
+#include <optional>
+#include <string>
+
+#include "estimator/validated_job.h"
+
+namespace oomguard {
+
+// Why Megatron-Core would refuse the overlap for `j` (whether or not `j` sets
+// it), or nullopt when it accepts it. The conditions are the assertions of
+// TransformerConfig.__post_init__ (megatron/core/transformer/
+// transformer_config.py): expert parallelism (EP > 1); the alltoall or flex
+// token dispatcher; with PP > 1, virtual pipeline stages (the interleaved
+// schedule; Megatron-LM turns a VPP of 1 into None); no full recompute and no
+// `moe` among the recomputed modules; bf16 or fp16 parameters; at most one
+// MTP layer.
+std::optional<std::string> ExpertParallelOverlapConflict(const ValidatedJob& j);
+
+}  // namespace oomguard
+
+#endif  // OOMGUARD_ESTIMATOR_EXPERT_PARALLEL_OVERLAP_H_
