@@ -2,6 +2,7 @@
 #include "planner/alternatives.h"
 
 #include <algorithm>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -61,26 +62,30 @@ absl::Status AddAlternatives(const v1::JobSpec& job, const v1::GpuSpec& gpu,
   const v1::JobSpec searchable = Searchable(job);
   const bool use_cache = cache != nullptr && cache->enabled();
   const std::string key = use_cache ? PlanCacheKey(searchable, cluster, options) : "";
-  std::optional<PlanResult> cached = use_cache ? cache->Find(key) : std::nullopt;
-  const bool hit = cached.has_value();
-  absl::StatusOr<PlanResult> plan = hit ? *std::move(cached) : Plan(searchable, cluster, options);
-  if (absl::IsDeadlineExceeded(plan.status()) || absl::IsUnavailable(plan.status())) {
-    return plan.status();
+  // A hit shares the cached plan (no copy of its candidates).
+  std::shared_ptr<const PlanResult> plan =
+      use_cache ? cache->Find(key).value_or(nullptr) : nullptr;
+  if (plan == nullptr) {
+    absl::StatusOr<PlanResult> planned = Plan(searchable, cluster, options);
+    if (absl::IsDeadlineExceeded(planned.status()) || absl::IsUnavailable(planned.status())) {
+      return planned.status();
+    }
+    // A refused search (e.g. one past kMaxPlanSettings) is no plan; it is
+    // not stored, and costs the same again.
+    if (!planned.ok()) return absl::OkStatus();
+    plan = std::make_shared<const PlanResult>(*std::move(planned));
+    if (use_cache) cache->Insert(key, plan);
   }
-  // A refused search (e.g. one past kMaxPlanSettings) is no plan; it is not
-  // stored, and costs the same again.
-  if (!plan.ok()) return absl::OkStatus();
-  if (use_cache && !hit) cache->Insert(key, *plan);
   if (plan->candidates.empty()) return absl::OkStatus();
   if (response->verdict() == v1::VERDICT_DOES_NOT_FIT) {
     for (const v1::PlanCandidate& c : plan->candidates) Add(c, 0, response);
     return absl::OkStatus();
   }
-  const absl::StatusOr<v1::PlanCandidate> own = DescribeJob(job, cluster, options);
+  const absl::StatusOr<StepTime> own = EstimateJobStepTime(job, cluster);
   if (!own.ok()) return absl::OkStatus();
   const v1::PlanCandidate& best = plan->candidates.front();
-  if (best.tokens_per_gpu_per_second() >= kClearlyFaster * own->tokens_per_gpu_per_second()) {
-    Add(best, own->tokens_per_gpu_per_second(), response);
+  if (best.tokens_per_gpu_per_second() >= kClearlyFaster * own->tokens_per_gpu_per_second) {
+    Add(best, own->tokens_per_gpu_per_second, response);
   }
   return absl::OkStatus();
 }

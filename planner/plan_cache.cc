@@ -23,9 +23,9 @@ void AppendDeterministic(const google::protobuf::MessageLite& message, std::stri
 
 }  // namespace
 
-size_t PlanResultBytes::operator()(const PlanResult& plan) const {
-  size_t bytes = plan.summary.ByteSizeLong();
-  for (const v1::PlanCandidate& c : plan.candidates) bytes += c.ByteSizeLong();
+size_t PlanResultBytes::operator()(const std::shared_ptr<const PlanResult>& plan) const {
+  size_t bytes = plan->summary.ByteSizeLong();
+  for (const v1::PlanCandidate& c : plan->candidates) bytes += c.ByteSizeLong();
   return bytes;
 }
 

@@ -9,6 +9,7 @@
 #define OOMGUARD_PLANNER_PLAN_CACHE_H_
 
 #include <cstddef>
+#include <memory>
 #include <string>
 
 #include "common/lru_cache.h"
@@ -18,11 +19,12 @@
 namespace oomguard {
 
 struct PlanResultBytes {
-  size_t operator()(const PlanResult& plan) const;
+  size_t operator()(const std::shared_ptr<const PlanResult>& plan) const;
 };
 
 // Holds at most its bound's bytes of plans (serialized size); 0 disables it.
-using PlanCache = LruCache<PlanResult, PlanResultBytes>;
+// A hit shares the plan (never null) instead of copying it.
+using PlanCache = LruCache<std::shared_ptr<const PlanResult>, PlanResultBytes>;
 
 // What Plan(job, cluster, options) depends on, as bytes: the job and the
 // GPU (deterministically serialized), the NVLink domain and every option

@@ -296,14 +296,9 @@ absl::StatusOr<PlanResult> Plan(const v1::JobSpec& job, const PlanCluster& clust
   return result;
 }
 
-absl::StatusOr<v1::PlanCandidate> DescribeJob(const v1::JobSpec& job, const PlanCluster& cluster,
-                                              const PlanOptions& options) {
+absl::StatusOr<StepTime> EstimateJobStepTime(const v1::JobSpec& job, const PlanCluster& cluster) {
   OOMGUARD_ASSIGN_OR_RETURN(const ValidatedJob j, ValidateJob(job, nullptr));
-  v1::PlanCandidate c = DescribeCandidate(
-      job, j, EstimateStepTime(j, cluster.speed), EstimatePeaks(j, options.upper_bound_coverage),
-      Usable(cluster, options.memory_margin), options.compare_upper_bound);
-  SetReasons(c.tokens_per_gpu_per_second(), &c);
-  return c;
+  return EstimateStepTime(j, cluster.speed);
 }
 
 }  // namespace oomguard

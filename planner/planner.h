@@ -47,6 +47,7 @@
 #include "oomguard/v1/job.pb.h"
 #include "oomguard/v1/plan.pb.h"
 #include "planner/gpu_performance.h"
+#include "planner/step_time.h"
 
 namespace oomguard {
 
@@ -102,11 +103,10 @@ absl::Status ValidatePlanLimit(uint32_t limit, absl::string_view field);
 absl::StatusOr<PlanResult> Plan(const v1::JobSpec& job, const PlanCluster& cluster,
                                 const PlanOptions& options);
 
-// The predicted step time of `job` itself on the cluster, as a candidate
-// (its memory included); for comparing a job with its plan.
-// Only the memory rule of `options` (margin and bound) is used.
-absl::StatusOr<v1::PlanCandidate> DescribeJob(const v1::JobSpec& job, const PlanCluster& cluster,
-                                              const PlanOptions& options);
+// The predicted step time of `job` itself, as given, on the cluster (no
+// memory estimate): what a check compares the best of its plan with.
+// InvalidArgument naming the field for a bad job.
+absl::StatusOr<StepTime> EstimateJobStepTime(const v1::JobSpec& job, const PlanCluster& cluster);
 
 }  // namespace oomguard
 
