@@ -8,6 +8,9 @@ namespace oomguard {
 
 std::optional<std::string> ExpertParallelOverlapConflict(const ValidatedJob& j) {
   const Parallelism& par = j.parallelism;
+  if (j.runtime.megatron_core < kFirstMegatronCoreWithExpertParallelOverlap) {
+    return "it needs Megatron-Core 0.14 or newer";
+  }
   if (par.ep <= 1) return "it needs expert parallelism (EP > 1)";
   if (j.moe.allgather_dispatcher) return "it needs the alltoall or flex token dispatcher";
   if (par.pp > 1 && par.vpp <= 1) {

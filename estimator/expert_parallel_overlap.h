@@ -10,12 +10,18 @@
 #include <optional>
 #include <string>
 
+#include "estimator/software_versions.h"
 #include "estimator/validated_job.h"
 
 namespace oomguard {
 
+// The first release with the flag (Megatron-LM merge request 3470, "Support
+// EP A2A overlap at PP=1", first tagged in core_v0.14.0).
+inline constexpr SoftwareVersion kFirstMegatronCoreWithExpertParallelOverlap{0, 14};
+
 // Why Megatron-Core would refuse the overlap for `j` (whether or not `j` sets
-// it), or nullopt when it accepts it. The conditions are the assertions of
+// it), or nullopt when it accepts it: a release before
+// kFirstMegatronCoreWithExpertParallelOverlap, or one of the assertions of
 // TransformerConfig.__post_init__ (megatron/core/transformer/
 // transformer_config.py): expert parallelism (EP > 1); the alltoall or flex
 // token dispatcher; with PP > 1, virtual pipeline stages (the interleaved

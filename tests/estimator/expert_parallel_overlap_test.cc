@@ -56,6 +56,24 @@ TEST(ExpertParallelOverlap, EachConditionNamed) {
   for (const auto& [args, why] : cases) {
     EXPECT_EQ(ExpertParallelOverlapConflict(Job(args)), why) << args;
   }
+  // Releases before the flag existed (RuntimeSpec.megatron_core_version).
+  {
+    JobInputs older;
+    older.preset = "qwen3-30b-a3b";
+    older.num_gpus = 32;
+    older.megatron_args = {"--seq-length",       "4096", "--global-batch-size",          "256",
+                           "--micro-batch-size", "1",    "--expert-model-parallel-size", "8"};
+    absl::StatusOr<v1::JobSpec> spec = BuildJob(older, nullptr);
+    ASSERT_TRUE(spec.ok()) << spec.status();
+    for (const auto& [version, why] :
+         std::vector<std::pair<std::string, std::optional<std::string>>>{
+             {"0.13", "it needs Megatron-Core 0.14 or newer"}, {"0.14", std::nullopt}}) {
+      spec->mutable_runtime()->set_megatron_core_version(version);
+      absl::StatusOr<ValidatedJob> j = ValidateJob(*spec, nullptr);
+      ASSERT_TRUE(j.ok()) << j.status();
+      EXPECT_EQ(ExpertParallelOverlapConflict(*j), why) << version;
+    }
+  }
   // fp32 parameters.
   JobInputs src;
   src.preset = "qwen3-30b-a3b";
