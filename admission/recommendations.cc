@@ -363,8 +363,8 @@ const std::vector<RecommendedChange>& IncompatibilityFixes() {
       {v1::Recommendation::KIND_INCOMPATIBILITY, "expert_parallel_overlap_conflict",
        "Megatron-Core refuses --overlap-moe-expert-parallel-comm without expert parallelism, "
        "with the allgather dispatcher, with PP > 1 but no virtual pipeline stages, with full or "
-       "moe recompute, with fp32 parameters and with more than one MTP layer; releases before "
-       "0.14 lack it",
+       "moe recompute, with fp32 parameters, with --moe-shared-expert-overlap and with more than "
+       "one MTP layer; releases before 0.14 lack it",
        DropExpertParallelOverlap},
   };
   return *kChecks;

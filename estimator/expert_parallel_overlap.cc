@@ -23,6 +23,7 @@ std::optional<std::string> ExpertParallelOverlapConflict(const ValidatedJob& j) 
     return "it cannot run with the moe module recomputed";
   }
   if (j.precision.master_bytes == 0) return "it needs bf16 or fp16 parameters";
+  if (par.shared_expert_overlap) return "it cannot run with --moe-shared-expert-overlap";
   if (j.model.mtp_layers > 1) {
     return absl::StrCat("it supports at most one MTP layer (the model has ", j.model.mtp_layers,
                         ")");

@@ -26,8 +26,8 @@ inline constexpr SoftwareVersion kFirstMegatronCoreWithExpertParallelOverlap{0, 
 // transformer_config.py): expert parallelism (EP > 1); the alltoall or flex
 // token dispatcher; with PP > 1, virtual pipeline stages (the interleaved
 // schedule; Megatron-LM turns a VPP of 1 into None); no full recompute and no
-// `moe` among the recomputed modules; bf16 or fp16 parameters; at most one
-// MTP layer.
+// `moe` among the recomputed modules; bf16 or fp16 parameters; no
+// `--moe-shared-expert-overlap`; at most one MTP layer.
 std::optional<std::string> ExpertParallelOverlapConflict(const ValidatedJob& j);
 
 }  // namespace oomguard

@@ -119,6 +119,7 @@ struct Parallelism {
   int64_t group_size = 1;       // Micro-batches per virtual stage in a row (interleaved 1F1B).
   bool sp = false;              // Sequence parallel (off at TP = 1).
   bool overlap_moe_ep = false;  // EP communication overlapped: one more warm-up forward.
+  bool shared_expert_overlap = false;  // Shared experts beside the dispatcher's communication.
 };
 
 // Batch, sequence and the kernels that run them (JobSpec.training).

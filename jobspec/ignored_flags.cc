@@ -62,8 +62,8 @@ constexpr absl::string_view kSilentFlags[] = {
     "cuda-graph-warmup-steps",
     // MoE routing and loss settings that keep tensor shapes.
     "moe-aux-loss-coeff", "moe-z-loss-coeff", "moe-input-jitter-eps", "moe-permute-fusion",
-    "moe-per-layer-logging", "moe-token-drop-policy", "moe-shared-expert-overlap",
-    "moe-use-legacy-grouped-gemm", "mtp-loss-scaling-factor",
+    "moe-per-layer-logging", "moe-token-drop-policy", "moe-use-legacy-grouped-gemm",
+    "mtp-loss-scaling-factor",
     // Flags of other model families (BERT, multimodal) that change nothing
     // for a GPT model.
     "bert-no-binary-head", "disable-vision-class-token", "img-h", "img-w", "patch-dim"};

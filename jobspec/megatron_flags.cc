@@ -277,6 +277,7 @@ void AddParallelismFlags(FlagTable& t) {
   t.Add("pipeline-model-parallel-layout", Text("parallelism.pipeline_model_parallel_layout"));
   t.Add("overlap-moe-expert-parallel-comm",
         Switch("parallelism.overlap_moe_expert_parallel_comm", true));
+  t.Add("moe-shared-expert-overlap", Switch("parallelism.moe_shared_expert_overlap", true));
 }
 
 void AddTrainingFlags(FlagTable& t) {

@@ -282,6 +282,14 @@ class Model {
     const double a2a_fwd = 2 * a2a;  // Dispatch + combine.
     c.tp = 2 * tp_collectives * tp_one;
     c.ep = 2 * a2a_fwd;
+    if (moe && par.shared_expert_overlap && shared > 0) {
+      // --moe-shared-expert-overlap: the token dispatcher runs the shared
+      // experts on their own stream beside its dispatch and combine
+      // (MoELayer.__init__'s token_dispatcher.set_shared_experts,
+      // megatron/core/transformer/moe/moe_layer.py), and autograd their
+      // backward beside the backward's.
+      c.ep = Beside(a2a_fwd, shared) - shared + Beside(a2a_fwd, 2 * shared) - 2 * shared;
+    }
     if (par.cp > 1) {
       const double kv_width =
           j_.mla.enabled ? static_cast<double>(j_.model.heads) *

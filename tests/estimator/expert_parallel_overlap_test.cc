@@ -50,6 +50,8 @@ TEST(ExpertParallelOverlap, EachConditionNamed) {
        "it cannot run with full recompute"},
       {"--expert-model-parallel-size 8 --recompute-granularity selective --recompute-modules moe",
        "it cannot run with the moe module recomputed"},
+      {"--expert-model-parallel-size 8 --moe-shared-expert-overlap",
+       "it cannot run with --moe-shared-expert-overlap"},
       {"--expert-model-parallel-size 8 --mtp-num-layers 2",
        "it supports at most one MTP layer (the model has 2)"},
   };

@@ -229,7 +229,7 @@ TEST(MegatronFlagsTest, ParallelismFlags) {
       "--decoder-last-pipeline-num-layers 7 "
       "--account-for-embedding-in-pipeline-split "
       "--account-for-loss-in-pipeline-split "
-      "--overlap-moe-expert-parallel-comm --vocab-size 8");
+      "--overlap-moe-expert-parallel-comm --moe-shared-expert-overlap --vocab-size 8");
   const v1::ParallelismSpec& p = job.parallelism();
   EXPECT_EQ(p.pipeline_model_parallel_size(), 4u);
   EXPECT_EQ(p.num_layers_per_virtual_pipeline_stage(), 2u);
@@ -240,6 +240,7 @@ TEST(MegatronFlagsTest, ParallelismFlags) {
   EXPECT_TRUE(p.account_for_embedding_in_pipeline_split());
   EXPECT_TRUE(p.account_for_loss_in_pipeline_split());
   EXPECT_TRUE(p.overlap_moe_expert_parallel_comm());
+  EXPECT_TRUE(p.moe_shared_expert_overlap());
   EXPECT_FALSE(p.has_tensor_model_parallel_size());
 }
 

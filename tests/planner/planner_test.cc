@@ -213,6 +213,15 @@ TEST(Plan, AddsTheExpertParallelOverlapWhereMegatronAcceptsIt) {
   }
   EXPECT_GT(overlapped, 0);
 
+  // Megatron-Core refuses it beside --moe-shared-expert-overlap.
+  const auto shared = Plan(Job("deepseek-v3", 1024, shape + " --moe-shared-expert-overlap"),
+                           Cluster("H100"), options);
+  ASSERT_TRUE(shared.ok()) << shared.status();
+  ASSERT_FALSE(shared->candidates.empty());
+  for (const v1::PlanCandidate& c : shared->candidates) {
+    EXPECT_FALSE(c.expert_parallel_overlap()) << c.megatron_args();
+  }
+
   const auto given = Plan(Job("deepseek-v3", 1024, shape + " --overlap-moe-expert-parallel-comm"),
                           Cluster("H100"), options);
   ASSERT_TRUE(given.ok()) << given.status();
