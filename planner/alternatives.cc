@@ -15,13 +15,19 @@ namespace oomguard {
 namespace {
 
 // The job with its layout and recompute left to the search (its batch,
-// sequence, model, precision and runtime kept).
+// sequence, model, precision and runtime kept, and the communication
+// overlaps it chose: an alternative's arguments go on top of the job's own
+// line, so they must run beside them).
 v1::JobSpec Searchable(const v1::JobSpec& job) {
   v1::JobSpec base = job;
   v1::ParallelismSpec* p = base.mutable_parallelism();
   const uint32_t gpus = p->num_gpus();
+  const bool ep_overlap = p->overlap_moe_expert_parallel_comm();
+  const bool shared_overlap = p->moe_shared_expert_overlap();
   p->Clear();
   p->set_num_gpus(gpus);
+  p->set_overlap_moe_expert_parallel_comm(ep_overlap);
+  p->set_moe_shared_expert_overlap(shared_overlap);
   base.clear_recompute();
   base.mutable_precision()->clear_optimizer_cpu_offload();
   base.mutable_precision()->clear_optimizer_offload_fraction();
@@ -63,8 +69,7 @@ absl::Status AddAlternatives(const v1::JobSpec& job, const v1::GpuSpec& gpu,
   const bool use_cache = cache != nullptr && cache->enabled();
   const std::string key = use_cache ? PlanCacheKey(searchable, cluster, options) : "";
   // A hit shares the cached plan (no copy of its candidates).
-  std::shared_ptr<const PlanResult> plan =
-      use_cache ? cache->Find(key).value_or(nullptr) : nullptr;
+  std::shared_ptr<const PlanResult> plan = use_cache ? cache->Find(key).value_or(nullptr) : nullptr;
   if (plan == nullptr) {
     absl::StatusOr<PlanResult> planned = Plan(searchable, cluster, options);
     if (absl::IsDeadlineExceeded(planned.status()) || absl::IsUnavailable(planned.status())) {

@@ -68,6 +68,28 @@ TEST(Alternatives, FitsButSlowNamesAClearlyFasterOne) {
             std::string::npos);
 }
 
+// An alternative's arguments go on top of the job's own line: a job that
+// runs --moe-shared-expert-overlap is offered no --overlap-moe-expert-
+// parallel-comm, which Megatron-Core refuses beside it; without it, the
+// fastest alternatives hide the all-to-all that way.
+TEST(Alternatives, KeepTheOverlapsTheJobChose) {
+  const std::string job =
+      "--seq-length 4096 --global-batch-size 256 --micro-batch-size 1 "
+      "--moe-token-dispatcher-type flex --moe-grouped-gemm";
+  for (const bool shared : {false, true}) {
+    const v1::CheckResponse r = CheckWithAlternatives(
+        Job("qwen3-30b-a3b", 32, job + (shared ? " --moe-shared-expert-overlap" : "")));
+    ASSERT_EQ(r.verdict(), v1::VERDICT_DOES_NOT_FIT);
+    ASSERT_GT(r.alternatives_size(), 0);
+    int overlapped = 0;
+    for (const v1::Alternative& a : r.alternatives()) {
+      overlapped +=
+          a.megatron_args().find("--overlap-moe-expert-parallel-comm") != std::string::npos;
+    }
+    EXPECT_EQ(overlapped > 0, !shared) << r.DebugString();
+  }
+}
+
 // The plan behind the alternatives is kept per model and shape: the same
 // job in another layout (here TP 4 instead of 8) is answered from it, and
 // every answer is the one made without the cache. A cache hit is seen by
