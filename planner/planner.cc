@@ -33,13 +33,16 @@ struct Found {
 };
 
 // One setting of a layout in the order tried: its step time, its index and
-// whether the EP overlap is added.
+// whether the EP overlap is added. Ties go to the earlier setting, then to
+// the one without the overlap (less memory).
 struct Tried {
   double seconds = 0;
   size_t setting = 0;
   bool ep_overlap = false;
   bool operator<(const Tried& o) const {
-    return seconds != o.seconds ? seconds < o.seconds : setting < o.setting;
+    if (seconds != o.seconds) return seconds < o.seconds;
+    if (setting != o.setting) return setting < o.setting;
+    return ep_overlap < o.ep_overlap;
   }
 };
 

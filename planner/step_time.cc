@@ -135,7 +135,8 @@ double RemoteNodesPerToken(double nodes, double experts, double topk) {
 
 // Per micro-batch, per GPU, forward + backward, of one layer or block.
 // `ep_paired`: the EP time left exposed when the layer's forward and another
-// micro-batch's backward run as one overlapped pair (ep_overlap below).
+// micro-batch's backward run as one overlapped pair
+// (--overlap-moe-expert-parallel-comm: EstimateStepTime).
 struct Cost {
   double compute = 0, recompute = 0, tp = 0, cp = 0, ep = 0, ep_paired = 0;
   void Add(const Cost& o, double times) {
