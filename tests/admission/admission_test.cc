@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "admission/gpu_catalog.h"
 #include "estimator/reported_count.h"
@@ -490,21 +491,11 @@ TEST(AdmissionTest, ExpertParallelOverlapWithFullRecomputeWillNotStart) {
   JobInputs src;
   src.preset = "qwen3-30b-a3b";
   src.num_gpus = 32;
-  src.megatron_args = {"--seq-length",
-                       "4096",
-                       "--global-batch-size",
-                       "256",
-                       "--micro-batch-size",
-                       "1",
-                       "--expert-model-parallel-size",
-                       "8",
-                       "--recompute-granularity",
-                       "full",
-                       "--recompute-method",
-                       "uniform",
-                       "--recompute-num-layers",
-                       "1",
-                       "--overlap-moe-expert-parallel-comm"};
+  src.megatron_args = absl::StrSplit(
+      "--seq-length 4096 --global-batch-size 256 --micro-batch-size 1 "
+      "--expert-model-parallel-size 8 --recompute-granularity full --recompute-method uniform "
+      "--recompute-num-layers 1 --overlap-moe-expert-parallel-comm",
+      ' ');
   absl::StatusOr<v1::JobSpec> job = BuildJob(src, nullptr);
   ASSERT_TRUE(job.ok()) << job.status();
   absl::StatusOr<v1::CheckResponse> r =

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -14,17 +15,22 @@
 namespace oomguard {
 namespace {
 
-// Qwen3-30B-A3B on 32 GPUs with `args` (EP 8 unless they say otherwise).
-ValidatedJob Job(const std::string& args, const std::string& preset = "qwen3-30b-a3b") {
+// Qwen3-30B-A3B on 32 GPUs with `args` (EP 8 unless they say otherwise),
+// `change` applied to its JobSpec (for what no Megatron-LM flag sets).
+ValidatedJob Job(
+    const std::string& args,
+    const std::function<void(v1::JobSpec&)>& change = [](v1::JobSpec&) {}) {
   JobInputs src;
-  src.preset = preset;
+  src.preset = "qwen3-30b-a3b";
   src.num_gpus = 32;
   src.megatron_args = absl::StrSplit(
       "--seq-length 4096 --global-batch-size 256 --micro-batch-size 1 --bf16 " + args, ' ',
       absl::SkipEmpty());
   absl::StatusOr<v1::JobSpec> spec = BuildJob(src, nullptr);
   EXPECT_TRUE(spec.ok()) << spec.status();
-  absl::StatusOr<ValidatedJob> j = ValidateJob(spec.ok() ? *spec : v1::JobSpec(), nullptr);
+  if (!spec.ok()) return ValidatedJob();
+  change(*spec);
+  absl::StatusOr<ValidatedJob> j = ValidateJob(*spec, nullptr);
   EXPECT_TRUE(j.ok()) << j.status();
   return j.ok() ? *std::move(j) : ValidatedJob();
 }
@@ -59,35 +65,19 @@ TEST(ExpertParallelOverlap, EachConditionNamed) {
     EXPECT_EQ(ExpertParallelOverlapConflict(Job(args)), why) << args;
   }
   // Releases before the flag existed (RuntimeSpec.megatron_core_version).
-  {
-    JobInputs older;
-    older.preset = "qwen3-30b-a3b";
-    older.num_gpus = 32;
-    older.megatron_args = {"--seq-length",       "4096", "--global-batch-size",          "256",
-                           "--micro-batch-size", "1",    "--expert-model-parallel-size", "8"};
-    absl::StatusOr<v1::JobSpec> spec = BuildJob(older, nullptr);
-    ASSERT_TRUE(spec.ok()) << spec.status();
-    for (const auto& [version, why] :
-         std::vector<std::pair<std::string, std::optional<std::string>>>{
-             {"0.13", "it needs Megatron-Core 0.14 or newer"}, {"0.14", std::nullopt}}) {
-      spec->mutable_runtime()->set_megatron_core_version(version);
-      absl::StatusOr<ValidatedJob> j = ValidateJob(*spec, nullptr);
-      ASSERT_TRUE(j.ok()) << j.status();
-      EXPECT_EQ(ExpertParallelOverlapConflict(*j), why) << version;
-    }
+  for (const auto& [version, why] : std::vector<std::pair<std::string, std::optional<std::string>>>{
+           {"0.13", "it needs Megatron-Core 0.14 or newer"}, {"0.14", std::nullopt}}) {
+    const ValidatedJob j = Job("--expert-model-parallel-size 8", [&](v1::JobSpec& spec) {
+      spec.mutable_runtime()->set_megatron_core_version(version);
+    });
+    EXPECT_EQ(ExpertParallelOverlapConflict(j), why) << version;
   }
   // fp32 parameters.
-  JobInputs src;
-  src.preset = "qwen3-30b-a3b";
-  src.num_gpus = 32;
-  src.megatron_args = {"--seq-length",       "4096", "--global-batch-size",          "256",
-                       "--micro-batch-size", "1",    "--expert-model-parallel-size", "8"};
-  absl::StatusOr<v1::JobSpec> spec = BuildJob(src, nullptr);
-  ASSERT_TRUE(spec.ok()) << spec.status();
-  spec->mutable_precision()->set_params_dtype(v1::DTYPE_FP32);
-  absl::StatusOr<ValidatedJob> fp32 = ValidateJob(*spec, nullptr);
-  ASSERT_TRUE(fp32.ok()) << fp32.status();
-  EXPECT_EQ(ExpertParallelOverlapConflict(*fp32), "it needs bf16 or fp16 parameters");
+  EXPECT_EQ(
+      ExpertParallelOverlapConflict(Job(
+          "--expert-model-parallel-size 8",
+          [](v1::JobSpec& spec) { spec.mutable_precision()->set_params_dtype(v1::DTYPE_FP32); })),
+      "it needs bf16 or fp16 parameters");
 }
 
 }  // namespace
