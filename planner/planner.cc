@@ -2,7 +2,9 @@
 #include "planner/planner.h"
 
 #include <algorithm>
+#include <functional>
 #include <optional>
+#include <queue>
 #include <string>
 #include <utility>
 #include <vector>
@@ -47,7 +49,7 @@ struct Tried {
 };
 
 struct Counts {
-  uint64_t considered = 0, estimated = 0, fitting = 0;
+  uint64_t considered = 0, estimated = 0, fitting = 0, pruned = 0;
 };
 
 class Search {
@@ -72,6 +74,7 @@ class Search {
     }
     counts_.considered += space;
     found_.clear();
+    best_ = {};
     v1::JobSpec job;
     std::vector<Tried> order;
     const bool overlap_given = base_.parallelism().overlap_moe_expert_parallel_comm();
@@ -122,6 +125,17 @@ class Search {
         }
         std::sort(order.begin(), order.end());
         for (const Tried& t : order) {
+          // Branch and bound: once `limit` candidates are found, a setting
+          // no faster than the slowest of the best `limit` cannot be
+          // returned (on a tie the one found first ranks first), nor can
+          // any slower one of this layout.
+          const double tokens = static_cast<double>(global_batch) *
+                                static_cast<double>(base_.training().seq_length()) /
+                                static_cast<double>(base_.parallelism().num_gpus()) / t.seconds;
+          if (best_.size() >= options_.limit && tokens <= best_.top()) {
+            ++counts_.pruned;
+            break;
+          }
           ValidatedJob& v = *validated[t.setting];
           if (t.setting != most_saving || t.ep_overlap) {
             ++counts_.estimated;
@@ -131,10 +145,9 @@ class Search {
             if (!fits) continue;
           }
           ++counts_.fitting;
-          const double tokens = static_cast<double>(global_batch) *
-                                static_cast<double>(base_.training().seq_length()) /
-                                static_cast<double>(base_.parallelism().num_gpus()) / t.seconds;
           found_.push_back(Found{li, mb, t.setting, t.ep_overlap, tokens});
+          best_.push(tokens);
+          if (best_.size() > options_.limit) best_.pop();
           break;
         }
       }
@@ -181,6 +194,8 @@ class Search {
   std::vector<Layout> layouts_;
   std::vector<Setting> settings_;
   std::vector<Found> found_;
+  // The tokens/GPU/s of the best `limit` found so far, slowest on top.
+  std::priority_queue<double, std::vector<double>, std::greater<double>> best_;
   Counts counts_;
 };
 
@@ -290,6 +305,7 @@ absl::StatusOr<PlanResult> Plan(const v1::JobSpec& job, const PlanCluster& clust
   s.set_candidates_considered(search.counts().considered);
   s.set_candidates_estimated(search.counts().estimated);
   s.set_candidates_fitting(search.counts().fitting);
+  s.set_candidates_pruned(search.counts().pruned);
   s.set_search_space(space);
   s.set_usable_bytes(usable);
   if (result.candidates.empty()) {

@@ -188,6 +188,7 @@ std::string FormatJson(const PlanFlags& f, const PlanCluster& cluster, const Pla
   out["summary"] = {{"candidates_considered", s.candidates_considered()},
                     {"candidates_estimated", s.candidates_estimated()},
                     {"candidates_fitting", s.candidates_fitting()},
+                    {"candidates_pruned", s.candidates_pruned()},
                     {"search_space", s.search_space()},
                     {"notes", std::vector<std::string>(s.notes().begin(), s.notes().end())}};
   return out.dump(2) + "\n";
@@ -223,9 +224,10 @@ std::string FormatTable(const PlanFlags& f, const PlanCluster& cluster, const Pl
   const v1::PlanSummary& s = plan.summary;
   absl::StrAppendFormat(&out,
                         "\n%u settings considered, %u estimated, %u fit (the fastest of each "
-                        "layout and micro-batch size kept)\nsearch: %s\n",
+                        "layout and micro-batch size kept), %u layouts cut short (no faster "
+                        "than the best %u)\nsearch: %s\n",
                         s.candidates_considered(), s.candidates_estimated(), s.candidates_fitting(),
-                        s.search_space());
+                        s.candidates_pruned(), f.options.limit, s.search_space());
   for (const std::string& n : s.notes()) absl::StrAppend(&out, "note: ", n, "\n");
   return out;
 }

@@ -256,6 +256,30 @@ TEST(Plan, FlexDispatcherLetsExpertParallelSpanNodes) {
   }
 }
 
+// The search stops a layout once its fastest remaining setting cannot enter
+// the best `limit` (branch and bound): the best 5 are the first 5 of the
+// best 1000, in the same order, found with fewer estimates.
+TEST(Plan, BranchAndBoundKeepsTheBestCandidates) {
+  const v1::JobSpec job = Job("deepseek-v3", 256,
+                              "--seq-length 4096 --global-batch-size 2048 --moe-grouped-gemm "
+                              "--moe-token-dispatcher-type flex");
+  PlanOptions few, many;
+  few.limit = 5;
+  many.limit = 1000;
+  const auto top = Plan(job, Cluster("H100"), few);
+  const auto all = Plan(job, Cluster("H100"), many);
+  ASSERT_TRUE(top.ok()) << top.status();
+  ASSERT_TRUE(all.ok()) << all.status();
+  ASSERT_EQ(top->candidates.size(), 5u);
+  ASSERT_GT(all->candidates.size(), 5u);
+  for (size_t i = 0; i < 5; ++i) {
+    EXPECT_EQ(top->candidates[i].SerializeAsString(), all->candidates[i].SerializeAsString()) << i;
+  }
+  EXPECT_GT(top->summary.candidates_pruned(), all->summary.candidates_pruned());
+  EXPECT_LT(top->summary.candidates_estimated(), all->summary.candidates_estimated());
+  EXPECT_EQ(top->summary.candidates_considered(), all->summary.candidates_considered());
+}
+
 // A job that gives its layout keeps it, and its virtual stages with it: one
 // candidate per setting, not one per VPP the search would have tried.
 TEST(Plan, AGivenLayoutIsPlannedOnce) {
