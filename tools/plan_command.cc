@@ -160,6 +160,7 @@ std::string FormatJson(const PlanFlags& f, const PlanCluster& cluster, const Pla
     j["sequence_parallel"] = c.sequence_parallel();
     j["distributed_optimizer"] = c.distributed_optimizer();
     j["optimizer_cpu_offload"] = c.optimizer_cpu_offload();
+    j["expert_parallel_overlap"] = c.expert_parallel_overlap();
     j["recompute"] = c.recompute();
     j["peak_device_bytes"] = c.peak_device_bytes();
     j["peak_device_upper_bytes"] = c.peak_device_upper_bytes();

@@ -79,6 +79,43 @@ TEST(PlanCommand, CrossNodeExpertParallelOnlyWhenAllowed) {
             in_node["candidates_considered"].get<uint64_t>());
 }
 
+// Each candidate says whether it adds --overlap-moe-expert-parallel-comm,
+// in the JSON and in the table's a2a column, as its arguments do.
+TEST(PlanCommand, SaysWhichCandidatesOverlapTheAllToAll) {
+  const std::vector<std::string> moe = {"--gpus",
+                                        "64",
+                                        "--gpu",
+                                        "H100",
+                                        "--preset",
+                                        "qwen3-30b-a3b",
+                                        "--top",
+                                        "50",
+                                        "--seq-length",
+                                        "4096",
+                                        "--global-batch-size",
+                                        "256",
+                                        "--micro-batch-size",
+                                        "1",
+                                        "--moe-token-dispatcher-type",
+                                        "flex"};
+  std::string out, err;
+  std::vector<std::string> json = moe;
+  json.push_back("--json");
+  ASSERT_EQ(RunPlanCommand(json, out, err), 0) << err;
+  int overlapped = 0;
+  const nlohmann::json plan = nlohmann::json::parse(out);
+  for (const auto& c : plan["candidates"]) {
+    const bool flag = c["megatron_args"].get<std::string>().find(
+                          "--overlap-moe-expert-parallel-comm") != std::string::npos;
+    EXPECT_EQ(c["expert_parallel_overlap"].get<bool>(), flag);
+    overlapped += flag;
+  }
+  EXPECT_GT(overlapped, 0);
+  ASSERT_EQ(RunPlanCommand(moe, out, err), 0) << err;
+  EXPECT_THAT(out, HasSubstr(" a2a "));
+  EXPECT_THAT(out, HasSubstr(" ovl "));
+}
+
 TEST(PlanCommand, BadInputIsOneLineAndExit2) {
   std::string out, err;
   EXPECT_EQ(RunPlanCommand({"--gpu", "H100", "--preset", "llama3-8b"}, out, err), 2);
