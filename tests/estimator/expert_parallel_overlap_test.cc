@@ -65,12 +65,13 @@ TEST(ExpertParallelOverlap, EachConditionNamed) {
     EXPECT_EQ(ExpertParallelOverlapConflict(Job(args)), why) << args;
   }
   // Releases before the flag existed (RuntimeSpec.megatron_core_version).
-  for (const auto& [version, why] : std::vector<std::pair<std::string, std::optional<std::string>>>{
+  for (const auto& release : std::vector<std::pair<std::string, std::optional<std::string>>>{
            {"0.13", "it needs Megatron-Core 0.14 or newer"}, {"0.14", std::nullopt}}) {
+    const std::string& version = release.first;
     const ValidatedJob j = Job("--expert-model-parallel-size 8", [&](v1::JobSpec& spec) {
       spec.mutable_runtime()->set_megatron_core_version(version);
     });
-    EXPECT_EQ(ExpertParallelOverlapConflict(j), why) << version;
+    EXPECT_EQ(ExpertParallelOverlapConflict(j), release.second) << version;
   }
   // fp32 parameters.
   EXPECT_EQ(
