@@ -5,8 +5,13 @@
 #include "absl/strings/str_cat.h"
 
 namespace oomguard {
+namespace {
 
-std::optional<std::string> ExpertParallelOverlapConflict(const ValidatedJob& j) {
+constexpr char kTooManyMtpLayers[] = "it supports at most one MTP layer";
+
+// The first condition `j` breaks, as a constant sentence, or null: no
+// allocation, for the planner's every setting.
+const char* Refusal(const ValidatedJob& j) {
   const Parallelism& par = j.parallelism;
   if (j.runtime.megatron_core < kFirstMegatronCoreWithExpertParallelOverlap) {
     return "it needs Megatron-Core 0.14 or newer";
@@ -24,11 +29,21 @@ std::optional<std::string> ExpertParallelOverlapConflict(const ValidatedJob& j) 
   }
   if (j.precision.master_bytes == 0) return "it needs bf16 or fp16 parameters";
   if (par.shared_expert_overlap) return "it cannot run with --moe-shared-expert-overlap";
-  if (j.model.mtp_layers > 1) {
-    return absl::StrCat("it supports at most one MTP layer (the model has ", j.model.mtp_layers,
-                        ")");
+  if (j.model.mtp_layers > 1) return kTooManyMtpLayers;
+  return nullptr;
+}
+
+}  // namespace
+
+bool ExpertParallelOverlapAccepted(const ValidatedJob& j) { return Refusal(j) == nullptr; }
+
+std::optional<std::string> ExpertParallelOverlapConflict(const ValidatedJob& j) {
+  const char* why = Refusal(j);
+  if (why == nullptr) return std::nullopt;
+  if (why == kTooManyMtpLayers) {
+    return absl::StrCat(why, " (the model has ", j.model.mtp_layers, ")");
   }
-  return std::nullopt;
+  return why;
 }
 
 }  // namespace oomguard

@@ -30,6 +30,10 @@ inline constexpr SoftwareVersion kFirstMegatronCoreWithExpertParallelOverlap{0, 
 // `--moe-shared-expert-overlap`; at most one MTP layer.
 std::optional<std::string> ExpertParallelOverlapConflict(const ValidatedJob& j);
 
+// Whether Megatron-Core accepts the overlap for `j`: the same rule without
+// the sentence (the planner asks it of every setting it tries).
+bool ExpertParallelOverlapAccepted(const ValidatedJob& j);
+
 }  // namespace oomguard
 
 #endif  // OOMGUARD_ESTIMATOR_EXPERT_PARALLEL_OVERLAP_H_

@@ -81,6 +81,10 @@ class Search {
     std::vector<std::optional<ValidatedJob>> validated(settings_.size());
     const size_t most_saving = settings_.size() - 1;
     const int64_t global_batch = base_.training().global_batch_size();
+    // Tokens per GPU in one step: over a step time, tokens/GPU/s.
+    const double tokens_per_gpu = static_cast<double>(global_batch) *
+                                  static_cast<double>(base_.training().seq_length()) /
+                                  static_cast<double>(base_.parallelism().num_gpus());
     for (size_t li = 0; li < layouts_.size(); ++li) {
       if (options_.deadline.Passed()) {
         return options_.deadline.Check(
@@ -114,7 +118,7 @@ class Search {
             validated[si] = *std::move(v);
           }
           ValidatedJob& v = *validated[si];
-          const bool overlap_possible = !ExpertParallelOverlapConflict(v).has_value();
+          const bool overlap_possible = ExpertParallelOverlapAccepted(v);
           if (overlap_given && !overlap_possible) continue;  // Megatron-Core refuses it.
           const StepTime t = EstimateStepTime(v, cluster_.speed);
           order.push_back(Tried{t.seconds, si, false});
@@ -129,9 +133,7 @@ class Search {
           // no faster than the slowest of the best `limit` cannot be
           // returned (on a tie the one found first ranks first), nor can
           // any slower one of this layout.
-          const double tokens = static_cast<double>(global_batch) *
-                                static_cast<double>(base_.training().seq_length()) /
-                                static_cast<double>(base_.parallelism().num_gpus()) / t.seconds;
+          const double tokens = tokens_per_gpu / t.seconds;
           if (best_.size() >= options_.limit && tokens <= best_.top()) {
             ++counts_.pruned;
             break;

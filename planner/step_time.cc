@@ -100,9 +100,11 @@ constexpr double kHostAdamSecondsPerParam = 8e-9;
 
 double Ratio(double x, double half) { return x / (x + half); }
 
-// One stage of the overlapped pair: a transfer beside compute.
-double Beside(double transfer, double compute) {
-  return std::max(transfer, compute) + kOverlapComputeSlowdown * std::min(transfer, compute);
+// What a transfer run beside `compute` adds to it: the part of the transfer
+// the compute does not cover, plus the SMs it takes from the compute.
+double ExposedBeside(double transfer, double compute) {
+  return std::max(transfer, compute) + kOverlapComputeSlowdown * std::min(transfer, compute) -
+         compute;
 }
 
 // The EP time left exposed by the EP overlap for one MoE layer, forward of
@@ -114,10 +116,9 @@ double Beside(double transfer, double compute) {
 // combine beside the backward's attention.
 double PairedExpertParallel(double a2a, double attention_forward, double attention_backward,
                             double experts_forward, double experts_backward) {
-  const double together = Beside(a2a, attention_forward) +
-                          Beside(2 * a2a, experts_backward + experts_forward) +
-                          Beside(a2a, attention_backward);
-  return together - (attention_forward + attention_backward + experts_forward + experts_backward);
+  return ExposedBeside(a2a, attention_forward) +
+         ExposedBeside(2 * a2a, experts_backward + experts_forward) +
+         ExposedBeside(a2a, attention_backward);
 }
 
 // The other nodes a token's `topk` experts fall on, on average, when its
@@ -289,7 +290,7 @@ class Model {
       // (MoELayer.__init__'s token_dispatcher.set_shared_experts,
       // megatron/core/transformer/moe/moe_layer.py), and autograd their
       // backward beside the backward's.
-      c.ep = Beside(a2a_fwd, shared) - shared + Beside(a2a_fwd, 2 * shared) - 2 * shared;
+      c.ep = ExposedBeside(a2a_fwd, shared) + ExposedBeside(a2a_fwd, 2 * shared);
     }
     if (par.cp > 1) {
       const double kv_width =
