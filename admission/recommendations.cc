@@ -14,6 +14,7 @@
 #include "admission/gpu_catalog.h"
 #include "estimator/expert_parallel_overlap.h"
 #include "estimator/recompute_rules.h"
+#include "estimator/shared_expert_overlap.h"
 #include "estimator/validated_job.h"
 #include "jobspec/megatron_flags.h"
 
@@ -73,6 +74,32 @@ bool GraphsAllowFullRecompute(const v1::JobSpec& j) {
 bool HasRecompute(const v1::JobSpec& j) {
   const v1::RecomputeGranularity g = j.recompute().granularity();
   return g == v1::RECOMPUTE_GRANULARITY_SELECTIVE || g == v1::RECOMPUTE_GRANULARITY_FULL;
+}
+
+// Turns off the ParallelismSpec switch at `path` (read by `is_set`, written by
+// `set`) where `conflict` says Megatron-Core refuses it: "drop <flag> (<why>)",
+// or nullopt when the job keeps it (or fails validation: the estimate of the
+// change says why).
+std::optional<std::string> DropRefusedSwitch(
+    v1::JobSpec* job, absl::string_view path, bool (v1::ParallelismSpec::*is_set)() const,
+    void (v1::ParallelismSpec::*set)(bool),
+    std::optional<std::string> (*conflict)(const ValidatedJob&)) {
+  if (!(job->parallelism().*is_set)()) return std::nullopt;
+  const absl::StatusOr<ValidatedJob> j = ValidateJob(*job, nullptr);
+  if (!j.ok()) return std::nullopt;
+  const std::optional<std::string> why = conflict(*j);
+  if (!why) return std::nullopt;
+  (job->mutable_parallelism()->*set)(false);
+  return absl::StrCat("drop ", Flag(path), " (", *why, ")");
+}
+
+// --overlap-moe-expert-parallel-comm, where Megatron-Core refuses it
+// (estimator/expert_parallel_overlap.h).
+std::optional<std::string> DropRefusedExpertParallelOverlap(v1::JobSpec* job) {
+  return DropRefusedSwitch(job, "parallelism.overlap_moe_expert_parallel_comm",
+                           &v1::ParallelismSpec::overlap_moe_expert_parallel_comm,
+                           &v1::ParallelismSpec::set_overlap_moe_expert_parallel_comm,
+                           ExpertParallelOverlapConflict);
 }
 
 // --- The changes ------------------------------------------------------------
@@ -145,7 +172,13 @@ std::optional<std::string> MorePipelineParallel(const v1::GpuSpec&, v1::JobSpec*
     return std::nullopt;
   }
   p->set_pipeline_model_parallel_size(static_cast<uint32_t>(2 * pp));
-  return absl::StrCat(Flag("parallelism.pipeline_model_parallel_size"), " ", 2 * pp);
+  std::string setting = absl::StrCat(Flag("parallelism.pipeline_model_parallel_size"), " ", 2 * pp);
+  // From PP 1, or with fewer virtual stages per rank, the EP overlap may lose
+  // the interleaved schedule it needs.
+  if (std::optional<std::string> drop = DropRefusedExpertParallelOverlap(job)) {
+    absl::StrAppend(&setting, ", and ", *drop);
+  }
+  return setting;
 }
 
 // Doubles TP within a node, with sequence parallelism.
@@ -222,12 +255,9 @@ std::optional<std::string> FullRecompute(const v1::GpuSpec&, v1::JobSpec* job) {
     r->set_cpu_offloading(false);
     absl::StrAppend(&setting, ", and drop ", Flag("recompute.cpu_offloading"));
   }
-  v1::ParallelismSpec* p = job->mutable_parallelism();
-  if (p->overlap_moe_expert_parallel_comm()) {
-    // Megatron-Core refuses the EP overlap with full recompute
-    // (estimator/expert_parallel_overlap.h).
-    p->set_overlap_moe_expert_parallel_comm(false);
-    absl::StrAppend(&setting, ", and drop ", Flag("parallelism.overlap_moe_expert_parallel_comm"));
+  // Megatron-Core refuses the EP overlap with full recompute.
+  if (std::optional<std::string> drop = DropRefusedExpertParallelOverlap(job)) {
+    absl::StrAppend(&setting, ", and ", *drop);
   }
   return setting;
 }
@@ -327,14 +357,15 @@ std::optional<std::string> NcclGraphRegisterOff(const v1::GpuSpec& gpu, v1::JobS
 }
 
 std::optional<std::string> DropExpertParallelOverlap(const v1::GpuSpec&, v1::JobSpec* job) {
-  if (!job->parallelism().overlap_moe_expert_parallel_comm()) return std::nullopt;
-  const absl::StatusOr<ValidatedJob> j = ValidateJob(*job, nullptr);
-  if (!j.ok()) return std::nullopt;
-  const std::optional<std::string> conflict = ExpertParallelOverlapConflict(*j);
-  if (!conflict) return std::nullopt;
-  job->mutable_parallelism()->set_overlap_moe_expert_parallel_comm(false);
-  return absl::StrCat("drop ", Flag("parallelism.overlap_moe_expert_parallel_comm"), " (",
-                      *conflict, ")");
+  return DropRefusedExpertParallelOverlap(job);
+}
+
+// --moe-shared-expert-overlap, where Megatron-Core refuses it
+// (estimator/shared_expert_overlap.h).
+std::optional<std::string> DropSharedExpertOverlap(const v1::GpuSpec&, v1::JobSpec* job) {
+  return DropRefusedSwitch(
+      job, "parallelism.moe_shared_expert_overlap", &v1::ParallelismSpec::moe_shared_expert_overlap,
+      &v1::ParallelismSpec::set_moe_shared_expert_overlap, SharedExpertOverlapConflict);
 }
 
 }  // namespace
@@ -361,11 +392,16 @@ const std::vector<RecommendedChange>& IncompatibilityFixes() {
        "expandable segments before Blackwell",
        NcclGraphRegisterOff},
       {v1::Recommendation::KIND_INCOMPATIBILITY, "expert_parallel_overlap_conflict",
-       "Megatron-Core refuses --overlap-moe-expert-parallel-comm without expert parallelism, "
-       "with the allgather dispatcher, with PP > 1 but no virtual pipeline stages, with full or "
-       "moe recompute, with fp32 parameters, with --moe-shared-expert-overlap and with more than "
-       "one MTP layer; releases before 0.14 lack it",
+       "Megatron-Core refuses --overlap-moe-expert-parallel-comm for a dense model, without "
+       "expert parallelism, with the allgather dispatcher, with PP > 1 but no virtual pipeline "
+       "stages, with full or moe recompute, with fp32 parameters, with "
+       "--moe-shared-expert-overlap and with more than one MTP layer; releases before 0.14 lack "
+       "it",
        DropExpertParallelOverlap},
+      {v1::Recommendation::KIND_INCOMPATIBILITY, "shared_expert_overlap_conflict",
+       "Megatron-Core refuses --moe-shared-expert-overlap with the allgather dispatcher and with "
+       "the shared_experts module recomputed",
+       DropSharedExpertOverlap},
   };
   return *kChecks;
 }

@@ -9,15 +9,26 @@ namespace {
 
 constexpr char kTooManyMtpLayers[] = "it supports at most one MTP layer";
 
-// The first condition `j` breaks, as a constant sentence, or null: no
-// allocation, for the planner's every setting.
-const char* Refusal(const ValidatedJob& j) {
-  const Parallelism& par = j.parallelism;
+// The first condition of the job's own that `j` breaks (no parallel size,
+// micro-batch or recompute setting changes it), as a constant sentence, or
+// null: no allocation, for the planner's every setting.
+const char* JobRefusal(const ValidatedJob& j) {
   if (j.runtime.megatron_core < kFirstMegatronCoreWithExpertParallelOverlap) {
     return "it needs Megatron-Core 0.14 or newer";
   }
-  if (par.ep <= 1) return "it needs expert parallelism (EP > 1)";
+  if (j.moe.experts == 0) return "it needs a model with experts (MoE)";
   if (j.moe.allgather_dispatcher) return "it needs the alltoall or flex token dispatcher";
+  if (j.precision.master_bytes == 0) return "it needs bf16 or fp16 parameters";
+  if (j.parallelism.shared_expert_overlap) return "it cannot run with --moe-shared-expert-overlap";
+  if (j.model.mtp_layers > 1) return kTooManyMtpLayers;
+  return nullptr;
+}
+
+// The first condition `j` breaks, the job's own before its setting's.
+const char* Refusal(const ValidatedJob& j) {
+  if (const char* why = JobRefusal(j)) return why;
+  const Parallelism& par = j.parallelism;
+  if (par.ep <= 1) return "it needs expert parallelism (EP > 1)";
   if (par.pp > 1 && par.vpp <= 1) {
     return "with pipeline parallelism it needs virtual pipeline stages (VPP > 1)";
   }
@@ -27,10 +38,16 @@ const char* Refusal(const ValidatedJob& j) {
   if (j.recompute.HasModule(v1::RECOMPUTE_MODULE_MOE)) {
     return "it cannot run with the moe module recomputed";
   }
-  if (j.precision.master_bytes == 0) return "it needs bf16 or fp16 parameters";
-  if (par.shared_expert_overlap) return "it cannot run with --moe-shared-expert-overlap";
-  if (j.model.mtp_layers > 1) return kTooManyMtpLayers;
   return nullptr;
+}
+
+// The sentence for `why`, with the model's MTP depth where that is the reason.
+std::optional<std::string> Sentence(const ValidatedJob& j, const char* why) {
+  if (why == nullptr) return std::nullopt;
+  if (why == kTooManyMtpLayers) {
+    return absl::StrCat(why, " (the model has ", j.model.mtp_layers, ")");
+  }
+  return why;
 }
 
 }  // namespace
@@ -38,12 +55,11 @@ const char* Refusal(const ValidatedJob& j) {
 bool ExpertParallelOverlapAccepted(const ValidatedJob& j) { return Refusal(j) == nullptr; }
 
 std::optional<std::string> ExpertParallelOverlapConflict(const ValidatedJob& j) {
-  const char* why = Refusal(j);
-  if (why == nullptr) return std::nullopt;
-  if (why == kTooManyMtpLayers) {
-    return absl::StrCat(why, " (the model has ", j.model.mtp_layers, ")");
-  }
-  return why;
+  return Sentence(j, Refusal(j));
+}
+
+std::optional<std::string> ExpertParallelOverlapJobConflict(const ValidatedJob& j) {
+  return Sentence(j, JobRefusal(j));
 }
 
 }  // namespace oomguard

@@ -23,12 +23,18 @@ inline constexpr SoftwareVersion kFirstMegatronCoreWithExpertParallelOverlap{0, 
 // it), or nullopt when it accepts it: a release before
 // kFirstMegatronCoreWithExpertParallelOverlap, or one of the assertions of
 // TransformerConfig.__post_init__ (megatron/core/transformer/
-// transformer_config.py): expert parallelism (EP > 1); the alltoall or flex
-// token dispatcher; with PP > 1, virtual pipeline stages (the interleaved
-// schedule; Megatron-LM turns a VPP of 1 into None); no full recompute and no
-// `moe` among the recomputed modules; bf16 or fp16 parameters; no
-// `--moe-shared-expert-overlap`; at most one MTP layer.
+// transformer_config.py). The job's own conditions come first: a model with
+// experts; the alltoall or flex token dispatcher; bf16 or fp16 parameters; no
+// `--moe-shared-expert-overlap`; at most one MTP layer. Then the setting's:
+// expert parallelism (EP > 1); with PP > 1, virtual pipeline stages (the
+// interleaved schedule; Megatron-LM turns a VPP of 1 into None); no full
+// recompute and no `moe` among the recomputed modules.
 std::optional<std::string> ExpertParallelOverlapConflict(const ValidatedJob& j);
+
+// The job's own conditions alone: why Megatron-Core refuses the overlap for
+// `j` whatever its parallel sizes, micro-batch and recompute (the planner
+// refuses a plan of a job that sets the flag with one of these), or nullopt.
+std::optional<std::string> ExpertParallelOverlapJobConflict(const ValidatedJob& j);
 
 // Whether Megatron-Core accepts the overlap for `j`: the same rule without
 // the sentence (the planner asks it of every setting it tries).

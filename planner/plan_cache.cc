@@ -35,10 +35,11 @@ std::string PlanCacheKey(const v1::JobSpec& job, const PlanCluster& cluster,
   AppendDeterministic(job, &key);
   AppendDeterministic(cluster.gpu, &key);
   // %a: doubles exactly (hexadecimal), so nearby margins never share a key.
-  absl::StrAppendFormat(&key, "%u|%a|%d|%a|%u|%d%d%d", cluster.gpus_per_node, options.memory_margin,
-                        options.compare_upper_bound, options.upper_bound_coverage, options.limit,
-                        options.allow_recompute, options.allow_offload,
-                        options.allow_cross_node_expert_parallel);
+  absl::StrAppendFormat(&key, "%u|%a|%d|%a|%u|%d%d%d%d", cluster.gpus_per_node,
+                        options.memory_margin, options.compare_upper_bound,
+                        options.upper_bound_coverage, options.limit, options.allow_recompute,
+                        options.allow_offload, options.allow_cross_node_expert_parallel,
+                        options.allow_expert_parallel_overlap);
   return key;
 }
 

@@ -14,6 +14,7 @@
 #include "common/status_macros.h"
 #include "estimator/estimator.h"
 #include "estimator/expert_parallel_overlap.h"
+#include "estimator/shared_expert_overlap.h"
 #include "estimator/validated_job.h"
 #include "planner/candidate.h"
 #include "planner/search_space.h"
@@ -51,6 +52,26 @@ struct Tried {
 struct Counts {
   uint64_t considered = 0, estimated = 0, fitting = 0, pruned = 0;
 };
+
+// InvalidArgument for a communication overlap `j` sets (a setting of the
+// job's) that Megatron-Core refuses whatever the plan chooses.
+absl::Status CheckJobOverlaps(const ValidatedJob& j) {
+  if (j.parallelism.overlap_moe_ep) {
+    if (std::optional<std::string> why = ExpertParallelOverlapJobConflict(j)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "parallelism.overlap_moe_expert_parallel_comm = true: Megatron-Core refuses "
+          "--overlap-moe-expert-parallel-comm for this job whatever its parallel sizes (",
+          *why, "); drop it"));
+    }
+  }
+  if (std::optional<std::string> why = SharedExpertOverlapConflict(j)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("parallelism.moe_shared_expert_overlap = true: Megatron-Core refuses "
+                     "--moe-shared-expert-overlap for this job (",
+                     *why, "); drop it"));
+  }
+  return absl::OkStatus();
+}
 
 class Search {
  public:
@@ -100,6 +121,10 @@ class Search {
         ApplyCandidate(base_, l, mb, settings_[most_saving], &job);
         absl::StatusOr<ValidatedJob> saving = ValidateJob(job, nullptr);
         if (!saving.ok()) continue;
+        if (!job_overlaps_checked_) {
+          OOMGUARD_RETURN_IF_ERROR(CheckJobOverlaps(*saving));
+          job_overlaps_checked_ = true;
+        }
         ++counts_.estimated;
         const bool saving_fits = ComparedPeak(*saving) <= usable_;
         if (!saving_fits) break;
@@ -119,10 +144,14 @@ class Search {
           }
           ValidatedJob& v = *validated[si];
           const bool overlap_possible = ExpertParallelOverlapAccepted(v);
-          if (overlap_given && !overlap_possible) continue;  // Megatron-Core refuses it.
+          if (overlap_given && !overlap_possible) {  // Megatron-Core refuses it.
+            if (!overlap_refusal_) overlap_refusal_ = ExpertParallelOverlapConflict(v);
+            continue;
+          }
+          overlap_accepted_ |= overlap_given;
           const StepTime t = EstimateStepTime(v, cluster_.speed);
           order.push_back(Tried{t.seconds, si, false});
-          if (!overlap_given && overlap_possible) {
+          if (!overlap_given && overlap_possible && options_.allow_expert_parallel_overlap) {
             order.push_back(
                 Tried{t.seconds - t.expert_parallel + t.expert_parallel_overlapped, si, true});
           }
@@ -183,6 +212,14 @@ class Search {
   bool empty() const { return found_.empty(); }
   const Counts& counts() const { return counts_; }
 
+  // Why Megatron-Core refused the job's own EP overlap in the first setting
+  // it refused it in, when it refused it in every setting whose most
+  // memory-saving recompute fits (nullopt otherwise).
+  const std::optional<std::string>& OverlapRefusedEverywhere() const {
+    static const std::optional<std::string> kNone;
+    return overlap_accepted_ ? kNone : overlap_refusal_;
+  }
+
  private:
   // The worst rank's peak the options compare with the usable memory.
   uint64_t ComparedPeak(const ValidatedJob& j) const {
@@ -199,6 +236,9 @@ class Search {
   // The tokens/GPU/s of the best `limit` found so far, slowest on top.
   std::priority_queue<double, std::vector<double>, std::greater<double>> best_;
   Counts counts_;
+  bool job_overlaps_checked_ = false;
+  bool overlap_accepted_ = false;  // Some setting ran the job's own EP overlap.
+  std::optional<std::string> overlap_refusal_;
 };
 
 absl::Status CheckOptions(const PlanCluster& cluster, const PlanOptions& options) {
@@ -281,8 +321,8 @@ absl::StatusOr<PlanResult> Plan(const v1::JobSpec& job, const PlanCluster& clust
   std::string space = absl::StrFormat(
       "TP powers of 2 up to %u (the NVLink domain), CP while >= %d tokens per rank, PP dividing "
       "the GPUs (even, embedding/loss-counted and uneven first/last splits%s), VPP up to %d, EP x "
-      "ETP %s, micro-batch 1-8, %d recompute settings, optimizer offload %s, the EP all-to-all "
-      "overlap where Megatron-Core accepts it; at most %d settings",
+      "ETP %s, micro-batch 1-8, %d recompute settings, optimizer offload %s, %s; at most %d "
+      "settings",
       cluster.gpus_per_node, kMinCpTokens,
       base.model().mtp_num_layers() > 0 ? ", layouts counting embedding, MTP and loss as layers"
                                         : "",
@@ -292,7 +332,13 @@ absl::StatusOr<PlanResult> Plan(const v1::JobSpec& job, const PlanCluster& clust
           ? "within and across NVLink domains (allowed)"
           : "within and across NVLink domains (the flex dispatcher's DeepEP/HybridEP kernels "
             "span nodes)",
-      recomputes, bounds.allow_offload ? "off/on" : "off", kMaxPlanSettings);
+      recomputes, bounds.allow_offload ? "off/on" : "off",
+      base.parallelism().overlap_moe_expert_parallel_comm()
+          ? "the job's EP all-to-all overlap where Megatron-Core accepts it"
+      : options.allow_expert_parallel_overlap
+          ? "the EP all-to-all overlap where Megatron-Core accepts it"
+          : "no EP all-to-all overlap added",
+      kMaxPlanSettings);
   if (search.empty() && base.model().num_experts() > 0 && !bounds.cross_node_expert_parallel) {
     bounds.cross_node_expert_parallel = true;
     OOMGUARD_RETURN_IF_ERROR(search.Run(bounds));
@@ -300,6 +346,14 @@ absl::StatusOr<PlanResult> Plan(const v1::JobSpec& job, const PlanCluster& clust
         "nothing fits with the expert-parallel group inside one NVLink domain: EP x ETP across "
         "domains searched too (its all-to-all runs over the network)");
     absl::StrAppend(&space, "; EP x ETP across nodes");
+  }
+  if (const std::optional<std::string>& why = search.OverlapRefusedEverywhere();
+      why && search.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "parallelism.overlap_moe_expert_parallel_comm = true: Megatron-Core refuses "
+        "--overlap-moe-expert-parallel-comm in every setting the plan may choose that could "
+        "fit (the first: ",
+        *why, "); drop it or relax the sizes fixed"));
   }
   PlanResult result;
   result.candidates = search.Best(options.limit);

@@ -79,6 +79,10 @@ struct PlanOptions {
   bool allow_recompute = true;
   bool allow_offload = true;
   bool allow_cross_node_expert_parallel = false;
+  // Try each setting with --overlap-moe-expert-parallel-comm added where
+  // Megatron-Core accepts it (PlanConstraints.no_expert_parallel_overlap
+  // turns that off; a job that sets the flag keeps it either way).
+  bool allow_expert_parallel_overlap = true;
   // DeadlineExceeded once this passes (checked for every layout).
   Deadline deadline;
 };
@@ -97,7 +101,10 @@ absl::Status ValidatePlanLimit(uint32_t limit, absl::string_view field);
 // Plans `job` (built by jobspec's BuildJob: parallelism.num_gpus is the
 // cluster's GPU count; a parallel size it sets is kept fixed; without
 // --seq-length 4096 and without --global-batch-size 1024 are assumed, with a
-// note). InvalidArgument naming the field for a bad job or option;
+// note). InvalidArgument naming the field for a bad job or option, and for
+// a communication overlap the job sets that Megatron-Core refuses in every
+// setting the search may choose (expert_parallel_overlap.h,
+// shared_expert_overlap.h);
 // ResourceExhausted when the search exceeds kMaxPlanSettings;
 // DeadlineExceeded.
 absl::StatusOr<PlanResult> Plan(const v1::JobSpec& job, const PlanCluster& cluster,

@@ -198,6 +198,7 @@ absl::Status RequestHandlers::RunPlan(const v1::PlanRequest& request, absl::Time
   options.allow_recompute = !c.no_recompute();
   options.allow_offload = !c.no_offload();
   options.allow_cross_node_expert_parallel = c.allow_cross_node_expert_parallel();
+  options.allow_expert_parallel_overlap = !c.no_expert_parallel_overlap();
   options.deadline = Deadline(deadline, &stop_);
   OOMGUARD_ASSIGN_OR_RETURN(
       options.compare_upper_bound,

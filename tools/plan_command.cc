@@ -24,7 +24,7 @@ namespace {
 constexpr char kUsage[] =
     "usage: oomguard plan --gpus N --gpu NAME [--gpus-per-node K] (--preset P | --hf-config F)\n"
     "                     [--top K] [--json] [--memory-margin F] [--no-recompute] [--no-offload]\n"
-    "                     [--allow-cross-node-expert-parallel]\n"
+    "                     [--allow-cross-node-expert-parallel] [--no-expert-parallel-overlap]\n"
     "                     [--peak-bound upper|point] [--coverage 0.95] [--env NAME=VALUE ...]\n"
     "                     [--megatron-core-version X.Y] [--transformer-engine-version X.Y]\n"
     "                     [--] [Megatron-LM arguments fixing the training\n"
@@ -90,6 +90,9 @@ absl::StatusOr<PlanFlags> ParseFlags(const std::vector<std::string>& args) {
       // PlanConstraints.allow_cross_node_expert_parallel: EP x ETP may span
       // nodes (e.g. with HybridEP or DeepEP), not only when nothing fits in one.
       f.options.allow_cross_node_expert_parallel = true;
+    } else if (a == "--no-expert-parallel-overlap") {
+      // PlanConstraints.no_expert_parallel_overlap.
+      f.options.allow_expert_parallel_overlap = false;
     } else if (IsFlag(a, "--preset")) {
       OOMGUARD_ASSIGN_OR_RETURN(f.source.preset, TakeFlagValue(args, i, "--preset"));
     } else if (IsFlag(a, "--hf-config")) {

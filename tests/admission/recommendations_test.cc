@@ -11,10 +11,12 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/match.h"
+#include "absl/strings/str_split.h"
 #include "admission/gpu_catalog.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "jobspec/megatron_args.h"
+#include "tests/testing/small_models.h"
 
 namespace oomguard {
 namespace {
@@ -68,28 +70,28 @@ std::vector<RecommendedChange> LadderChanges() {
 TEST(RecommendationsTest, LadderSettings) {
   EXPECT_THAT(
       Settings(CrowdedJob(), LadderChanges()),
-      testing::ElementsAre(
-          testing::Pair("distributed_optimizer", "--use-distributed-optimizer"),
-          testing::Pair("expandable_segments",
-                        "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True NCCL_GRAPH_REGISTER=0, "
-                        "and drop --use-nccl-ub (it does not work with them)"),
-          testing::Pair("full_recompute",
-                        "--recompute-granularity full --recompute-method uniform "
-                        "--recompute-num-layers 1 --cuda-graph-impl none, and drop "
-                        "--cpu-offloading"),
-          testing::Pair("more_pipeline_parallel", "--pipeline-model-parallel-size 2"),
-          testing::Pair("more_tensor_parallel",
-                        "--tensor-model-parallel-size 2 --sequence-parallel"),
-          testing::Pair("optimizer_cpu_offload",
-                        "--optimizer-cpu-offload --optimizer-offload-fraction 1.0 "
-                        "--use-precision-aware-optimizer --use-distributed-optimizer"),
-          testing::Pair("recompute_layernorm",
-                        "--recompute-granularity selective --recompute-modules layernorm"),
-          testing::Pair("recompute_mla_up_proj",
-                        "--recompute-granularity selective --recompute-modules mla_up_proj"),
-          testing::Pair("recompute_moe_act",
-                        "--recompute-granularity selective --recompute-modules moe_act "
-                        "--moe-grouped-gemm")));
+      ::testing::ElementsAre(
+          ::testing::Pair("distributed_optimizer", "--use-distributed-optimizer"),
+          ::testing::Pair("expandable_segments",
+                          "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True NCCL_GRAPH_REGISTER=0, "
+                          "and drop --use-nccl-ub (it does not work with them)"),
+          ::testing::Pair("full_recompute",
+                          "--recompute-granularity full --recompute-method uniform "
+                          "--recompute-num-layers 1 --cuda-graph-impl none, and drop "
+                          "--cpu-offloading"),
+          ::testing::Pair("more_pipeline_parallel", "--pipeline-model-parallel-size 2"),
+          ::testing::Pair("more_tensor_parallel",
+                          "--tensor-model-parallel-size 2 --sequence-parallel"),
+          ::testing::Pair("optimizer_cpu_offload",
+                          "--optimizer-cpu-offload --optimizer-offload-fraction 1.0 "
+                          "--use-precision-aware-optimizer --use-distributed-optimizer"),
+          ::testing::Pair("recompute_layernorm",
+                          "--recompute-granularity selective --recompute-modules layernorm"),
+          ::testing::Pair("recompute_mla_up_proj",
+                          "--recompute-granularity selective --recompute-modules mla_up_proj"),
+          ::testing::Pair("recompute_moe_act",
+                          "--recompute-granularity selective --recompute-modules moe_act "
+                          "--moe-grouped-gemm")));
   const std::map<std::string, std::string> plain = Settings(PlainJob(), LadderChanges());
   EXPECT_EQ(plain.at("activation_cpu_offload"), "--cpu-offloading");
   EXPECT_EQ(plain.at("full_recompute"),
@@ -102,14 +104,14 @@ TEST(RecommendationsTest, IncompatibilitySettings) {
   job.mutable_runtime()->set_expandable_segments(true);
   job.mutable_recompute()->set_granularity(v1::RECOMPUTE_GRANULARITY_FULL);
   EXPECT_THAT(Settings(job, IncompatibilityFixes()),
-              testing::ElementsAre(
-                  testing::Pair("cpu_offloading_conflict", "drop --cpu-offloading"),
-                  testing::Pair("full_recompute_with_cuda_graphs",
-                                "--cuda-graph-impl none (or selective recompute, or "
-                                "--cuda-graph-impl local --cuda-graph-scope full_iteration)"),
-                  testing::Pair("nccl_graph_register", "NCCL_GRAPH_REGISTER=0"),
-                  testing::Pair("nccl_ub_with_expandable_segments",
-                                "drop --use-nccl-ub (or unset expandable_segments)")));
+              ::testing::ElementsAre(
+                  ::testing::Pair("cpu_offloading_conflict", "drop --cpu-offloading"),
+                  ::testing::Pair("full_recompute_with_cuda_graphs",
+                                  "--cuda-graph-impl none (or selective recompute, or "
+                                  "--cuda-graph-impl local --cuda-graph-scope full_iteration)"),
+                  ::testing::Pair("nccl_graph_register", "NCCL_GRAPH_REGISTER=0"),
+                  ::testing::Pair("nccl_ub_with_expandable_segments",
+                                  "drop --use-nccl-ub (or unset expandable_segments)")));
 }
 
 // `job` with every part present (the parser creates the parts it resolves,
@@ -154,6 +156,83 @@ TEST(RecommendationsTest, ConfigSettingsReadBackAsTheChange) {
     }
   }
   EXPECT_GE(read_back, 12);
+}
+
+// The change of `id` on `preset` over 32 GPUs with the Megatron-LM argument
+// line `args`: its setting (nullopt where it does not apply) and the job it
+// makes.
+std::pair<std::optional<std::string>, v1::JobSpec> Apply(
+    const std::string& id, const std::vector<RecommendedChange>& changes, const std::string& preset,
+    const std::string& args) {
+  v1::JobSpec job = testing::JobFromArgs(
+      absl::StrSplit("--seq-length 4096 --global-batch-size 256 --micro-batch-size 1 " + args, ' ',
+                     absl::SkipEmpty()),
+      32, preset);
+  for (const RecommendedChange& change : changes) {
+    if (change.id == id) {
+      std::optional<std::string> setting = change.apply(H100(), &job);
+      return {setting, job};
+    }
+  }
+  ADD_FAILURE() << "no change " << id;
+  return {std::nullopt, job};
+}
+
+// More PP keeps --overlap-moe-expert-parallel-comm only where Megatron-Core
+// still accepts it: from PP 1 the new stages have no virtual stages, and
+// with a fixed number of layers per virtual stage doubling PP halves them.
+TEST(RecommendationsTest, MorePipelineParallelDropsTheExpertParallelOverlapMegatronRefuses) {
+  const std::string ep = "--expert-model-parallel-size 8 --overlap-moe-expert-parallel-comm ";
+  auto [from_pp1, pp2] = Apply("more_pipeline_parallel", LadderChanges(), "qwen3-30b-a3b", ep);
+  EXPECT_EQ(from_pp1,
+            "--pipeline-model-parallel-size 2, and drop --overlap-moe-expert-parallel-comm (with "
+            "pipeline parallelism it needs virtual pipeline stages (VPP > 1))");
+  EXPECT_FALSE(pp2.parallelism().overlap_moe_expert_parallel_comm());
+  // 48 layers, 12 per virtual stage: PP 2 has VPP 2, PP 4 would have 1.
+  auto [vpp1, pp4] = Apply("more_pipeline_parallel", LadderChanges(), "qwen3-30b-a3b",
+                           ep + "--pipeline-model-parallel-size 2 "
+                                "--num-layers-per-virtual-pipeline-stage 12");
+  EXPECT_EQ(vpp1,
+            "--pipeline-model-parallel-size 4, and drop --overlap-moe-expert-parallel-comm (with "
+            "pipeline parallelism it needs virtual pipeline stages (VPP > 1))");
+  EXPECT_FALSE(pp4.parallelism().overlap_moe_expert_parallel_comm());
+  // Two virtual stages per rank stay two: the overlap stays.
+  auto [kept, vpp2] = Apply("more_pipeline_parallel", LadderChanges(), "qwen3-30b-a3b",
+                            ep + "--pipeline-model-parallel-size 2 "
+                                 "--num-virtual-stages-per-pipeline-rank 2");
+  EXPECT_EQ(kept, "--pipeline-model-parallel-size 4");
+  EXPECT_TRUE(vpp2.parallelism().overlap_moe_expert_parallel_comm());
+  // Full recompute always drops it, saying why.
+  auto [full, recomputed] = Apply("full_recompute", LadderChanges(), "qwen3-30b-a3b", ep);
+  EXPECT_EQ(full,
+            "--recompute-granularity full --recompute-method uniform --recompute-num-layers 1, "
+            "and drop --overlap-moe-expert-parallel-comm (it cannot run with full recompute)");
+  EXPECT_FALSE(recomputed.parallelism().overlap_moe_expert_parallel_comm());
+}
+
+// --moe-shared-expert-overlap where Megatron-Core refuses it
+// (estimator/shared_expert_overlap.h): the job will not start.
+TEST(RecommendationsTest, SharedExpertOverlapConflict) {
+  const std::vector<RecommendedChange>& fixes = IncompatibilityFixes();
+  auto [allgather, fixed] = Apply("shared_expert_overlap_conflict", fixes, "moonlight-16b-a3b",
+                                  "--expert-model-parallel-size 8 --moe-shared-expert-overlap "
+                                  "--moe-token-dispatcher-type allgather");
+  EXPECT_EQ(allgather,
+            "drop --moe-shared-expert-overlap (it needs the alltoall or flex token dispatcher)");
+  EXPECT_FALSE(fixed.parallelism().moe_shared_expert_overlap());
+  auto [recompute, unused] =
+      Apply("shared_expert_overlap_conflict", fixes, "moonlight-16b-a3b",
+            "--expert-model-parallel-size 8 --moe-shared-expert-overlap "
+            "--recompute-granularity selective --recompute-modules shared_experts");
+  EXPECT_EQ(recompute,
+            "drop --moe-shared-expert-overlap (it cannot run with the shared_experts module "
+            "recomputed)");
+  // Accepted on the alltoall dispatcher.
+  EXPECT_EQ(Apply("shared_expert_overlap_conflict", fixes, "moonlight-16b-a3b",
+                  "--expert-model-parallel-size 8 --moe-shared-expert-overlap "
+                  "--moe-token-dispatcher-type alltoall")
+                .first,
+            std::nullopt);
 }
 
 }  // namespace

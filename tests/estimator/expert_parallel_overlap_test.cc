@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_split.h"
 #include "jobspec/job_builder.h"
+#include "tests/testing/small_models.h"
 
 namespace oomguard {
 namespace {
@@ -79,6 +80,37 @@ TEST(ExpertParallelOverlap, EachConditionNamed) {
           "--expert-model-parallel-size 8",
           [](v1::JobSpec& spec) { spec.mutable_precision()->set_params_dtype(v1::DTYPE_FP32); })),
       "it needs bf16 or fp16 parameters");
+  // A dense model.
+  const absl::StatusOr<ValidatedJob> dense = ValidateJob(
+      testing::JobFromArgs(
+          {"--seq-length", "4096", "--global-batch-size", "64", "--micro-batch-size", "1"}, 8,
+          "llama3-8b"),
+      nullptr);
+  ASSERT_TRUE(dense.ok()) << dense.status();
+  EXPECT_EQ(ExpertParallelOverlapConflict(*dense), "it needs a model with experts (MoE)");
+}
+
+// The job's own conditions come first, and alone they ignore the setting's:
+// the planner refuses a plan over them, whatever it would search.
+TEST(ExpertParallelOverlap, JobConditionsApartFromTheSetting) {
+  const ValidatedJob allgather_pp2 =
+      Job("--expert-model-parallel-size 8 --pipeline-model-parallel-size 2 "
+          "--moe-token-dispatcher-type allgather");
+  EXPECT_EQ(ExpertParallelOverlapConflict(allgather_pp2),
+            "it needs the alltoall or flex token dispatcher");
+  EXPECT_EQ(ExpertParallelOverlapJobConflict(allgather_pp2),
+            "it needs the alltoall or flex token dispatcher");
+  // The setting's conditions are not the job's.
+  for (const std::string args :
+       {"", "--expert-model-parallel-size 8 --pipeline-model-parallel-size 2",
+        "--expert-model-parallel-size 8 --recompute-granularity full --recompute-method uniform "
+        "--recompute-num-layers 1"}) {
+    const ValidatedJob j = Job(args);
+    EXPECT_NE(ExpertParallelOverlapConflict(j), std::nullopt) << args;
+    EXPECT_EQ(ExpertParallelOverlapJobConflict(j), std::nullopt) << args;
+  }
+  EXPECT_EQ(ExpertParallelOverlapJobConflict(Job("--mtp-num-layers 2")),
+            "it supports at most one MTP layer (the model has 2)");
 }
 
 }  // namespace

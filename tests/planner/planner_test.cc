@@ -232,6 +232,70 @@ TEST(Plan, AddsTheExpertParallelOverlapWhereMegatronAcceptsIt) {
   }
 }
 
+// PlanConstraints.no_expert_parallel_overlap: no candidate gets the overlap
+// added (Qwen3-30B-A3B on 64 H100 on the flex dispatcher, whose best
+// candidate has it otherwise), and the search space says so.
+TEST(Plan, NoExpertParallelOverlapConstraint) {
+  const v1::JobSpec job = Job("qwen3-30b-a3b", 64,
+                              "--seq-length 4096 --global-batch-size 512 --moe-grouped-gemm "
+                              "--moe-token-dispatcher-type flex");
+  PlanOptions options;
+  options.limit = 5;
+  const auto free = Plan(job, Cluster("H100"), options);
+  ASSERT_TRUE(free.ok()) << free.status();
+  ASSERT_FALSE(free->candidates.empty());
+  EXPECT_TRUE(free->candidates.front().expert_parallel_overlap());
+  options.allow_expert_parallel_overlap = false;
+  const auto without = Plan(job, Cluster("H100"), options);
+  ASSERT_TRUE(without.ok()) << without.status();
+  ASSERT_FALSE(without->candidates.empty());
+  for (const v1::PlanCandidate& c : without->candidates) {
+    EXPECT_FALSE(c.expert_parallel_overlap()) << c.megatron_args();
+  }
+  EXPECT_LT(without->candidates.front().tokens_per_gpu_per_second(),
+            free->candidates.front().tokens_per_gpu_per_second());
+  EXPECT_NE(without->summary.search_space().find("no EP all-to-all overlap added"),
+            std::string::npos)
+      << without->summary.search_space();
+}
+
+// A communication overlap the job sets that Megatron-Core refuses whatever
+// the plan chooses is a bad request naming the field, not "nothing fits".
+TEST(Plan, RefusesAnOverlapMegatronRefusesInEverySetting) {
+  const std::string shape = "--seq-length 4096 --global-batch-size 256 ";
+  struct Case {
+    std::string preset, args, message;
+  };
+  for (const Case& c : std::vector<Case>{
+           {"qwen3-30b-a3b",
+            "--overlap-moe-expert-parallel-comm --moe-token-dispatcher-type allgather",
+            "parallelism.overlap_moe_expert_parallel_comm = true: Megatron-Core refuses "
+            "--overlap-moe-expert-parallel-comm for this job whatever its parallel sizes (it "
+            "needs the alltoall or flex token dispatcher); drop it"},
+           {"llama3-8b", "--overlap-moe-expert-parallel-comm",
+            "parallelism.overlap_moe_expert_parallel_comm = true: Megatron-Core refuses "
+            "--overlap-moe-expert-parallel-comm for this job whatever its parallel sizes (it "
+            "needs a model with experts (MoE)); drop it"},
+           // Refused by the sizes the job fixes: EP 1.
+           {"qwen3-30b-a3b",
+            "--overlap-moe-expert-parallel-comm --moe-token-dispatcher-type alltoall "
+            "--expert-model-parallel-size 1",
+            "parallelism.overlap_moe_expert_parallel_comm = true: Megatron-Core refuses "
+            "--overlap-moe-expert-parallel-comm in every setting the plan may choose that could "
+            "fit (the first: it needs expert parallelism (EP > 1)); drop it or relax the sizes "
+            "fixed"},
+           {"moonlight-16b-a3b",
+            "--moe-shared-expert-overlap --moe-token-dispatcher-type allgather",
+            "parallelism.moe_shared_expert_overlap = true: Megatron-Core refuses "
+            "--moe-shared-expert-overlap for this job (it needs the alltoall or flex token "
+            "dispatcher); drop it"},
+       }) {
+    const auto plan = Plan(Job(c.preset, 32, shape + c.args), Cluster("H100"), PlanOptions());
+    EXPECT_EQ(plan.status().code(), absl::StatusCode::kInvalidArgument) << c.args;
+    EXPECT_EQ(plan.status().message(), c.message) << c.args;
+  }
+}
+
 // On the flex dispatcher (DeepEP/HybridEP kernels, built for it) the EP
 // group may span nodes without --allow-cross-node-expert-parallel; on the
 // alltoall dispatcher it stays inside the node while something fits there.

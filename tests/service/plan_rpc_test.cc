@@ -97,6 +97,41 @@ TEST_F(PlanRpcTest, LimitOverTheBoundIsRefused) {
   EXPECT_NE(status.error_message().find("limit"), std::string::npos) << status.error_message();
 }
 
+// PlanConstraints.no_expert_parallel_overlap reaches the search; an overlap
+// the job sets that Megatron-Core refuses is INVALID_ARGUMENT naming it.
+TEST_F(PlanRpcTest, ExpertParallelOverlapConstraintAndRefusal) {
+  v1::PlanRequest request;
+  v1::MegatronJob* job = request.mutable_job()->mutable_megatron();
+  job->set_preset("qwen3-30b-a3b");
+  job->set_num_gpus(64);
+  for (const char* word : {"--seq-length", "4096", "--global-batch-size", "512",
+                           "--moe-grouped-gemm", "--moe-token-dispatcher-type", "flex"}) {
+    job->add_argv(word);
+  }
+  request.set_gpu_name("H100");
+  request.set_limit(5);
+  std::vector<v1::PlanResponse> messages;
+  ASSERT_TRUE(Plan(request, &messages).ok());
+  ASSERT_TRUE(messages.front().has_candidate());
+  EXPECT_TRUE(messages.front().candidate().expert_parallel_overlap());
+  request.mutable_constraints()->set_no_expert_parallel_overlap(true);
+  messages.clear();
+  ASSERT_TRUE(Plan(request, &messages).ok());
+  ASSERT_GE(messages.size(), 2u);
+  for (const v1::PlanResponse& m : messages) {
+    EXPECT_FALSE(m.candidate().expert_parallel_overlap()) << m.candidate().megatron_args();
+  }
+  job->set_argv(6, "allgather");
+  job->add_argv("--overlap-moe-expert-parallel-comm");
+  messages.clear();
+  const grpc::Status status = Plan(request, &messages);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(status.error_message().find("parallelism.overlap_moe_expert_parallel_comm = true"),
+            std::string::npos)
+      << status.error_message();
+  EXPECT_TRUE(messages.empty());
+}
+
 TEST_F(PlanRpcTest, ShortDeadlineIsDeadlineExceeded) {
   v1::PlanRequest request;
   v1::MegatronJob* job = request.mutable_job()->mutable_megatron();

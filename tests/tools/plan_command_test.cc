@@ -114,6 +114,14 @@ TEST(PlanCommand, SaysWhichCandidatesOverlapTheAllToAll) {
   ASSERT_EQ(RunPlanCommand(moe, out, err), 0) << err;
   EXPECT_THAT(out, HasSubstr(" a2a "));
   EXPECT_THAT(out, HasSubstr(" ovl "));
+  // --no-expert-parallel-overlap (PlanConstraints.no_expert_parallel_overlap).
+  json.push_back("--no-expert-parallel-overlap");
+  ASSERT_EQ(RunPlanCommand(json, out, err), 0) << err;
+  const nlohmann::json without = nlohmann::json::parse(out);
+  ASSERT_FALSE(without["candidates"].empty());
+  for (const auto& c : without["candidates"]) {
+    EXPECT_FALSE(c["expert_parallel_overlap"].get<bool>()) << c["megatron_args"];
+  }
 }
 
 TEST(PlanCommand, BadInputIsOneLineAndExit2) {
