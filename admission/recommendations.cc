@@ -15,6 +15,7 @@
 #include "estimator/expert_parallel_overlap.h"
 #include "estimator/recompute_rules.h"
 #include "estimator/shared_expert_overlap.h"
+#include "estimator/tp_comm_overlap.h"
 #include "estimator/validated_job.h"
 #include "jobspec/megatron_flags.h"
 
@@ -368,6 +369,20 @@ std::optional<std::string> DropSharedExpertOverlap(const v1::GpuSpec&, v1::JobSp
       &v1::ParallelismSpec::set_moe_shared_expert_overlap, SharedExpertOverlapConflict);
 }
 
+// --tp-comm-overlap without sequence parallelism (estimator/tp_comm_overlap.h):
+// with TP > 1, turn sequence parallelism on; at TP 1, drop the flag.
+std::optional<std::string> TpCommOverlapWithoutSequenceParallel(const v1::GpuSpec&,
+                                                                v1::JobSpec* job) {
+  if (!job->parallelism().tp_comm_overlap()) return std::nullopt;
+  if (TensorParallel(*job) > 1) {
+    if (job->parallelism().sequence_parallel()) return std::nullopt;
+    job->mutable_parallelism()->set_sequence_parallel(true);
+    return Flag("parallelism.sequence_parallel");
+  }
+  return DropRefusedSwitch(job, "parallelism.tp_comm_overlap", &v1::ParallelismSpec::tp_comm_overlap,
+                           &v1::ParallelismSpec::set_tp_comm_overlap, TpCommOverlapConflict);
+}
+
 }  // namespace
 
 const std::vector<RecommendedChange>& IncompatibilityFixes() {
@@ -402,6 +417,10 @@ const std::vector<RecommendedChange>& IncompatibilityFixes() {
        "Megatron-Core refuses --moe-shared-expert-overlap with the allgather dispatcher and with "
        "the shared_experts module recomputed",
        DropSharedExpertOverlap},
+      {v1::Recommendation::KIND_INCOMPATIBILITY, "tp_comm_overlap_without_sequence_parallel",
+       "Megatron-LM refuses --tp-comm-overlap without sequence parallelism (which it turns off "
+       "at TP 1)",
+       TpCommOverlapWithoutSequenceParallel},
   };
   return *kChecks;
 }

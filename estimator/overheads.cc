@@ -6,6 +6,7 @@
 #include "estimator/layer_memory.h"
 #include "estimator/moe_dispatch_memory.h"
 #include "estimator/reported_count.h"
+#include "estimator/tp_comm_overlap.h"
 
 namespace oomguard {
 namespace {
@@ -131,6 +132,9 @@ OverheadSums AddOverheads(const ValidatedJob& j, const RankMemory& m, bool with_
            "the quantize_weight workspace cached across micro-batches (is_first_microbatch), "
            "rowwise + columnwise (Float8Tensor transpose on Hopper), or with --fp8-param-gather "
            "the columnwise copy and scale-inverse of the FP8 parameter");
+  list.Add("tp_comm_overlap_workspace", TpCommOverlapWorkspaceBytes(j), true,
+           "--tp-comm-overlap: the overlapped GEMMs' cuBLAS workspace, 32 MiB for each of the 3 "
+           "userbuffers streams (Transformer Engine's get_cublas_workspace with ub=True)");
   if (par.pp > 1) {
     list.Add("pipeline_p2p_buffers", 2 * elt * sp_tokens * j.model.hidden, true,
              "one received activation and one outgoing gradient of shape "
@@ -170,6 +174,10 @@ OverheadSums AddOverheads(const ValidatedJob& j, const RankMemory& m, bool with_
            "PyTorch's allocator "
            "(2.4-2.8 GiB measured on one H100)",
            0.06, "sd 0.15 GiB: 2.4-2.8 GiB measured across CUDA and driver versions");
+  list.Add("tp_comm_overlap_userbuffers", TpCommOverlapUserbufferBytes(j), false,
+           "--tp-comm-overlap: Transformer Engine registers one [s*b/CP, h] buffer per "
+           "overlapped GEMM outside PyTorch's allocator (initialize_ub: 10 GEMMs before TE 2.7, "
+           "12 from it; all-gather buffers 1-byte in FP8 runs, the rest bf16)");
   const int comms = CommunicatorCount(j, m);
   list.Add("nccl_buffers", 0.9 * kGiB * comms, false,
            "NCCL channel buffers, ~0.9 GiB per process group of the rank with more than one "

@@ -287,6 +287,7 @@ absl::Status ResolveParallelism(const v1::ParallelismSpec& spec, ValidatedJob& j
   }
   par.overlap_moe_ep = spec.overlap_moe_expert_parallel_comm();
   par.shared_expert_overlap = spec.moe_shared_expert_overlap();
+  par.tp_comm_overlap = spec.tp_comm_overlap();
 
   OOMGUARD_ASSIGN_OR_RETURN(par.vpp, ResolveVirtualStages(spec, model, par.pp));
   // Each virtual stage is placed in memory and reported: PP x VPP stays

@@ -120,6 +120,7 @@ struct Parallelism {
   bool sp = false;              // Sequence parallel (off at TP = 1).
   bool overlap_moe_ep = false;  // EP communication overlapped: one more warm-up forward.
   bool shared_expert_overlap = false;  // Shared experts beside the dispatcher's communication.
+  bool tp_comm_overlap = false;        // TP communication beside the GEMMs (TE userbuffers).
 };
 
 // Batch, sequence and the kernels that run them (JobSpec.training).

@@ -85,8 +85,9 @@ struct Unmodelled {
 };
 
 constexpr Unmodelled kUnmodelledFlags[] = {
-    {"tp-comm-overlap", "TP communication overlap user buffers are not modelled"},
-    {"tp-comm-overlap-cfg", "TP communication overlap user buffers are not modelled"},
+    {"tp-comm-overlap-cfg",
+     "a custom TP communication overlap configuration is not read: Transformer Engine's default "
+     "userbuffers are assumed"},
     {"delay-wgrad-compute", "delayed weight-gradient buffers are not modelled"},
     {"moe-flex-dispatcher-backend",
      "dispatcher communication buffers (DeepEP/HybridEP) are not modelled"},

@@ -278,6 +278,7 @@ void AddParallelismFlags(FlagTable& t) {
   t.Add("overlap-moe-expert-parallel-comm",
         Switch("parallelism.overlap_moe_expert_parallel_comm", true));
   t.Add("moe-shared-expert-overlap", Switch("parallelism.moe_shared_expert_overlap", true));
+  t.Add("tp-comm-overlap", Switch("parallelism.tp_comm_overlap", true));
 }
 
 void AddTrainingFlags(FlagTable& t) {

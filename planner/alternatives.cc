@@ -24,10 +24,12 @@ v1::JobSpec Searchable(const v1::JobSpec& job) {
   const uint32_t gpus = p->num_gpus();
   const bool ep_overlap = p->overlap_moe_expert_parallel_comm();
   const bool shared_overlap = p->moe_shared_expert_overlap();
+  const bool tp_overlap = p->tp_comm_overlap();
   p->Clear();
   p->set_num_gpus(gpus);
   p->set_overlap_moe_expert_parallel_comm(ep_overlap);
   p->set_moe_shared_expert_overlap(shared_overlap);
+  p->set_tp_comm_overlap(tp_overlap);
   base.clear_recompute();
   base.mutable_precision()->clear_optimizer_cpu_offload();
   base.mutable_precision()->clear_optimizer_offload_fraction();

@@ -15,6 +15,7 @@
 #include "estimator/estimator.h"
 #include "estimator/expert_parallel_overlap.h"
 #include "estimator/shared_expert_overlap.h"
+#include "estimator/tp_comm_overlap.h"
 #include "estimator/validated_job.h"
 #include "planner/candidate.h"
 #include "planner/search_space.h"
@@ -51,6 +52,27 @@ struct Tried {
 
 struct Counts {
   uint64_t considered = 0, estimated = 0, fitting = 0, pruned = 0;
+};
+
+// A communication overlap the job sets, which the search keeps in every
+// setting: whether Megatron accepted it in some setting tried, and why it
+// refused it in the first one it refused it in.
+struct GivenOverlap {
+  const char* field;  // JobSpec path.
+  const char* flag;   // Megatron-LM flag.
+  bool given = false;
+  bool accepted = false;
+  std::optional<std::string> first_refusal;
+
+  // Whether the setting `v` may run: records the refusal `why`, if any.
+  bool Admits(std::optional<std::string> why) {
+    if (!why) {
+      accepted = true;
+      return true;
+    }
+    if (!first_refusal) first_refusal = std::move(why);
+    return false;
+  }
 };
 
 // InvalidArgument for a communication overlap `j` sets (a setting of the
@@ -99,6 +121,8 @@ class Search {
     v1::JobSpec job;
     std::vector<Tried> order;
     const bool overlap_given = base_.parallelism().overlap_moe_expert_parallel_comm();
+    ep_overlap_.given = overlap_given;
+    tp_overlap_.given = base_.parallelism().tp_comm_overlap();
     std::vector<std::optional<ValidatedJob>> validated(settings_.size());
     const size_t most_saving = settings_.size() - 1;
     const int64_t global_batch = base_.training().global_batch_size();
@@ -144,11 +168,14 @@ class Search {
           }
           ValidatedJob& v = *validated[si];
           const bool overlap_possible = ExpertParallelOverlapAccepted(v);
-          if (overlap_given && !overlap_possible) {  // Megatron-Core refuses it.
-            if (!overlap_refusal_) overlap_refusal_ = ExpertParallelOverlapConflict(v);
+          // The job's own overlaps, where Megatron refuses them: the
+          // setting cannot run.
+          if (overlap_given && !ep_overlap_.Admits(overlap_possible
+                                                       ? std::nullopt
+                                                       : ExpertParallelOverlapConflict(v))) {
             continue;
           }
-          overlap_accepted_ |= overlap_given;
+          if (tp_overlap_.given && !tp_overlap_.Admits(TpCommOverlapConflict(v))) continue;
           const StepTime t = EstimateStepTime(v, cluster_.speed);
           order.push_back(Tried{t.seconds, si, false});
           if (!overlap_given && overlap_possible && options_.allow_expert_parallel_overlap) {
@@ -212,12 +239,13 @@ class Search {
   bool empty() const { return found_.empty(); }
   const Counts& counts() const { return counts_; }
 
-  // Why Megatron-Core refused the job's own EP overlap in the first setting
-  // it refused it in, when it refused it in every setting whose most
-  // memory-saving recompute fits (nullopt otherwise).
-  const std::optional<std::string>& OverlapRefusedEverywhere() const {
-    static const std::optional<std::string> kNone;
-    return overlap_accepted_ ? kNone : overlap_refusal_;
+  // The job's own overlap Megatron refused in every setting tried (those
+  // whose most memory-saving recompute fits), or null.
+  const GivenOverlap* OverlapRefusedEverywhere() const {
+    for (const GivenOverlap* g : {&ep_overlap_, &tp_overlap_}) {
+      if (g->given && !g->accepted && g->first_refusal) return g;
+    }
+    return nullptr;
   }
 
  private:
@@ -237,8 +265,9 @@ class Search {
   std::priority_queue<double, std::vector<double>, std::greater<double>> best_;
   Counts counts_;
   bool job_overlaps_checked_ = false;
-  bool overlap_accepted_ = false;  // Some setting ran the job's own EP overlap.
-  std::optional<std::string> overlap_refusal_;
+  GivenOverlap ep_overlap_{"parallelism.overlap_moe_expert_parallel_comm",
+                           "--overlap-moe-expert-parallel-comm"};
+  GivenOverlap tp_overlap_{"parallelism.tp_comm_overlap", "--tp-comm-overlap"};
 };
 
 absl::Status CheckOptions(const PlanCluster& cluster, const PlanOptions& options) {
@@ -347,13 +376,12 @@ absl::StatusOr<PlanResult> Plan(const v1::JobSpec& job, const PlanCluster& clust
         "domains searched too (its all-to-all runs over the network)");
     absl::StrAppend(&space, "; EP x ETP across nodes");
   }
-  if (const std::optional<std::string>& why = search.OverlapRefusedEverywhere();
-      why && search.empty()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "parallelism.overlap_moe_expert_parallel_comm = true: Megatron-Core refuses "
-        "--overlap-moe-expert-parallel-comm in every setting the plan may choose that could "
-        "fit (the first: ",
-        *why, "); drop it or relax the sizes fixed"));
+  if (const GivenOverlap* refused = search.OverlapRefusedEverywhere();
+      refused != nullptr && search.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(refused->field, " = true: Megatron refuses ", refused->flag,
+                     " in every setting the plan may choose that could fit (the first: ",
+                     *refused->first_refusal, "); drop it or relax the sizes fixed"));
   }
   PlanResult result;
   result.candidates = search.Best(options.limit);

@@ -282,7 +282,25 @@ class Model {
     c.compute = 3 * forward + overhead;
     const double tp_one = par.tp > 1 ? Collective(tokens_ * hidden_ * 2, tp_, tp_bw_) : 0;
     const double a2a_fwd = 2 * a2a;  // Dispatch + combine.
-    c.tp = 2 * tp_collectives * tp_one;
+    // TP: an all-gather into and a reduce-scatter out of each TP-split block
+    // (attention, dense MLP, shared experts), forward, and as many backward.
+    double tp_forward = tp_collectives * tp_one;
+    c.tp = 2 * tp_forward;
+    if (par.tp_comm_overlap && par.tp > 1) {
+      // --tp-comm-overlap: Transformer Engine's userbuffers run each block's
+      // all-gather and reduce-scatter beside the block's GEMMs, chunk by
+      // chunk (initialize_ub's ring-exchange, pipeline and bulk overlaps,
+      // transformer_engine/pytorch/module/base.py); the backward's beside
+      // its dgrad and wgrad GEMMs (twice the forward's).
+      const double block_gemms[] = {attn_linear, dense_mlp, shared};
+      tp_forward = 0;
+      c.tp = 0;
+      for (const double gemm : block_gemms) {
+        if (gemm <= 0) continue;
+        tp_forward += ExposedBeside(2 * tp_one, gemm);
+        c.tp += ExposedBeside(2 * tp_one, gemm) + ExposedBeside(2 * tp_one, 2 * gemm);
+      }
+    }
     c.ep = 2 * a2a_fwd;
     if (moe && par.shared_expert_overlap && shared > 0) {
       // --moe-shared-expert-overlap: the token dispatcher runs the shared
@@ -331,7 +349,7 @@ class Model {
       c.ep_paired = PairedExpertParallel(a2a, attention, 2 * attention + attention_recompute,
                                          experts, 2 * experts + experts_recompute);
     }
-    full_forward_ = forward + tp_collectives * tp_one + a2a_fwd + overhead / 3;
+    full_forward_ = forward + tp_forward + a2a_fwd + overhead / 3;
     return c;
   }
   // The forward of one whole layer, as full recompute redoes it (set by the

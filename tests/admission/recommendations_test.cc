@@ -235,5 +235,26 @@ TEST(RecommendationsTest, SharedExpertOverlapConflict) {
             std::nullopt);
 }
 
+// --tp-comm-overlap needs sequence parallelism (estimator/tp_comm_overlap.h):
+// with TP > 1 the fix turns it on, at TP 1 it drops the flag.
+TEST(RecommendationsTest, TpCommOverlapWithoutSequenceParallel) {
+  const std::vector<RecommendedChange>& fixes = IncompatibilityFixes();
+  const std::string id = "tp_comm_overlap_without_sequence_parallel";
+  auto [tp4, with_sp] =
+      Apply(id, fixes, "llama3-70b", "--tensor-model-parallel-size 4 --tp-comm-overlap");
+  EXPECT_EQ(tp4, "--sequence-parallel");
+  EXPECT_TRUE(with_sp.parallelism().sequence_parallel());
+  EXPECT_TRUE(with_sp.parallelism().tp_comm_overlap());
+  auto [tp1, dropped] = Apply(id, fixes, "llama3-70b", "--tp-comm-overlap");
+  EXPECT_EQ(tp1,
+            "drop --tp-comm-overlap (it needs sequence parallelism (TP > 1 and "
+            "--sequence-parallel))");
+  EXPECT_FALSE(dropped.parallelism().tp_comm_overlap());
+  EXPECT_EQ(Apply(id, fixes, "llama3-70b",
+                  "--tensor-model-parallel-size 4 --sequence-parallel --tp-comm-overlap")
+                .first,
+            std::nullopt);
+}
+
 }  // namespace
 }  // namespace oomguard

@@ -28,13 +28,13 @@ TEST(IgnoredFlagsTest, SilentFlagsAndPrefixes) {
     EXPECT_TRUE(IsSilentFlag(name)) << name;
   }
   for (absl::string_view name :
-       {"num-layers", "frobnicate", "tp-comm-overlap", "use-torch-fsdp2"}) {
+       {"num-layers", "frobnicate", "tp-comm-overlap-cfg", "use-torch-fsdp2"}) {
     EXPECT_FALSE(IsSilentFlag(name)) << name;
   }
 }
 
 TEST(IgnoredFlagsTest, UnmodelledFlagsSayWhy) {
-  EXPECT_THAT(UnmodelledFlagReason("tp-comm-overlap"), Optional(HasSubstr("user buffers")));
+  EXPECT_THAT(UnmodelledFlagReason("tp-comm-overlap-cfg"), Optional(HasSubstr("userbuffers")));
   EXPECT_THAT(UnmodelledFlagReason("hybrid-layer-pattern"), Optional(HasSubstr("Mamba")));
   EXPECT_EQ(UnmodelledFlagReason("lr"), std::nullopt);
   EXPECT_EQ(UnmodelledFlagReason("num-layers"), std::nullopt);
@@ -47,7 +47,7 @@ TEST(IgnoredFlagsTest, UnimplementedFlagsAreFsdp) {
 
 // The flag table is looked up first: no flag it reads is also ignored.
 TEST(IgnoredFlagsTest, NoFlagIsBothReadAndUnmodelled) {
-  for (absl::string_view name : {"tp-comm-overlap", "tp-comm-overlap-cfg", "delay-wgrad-compute",
+  for (absl::string_view name : {"tp-comm-overlap-cfg", "delay-wgrad-compute",
                                  "moe-flex-dispatcher-backend", "encoder-num-layers",
                                  "vocab-extra-ids", "hybrid-layer-pattern", "spec"}) {
     ASSERT_TRUE(UnmodelledFlagReason(name).has_value()) << name;
@@ -59,12 +59,12 @@ TEST(IgnoredFlagsTest, UnknownFlagsAreSkippedWithANote) {
   std::vector<std::string> notes;
   const v1::JobSpec job = ParseFull(
       "--frobnicate 1 2 -3 --num-layers 4 --shiny-new-switch "
-      "--tp-comm-overlap --vocab-size 8",
+      "--delay-wgrad-compute --vocab-size 8",
       &notes);
   EXPECT_EQ(job.model().num_layers(), 4u);
   EXPECT_THAT(notes, ElementsAre("ignored unknown flag --frobnicate",
                                  "ignored unknown flag --shiny-new-switch",
-                                 HasSubstr("--tp-comm-overlap")));
+                                 HasSubstr("--delay-wgrad-compute")));
 }
 
 TEST(IgnoredFlagsTest, MemoryIrrelevantFlagsAreSilent) {

@@ -48,7 +48,7 @@ TEST(FindMegatronFlagTest, UnderscoreSpellingIsTheSameFlag) {
 
 TEST(FindMegatronFlagTest, UnknownAndIgnoredFlagsAreNull) {
   for (const char* name :
-       {"--frobnicate", "--lr", "--data-path", "--tp-comm-overlap", "", "--", "--num-gpus"}) {
+       {"--frobnicate", "--lr", "--data-path", "--tp-comm-overlap-cfg", "", "--", "--num-gpus"}) {
     EXPECT_EQ(FindMegatronFlag(name), nullptr) << name;
   }
 }
@@ -229,7 +229,8 @@ TEST(MegatronFlagsTest, ParallelismFlags) {
       "--decoder-last-pipeline-num-layers 7 "
       "--account-for-embedding-in-pipeline-split "
       "--account-for-loss-in-pipeline-split "
-      "--overlap-moe-expert-parallel-comm --moe-shared-expert-overlap --vocab-size 8");
+      "--overlap-moe-expert-parallel-comm --moe-shared-expert-overlap --tp-comm-overlap "
+      "--vocab-size 8");
   const v1::ParallelismSpec& p = job.parallelism();
   EXPECT_EQ(p.pipeline_model_parallel_size(), 4u);
   EXPECT_EQ(p.num_layers_per_virtual_pipeline_stage(), 2u);
@@ -241,6 +242,7 @@ TEST(MegatronFlagsTest, ParallelismFlags) {
   EXPECT_TRUE(p.account_for_loss_in_pipeline_split());
   EXPECT_TRUE(p.overlap_moe_expert_parallel_comm());
   EXPECT_TRUE(p.moe_shared_expert_overlap());
+  EXPECT_TRUE(p.tp_comm_overlap());
   EXPECT_FALSE(p.has_tensor_model_parallel_size());
 }
 

@@ -232,6 +232,27 @@ TEST(Plan, AddsTheExpertParallelOverlapWhereMegatronAcceptsIt) {
   }
 }
 
+// A job that sets --tp-comm-overlap gets only settings Megatron-LM runs it
+// with (TP > 1, sequence parallel), each faster than without the flag.
+TEST(Plan, KeepsTheJobsTpCommOverlapWhereMegatronAcceptsIt) {
+  const std::string shape = "--seq-length 4096 --global-batch-size 128";
+  PlanOptions options;
+  options.limit = 10;
+  const auto plan =
+      Plan(Job("llama3-70b", 32, shape + " --tp-comm-overlap"), Cluster("H100"), options);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  ASSERT_FALSE(plan->candidates.empty());
+  for (const v1::PlanCandidate& c : plan->candidates) {
+    EXPECT_GT(c.tp(), 1u) << c.megatron_args();
+    EXPECT_TRUE(c.sequence_parallel()) << c.megatron_args();
+  }
+  const auto without = Plan(Job("llama3-70b", 32, shape), Cluster("H100"), options);
+  ASSERT_TRUE(without.ok()) << without.status();
+  ASSERT_FALSE(without->candidates.empty());
+  EXPECT_GT(plan->candidates.front().tokens_per_gpu_per_second(),
+            without->candidates.front().tokens_per_gpu_per_second());
+}
+
 // PlanConstraints.no_expert_parallel_overlap: no candidate gets the overlap
 // added (Qwen3-30B-A3B on 64 H100 on the flex dispatcher, whose best
 // candidate has it otherwise), and the search space says so.
@@ -280,10 +301,15 @@ TEST(Plan, RefusesAnOverlapMegatronRefusesInEverySetting) {
            {"qwen3-30b-a3b",
             "--overlap-moe-expert-parallel-comm --moe-token-dispatcher-type alltoall "
             "--expert-model-parallel-size 1",
-            "parallelism.overlap_moe_expert_parallel_comm = true: Megatron-Core refuses "
+            "parallelism.overlap_moe_expert_parallel_comm = true: Megatron refuses "
             "--overlap-moe-expert-parallel-comm in every setting the plan may choose that could "
             "fit (the first: it needs expert parallelism (EP > 1)); drop it or relax the sizes "
             "fixed"},
+           // --tp-comm-overlap needs TP > 1 (with sequence parallelism).
+           {"llama3-8b", "--tp-comm-overlap --tensor-model-parallel-size 1",
+            "parallelism.tp_comm_overlap = true: Megatron refuses --tp-comm-overlap in every "
+            "setting the plan may choose that could fit (the first: it needs sequence "
+            "parallelism (TP > 1 and --sequence-parallel)); drop it or relax the sizes fixed"},
            {"moonlight-16b-a3b",
             "--moe-shared-expert-overlap --moe-token-dispatcher-type allgather",
             "parallelism.moe_shared_expert_overlap = true: Megatron-Core refuses "
