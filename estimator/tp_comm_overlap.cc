@@ -16,8 +16,12 @@ constexpr double kMiB = 1024.0 * 1024.0;
 
 }  // namespace
 
+bool TpCommOverlapAccepted(const ValidatedJob& j) {
+  return !j.parallelism.tp_comm_overlap || j.parallelism.sp;
+}
+
 std::optional<std::string> TpCommOverlapConflict(const ValidatedJob& j) {
-  if (!j.parallelism.tp_comm_overlap || j.parallelism.sp) return std::nullopt;
+  if (TpCommOverlapAccepted(j)) return std::nullopt;
   return "it needs sequence parallelism (TP > 1 and --sequence-parallel)";
 }
 

@@ -18,6 +18,10 @@ namespace oomguard {
 // arguments.py) asserts sequence parallelism, which it turns off at TP 1.
 std::optional<std::string> TpCommOverlapConflict(const ValidatedJob& j);
 
+// Whether Megatron-LM accepts `j`'s `--tp-comm-overlap` (true without it):
+// the same rule without the sentence (the planner asks it of every setting).
+bool TpCommOverlapAccepted(const ValidatedJob& j);
+
 // The userbuffers Transformer Engine registers for the overlap, per GPU, in
 // bytes (0 without the flag): one communicator per overlapped GEMM
 // (initialize_ub in transformer_engine/pytorch/module/base.py, called by

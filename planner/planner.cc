@@ -64,13 +64,15 @@ struct GivenOverlap {
   bool accepted = false;
   std::optional<std::string> first_refusal;
 
-  // Whether the setting `v` may run: records the refusal `why`, if any.
-  bool Admits(std::optional<std::string> why) {
-    if (!why) {
+  // Whether a setting `v` Megatron `accepts` it with (or not) may run; the
+  // first refusal's sentence comes from `why` (built once, not per setting).
+  bool Admits(bool accepts, const ValidatedJob& v,
+              std::optional<std::string> (*why)(const ValidatedJob&)) {
+    if (accepts) {
       accepted = true;
       return true;
     }
-    if (!first_refusal) first_refusal = std::move(why);
+    if (!first_refusal) first_refusal = why(v);
     return false;
   }
 };
@@ -170,12 +172,14 @@ class Search {
           const bool overlap_possible = ExpertParallelOverlapAccepted(v);
           // The job's own overlaps, where Megatron refuses them: the
           // setting cannot run.
-          if (overlap_given && !ep_overlap_.Admits(overlap_possible
-                                                       ? std::nullopt
-                                                       : ExpertParallelOverlapConflict(v))) {
+          if (overlap_given &&
+              !ep_overlap_.Admits(overlap_possible, v, ExpertParallelOverlapConflict)) {
             continue;
           }
-          if (tp_overlap_.given && !tp_overlap_.Admits(TpCommOverlapConflict(v))) continue;
+          if (tp_overlap_.given &&
+              !tp_overlap_.Admits(TpCommOverlapAccepted(v), v, TpCommOverlapConflict)) {
+            continue;
+          }
           const StepTime t = EstimateStepTime(v, cluster_.speed);
           order.push_back(Tried{t.seconds, si, false});
           if (!overlap_given && overlap_possible && options_.allow_expert_parallel_overlap) {
@@ -368,6 +372,10 @@ absl::StatusOr<PlanResult> Plan(const v1::JobSpec& job, const PlanCluster& clust
           ? "the EP all-to-all overlap where Megatron-Core accepts it"
           : "no EP all-to-all overlap added",
       kMaxPlanSettings);
+  if (base.parallelism().tp_comm_overlap()) {
+    absl::StrAppend(&space,
+                    "; TP > 1 with sequence parallelism only (the job's --tp-comm-overlap)");
+  }
   if (search.empty() && base.model().num_experts() > 0 && !bounds.cross_node_expert_parallel) {
     bounds.cross_node_expert_parallel = true;
     OOMGUARD_RETURN_IF_ERROR(search.Run(bounds));
