@@ -183,25 +183,27 @@ std::pair<std::optional<std::string>, v1::JobSpec> Apply(
 // with a fixed number of layers per virtual stage doubling PP halves them.
 TEST(RecommendationsTest, MorePipelineParallelDropsTheExpertParallelOverlapMegatronRefuses) {
   const std::string ep = "--expert-model-parallel-size 8 --overlap-moe-expert-parallel-comm ";
-  auto [from_pp1, pp2] = Apply("more_pipeline_parallel", LadderChanges(), "qwen3-30b-a3b", ep);
-  EXPECT_EQ(from_pp1,
-            "--pipeline-model-parallel-size 2, and drop --overlap-moe-expert-parallel-comm (with "
-            "pipeline parallelism it needs virtual pipeline stages (VPP > 1))");
-  EXPECT_FALSE(pp2.parallelism().overlap_moe_expert_parallel_comm());
-  // 48 layers, 12 per virtual stage: PP 2 has VPP 2, PP 4 would have 1.
-  auto [vpp1, pp4] = Apply("more_pipeline_parallel", LadderChanges(), "qwen3-30b-a3b",
-                           ep + "--pipeline-model-parallel-size 2 "
-                                "--num-layers-per-virtual-pipeline-stage 12");
-  EXPECT_EQ(vpp1,
-            "--pipeline-model-parallel-size 4, and drop --overlap-moe-expert-parallel-comm (with "
-            "pipeline parallelism it needs virtual pipeline stages (VPP > 1))");
-  EXPECT_FALSE(pp4.parallelism().overlap_moe_expert_parallel_comm());
-  // Two virtual stages per rank stay two: the overlap stays.
-  auto [kept, vpp2] = Apply("more_pipeline_parallel", LadderChanges(), "qwen3-30b-a3b",
-                            ep + "--pipeline-model-parallel-size 2 "
-                                 "--num-virtual-stages-per-pipeline-rank 2");
-  EXPECT_EQ(kept, "--pipeline-model-parallel-size 4");
-  EXPECT_TRUE(vpp2.parallelism().overlap_moe_expert_parallel_comm());
+  const std::string dropped =
+      ", and drop --overlap-moe-expert-parallel-comm (with pipeline parallelism it needs virtual "
+      "pipeline stages (VPP > 1))";
+  struct Case {
+    std::string args, setting;
+    bool keeps_overlap;
+  };
+  for (const Case& c : std::vector<Case>{
+           {"", "--pipeline-model-parallel-size 2" + dropped, false},
+           // 48 layers, 12 per virtual stage: PP 2 has VPP 2, PP 4 would have 1.
+           {"--pipeline-model-parallel-size 2 --num-layers-per-virtual-pipeline-stage 12",
+            "--pipeline-model-parallel-size 4" + dropped, false},
+           // Two virtual stages per rank stay two.
+           {"--pipeline-model-parallel-size 2 --num-virtual-stages-per-pipeline-rank 2",
+            "--pipeline-model-parallel-size 4", true},
+       }) {
+    auto [setting, changed] =
+        Apply("more_pipeline_parallel", LadderChanges(), "qwen3-30b-a3b", ep + c.args);
+    EXPECT_EQ(setting, c.setting) << c.args;
+    EXPECT_EQ(changed.parallelism().overlap_moe_expert_parallel_comm(), c.keeps_overlap) << c.args;
+  }
   // Full recompute always drops it, saying why.
   auto [full, recomputed] = Apply("full_recompute", LadderChanges(), "qwen3-30b-a3b", ep);
   EXPECT_EQ(full,
