@@ -22,7 +22,7 @@ bool TpCommOverlapAccepted(const ValidatedJob& j) {
 
 std::optional<std::string> TpCommOverlapConflict(const ValidatedJob& j) {
   if (TpCommOverlapAccepted(j)) return std::nullopt;
-  return "it needs sequence parallelism (TP > 1 and --sequence-parallel)";
+  return "it needs sequence parallelism: TP > 1 and --sequence-parallel";
 }
 
 double TpCommOverlapUserbufferBytes(const ValidatedJob& j) {

@@ -249,8 +249,8 @@ TEST(RecommendationsTest, TpCommOverlapWithoutSequenceParallel) {
   EXPECT_TRUE(with_sp.parallelism().tp_comm_overlap());
   auto [tp1, dropped] = Apply(id, fixes, "llama3-70b", "--tp-comm-overlap");
   EXPECT_EQ(tp1,
-            "drop --tp-comm-overlap (it needs sequence parallelism (TP > 1 and "
-            "--sequence-parallel))");
+            "drop --tp-comm-overlap (it needs sequence parallelism: TP > 1 and "
+            "--sequence-parallel)");
   EXPECT_FALSE(dropped.parallelism().tp_comm_overlap());
   EXPECT_EQ(Apply(id, fixes, "llama3-70b",
                   "--tensor-model-parallel-size 4 --sequence-parallel --tp-comm-overlap")

@@ -38,10 +38,10 @@ TEST(TpCommOverlap, NeedsSequenceParallelism) {
       {kTp4, std::nullopt},
       {"--tensor-model-parallel-size 4 --sequence-parallel", std::nullopt},
       {"--tensor-model-parallel-size 4 --tp-comm-overlap",
-       "it needs sequence parallelism (TP > 1 and --sequence-parallel)"},
+       "it needs sequence parallelism: TP > 1 and --sequence-parallel"},
       // Megatron-LM turns sequence parallelism off at TP 1.
       {"--sequence-parallel --tp-comm-overlap",
-       "it needs sequence parallelism (TP > 1 and --sequence-parallel)"},
+       "it needs sequence parallelism: TP > 1 and --sequence-parallel"},
   };
   for (const auto& [args, why] : cases) {
     EXPECT_EQ(TpCommOverlapConflict(Validated(args)), why) << args;

@@ -309,7 +309,7 @@ TEST(Plan, RefusesAnOverlapMegatronRefusesInEverySetting) {
            {"llama3-8b", "--tp-comm-overlap --tensor-model-parallel-size 1",
             "parallelism.tp_comm_overlap = true: Megatron refuses --tp-comm-overlap in every "
             "setting the plan may choose that could fit (the first: it needs sequence "
-            "parallelism (TP > 1 and --sequence-parallel)); drop it or relax the sizes fixed"},
+            "parallelism: TP > 1 and --sequence-parallel); drop it or relax the sizes fixed"},
            {"moonlight-16b-a3b",
             "--moe-shared-expert-overlap --moe-token-dispatcher-type allgather",
             "parallelism.moe_shared_expert_overlap = true: Megatron-Core refuses "
