@@ -379,7 +379,8 @@ std::optional<std::string> TpCommOverlapWithoutSequenceParallel(const v1::GpuSpe
     job->mutable_parallelism()->set_sequence_parallel(true);
     return Flag("parallelism.sequence_parallel");
   }
-  return DropRefusedSwitch(job, "parallelism.tp_comm_overlap", &v1::ParallelismSpec::tp_comm_overlap,
+  return DropRefusedSwitch(job, "parallelism.tp_comm_overlap",
+                           &v1::ParallelismSpec::tp_comm_overlap,
                            &v1::ParallelismSpec::set_tp_comm_overlap, TpCommOverlapConflict);
 }
 

@@ -70,16 +70,17 @@ TEST(TpCommOverlap, UserbuffersPerTransformerEngineRelease) {
   ASSERT_TRUE(old.ok()) << old.status();
   EXPECT_EQ(TpCommOverlapUserbufferBytes(*old), (6 * 1 + 4 * 2) * kTokensTimesHidden);
   // Micro-batch 2 doubles the shape; CP 2 halves it.
-  EXPECT_EQ(TpCommOverlapUserbufferBytes(Validated(
-                std::string(kTp4) + "--micro-batch-size 2 --context-parallel-size 2")),
+  EXPECT_EQ(TpCommOverlapUserbufferBytes(
+                Validated(std::string(kTp4) + "--micro-batch-size 2 --context-parallel-size 2")),
             12 * 2 * kTokensTimesHidden);
 }
 
 // The estimate adds both: the workspace inside PyTorch's allocator, the
 // userbuffers outside it, on every rank.
 TEST(TpCommOverlap, EstimateCarriesBothItems) {
-  const std::string pp = "--tensor-model-parallel-size 4 --sequence-parallel "
-                         "--pipeline-model-parallel-size 2 --use-distributed-optimizer";
+  const std::string pp =
+      "--tensor-model-parallel-size 4 --sequence-parallel "
+      "--pipeline-model-parallel-size 2 --use-distributed-optimizer";
   const absl::StatusOr<PeakEstimate> without = EstimatePeaks(Llama70b(pp));
   const absl::StatusOr<PeakEstimate> with = EstimatePeaks(Llama70b(pp + " --tp-comm-overlap"));
   ASSERT_TRUE(without.ok()) << without.status();
@@ -90,8 +91,7 @@ TEST(TpCommOverlap, EstimateCarriesBothItems) {
               static_cast<uint64_t>(12 * 2 * kTokensTimesHidden + 3 * 32.0 * 1024 * 1024))
         << "rank " << r;
   }
-  const absl::StatusOr<v1::EstimateReport> report =
-      Estimate(Llama70b(pp + " --tp-comm-overlap"));
+  const absl::StatusOr<v1::EstimateReport> report = Estimate(Llama70b(pp + " --tp-comm-overlap"));
   ASSERT_TRUE(report.ok()) << report.status();
   int items = 0;
   for (const v1::Overhead& o : report->ranks(0).overheads()) {

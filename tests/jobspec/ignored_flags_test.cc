@@ -47,9 +47,9 @@ TEST(IgnoredFlagsTest, UnimplementedFlagsAreFsdp) {
 
 // The flag table is looked up first: no flag it reads is also ignored.
 TEST(IgnoredFlagsTest, NoFlagIsBothReadAndUnmodelled) {
-  for (absl::string_view name : {"tp-comm-overlap-cfg", "delay-wgrad-compute",
-                                 "moe-flex-dispatcher-backend", "encoder-num-layers",
-                                 "vocab-extra-ids", "hybrid-layer-pattern", "spec"}) {
+  for (absl::string_view name :
+       {"tp-comm-overlap-cfg", "delay-wgrad-compute", "moe-flex-dispatcher-backend",
+        "encoder-num-layers", "vocab-extra-ids", "hybrid-layer-pattern", "spec"}) {
     ASSERT_TRUE(UnmodelledFlagReason(name).has_value()) << name;
     EXPECT_EQ(FindMegatronFlag(std::string(name)), nullptr) << name;
   }
