@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <limits>
 #include <optional>
 #include <queue>
 #include <string>
@@ -107,7 +108,7 @@ class Search {
   absl::Status Run(const SearchBounds& bounds) {
     layouts_ = EnumerateLayouts(base_, bounds);
     settings_ = EnumerateSettings(base_, bounds);
-    const std::vector<int64_t> micro_batches = MicroBatchSizes(base_);
+    const std::vector<int64_t> micro_batches = MicroBatchSizes(base_, bounds.sizes.micro_batch);
     const uint64_t space =
         static_cast<uint64_t>(layouts_.size()) * micro_batches.size() * settings_.size();
     if (space > kMaxPlanSettings) {
@@ -274,6 +275,105 @@ class Search {
   GivenOverlap tp_overlap_{"parallelism.tp_comm_overlap", "--tp-comm-overlap"};
 };
 
+// PlanConstraints' SizeRange fields: the name, a short label, the range in
+// SizeRanges and the size the job fixes, if it does (nullopt: it does not;
+// 0: it fixes it in a way the range cannot be checked against).
+struct SizeRangeField {
+  const char* field;
+  const char* label;
+  SizeRange SizeRanges::*range;
+  std::optional<int64_t> (*fixed)(const v1::JobSpec&);
+};
+
+template <typename T>
+std::optional<int64_t> Fixed(bool has, T value) {
+  return has ? std::optional<int64_t>(static_cast<int64_t>(value)) : std::nullopt;
+}
+
+constexpr SizeRangeField kSizeRangeFields[] = {
+    {"tensor_model_parallel_size", "TP", &SizeRanges::tp,
+     [](const v1::JobSpec& j) {
+       return Fixed(j.parallelism().has_tensor_model_parallel_size(),
+                    j.parallelism().tensor_model_parallel_size());
+     }},
+    {"pipeline_model_parallel_size", "PP", &SizeRanges::pp,
+     [](const v1::JobSpec& j) {
+       return Fixed(j.parallelism().has_pipeline_model_parallel_size(),
+                    j.parallelism().pipeline_model_parallel_size());
+     }},
+    {"virtual_pipeline_stages", "VPP", &SizeRanges::vpp,
+     [](const v1::JobSpec& j) -> std::optional<int64_t> {
+       const v1::ParallelismSpec& p = j.parallelism();
+       if (p.has_num_virtual_stages_per_pipeline_rank()) {
+         return p.num_virtual_stages_per_pipeline_rank();
+       }
+       if (p.has_num_layers_per_virtual_pipeline_stage() ||
+           !p.pipeline_model_parallel_layout().empty()) {
+         return 0;
+       }
+       return std::nullopt;
+     }},
+    {"context_parallel_size", "CP", &SizeRanges::cp,
+     [](const v1::JobSpec& j) {
+       return Fixed(j.parallelism().has_context_parallel_size(),
+                    j.parallelism().context_parallel_size());
+     }},
+    {"expert_model_parallel_size", "EP", &SizeRanges::ep,
+     [](const v1::JobSpec& j) {
+       return Fixed(j.parallelism().has_expert_model_parallel_size(),
+                    j.parallelism().expert_model_parallel_size());
+     }},
+    {"expert_tensor_parallel_size", "ETP", &SizeRanges::etp,
+     [](const v1::JobSpec& j) {
+       return Fixed(j.parallelism().has_expert_tensor_parallel_size(),
+                    j.parallelism().expert_tensor_parallel_size());
+     }},
+    {"micro_batch_size", "micro-batch", &SizeRanges::micro_batch,
+     [](const v1::JobSpec& j) {
+       return Fixed(j.training().micro_batch_size() > 0, j.training().micro_batch_size());
+     }},
+};
+
+// "[2, 8]", "[2, any]".
+std::string RangeText(const SizeRange& r) {
+  const bool open = r.max == std::numeric_limits<int64_t>::max();
+  return absl::StrCat("[", r.min, ", ", open ? "any" : absl::StrCat(r.max), "]");
+}
+
+// Each range is valid, and holds the size the job fixes.
+absl::Status CheckSizeRanges(const SizeRanges& sizes, const v1::JobSpec& job) {
+  for (const SizeRangeField& f : kSizeRangeFields) {
+    const SizeRange& range = sizes.*f.range;
+    const std::string field = absl::StrCat("constraints.", f.field);
+    OOMGUARD_RETURN_IF_ERROR(ValidateSizeRange(range, field));
+    const std::optional<int64_t> fixed = f.fixed(job);
+    if (!fixed || !range.Bounded()) continue;
+    if (*fixed == 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          field, " = ", RangeText(range),
+          ": the job fixes its virtual pipeline stages with --num-layers-per-virtual-pipeline-"
+          "stage or --pipeline-model-parallel-layout; give --num-virtual-stages-per-pipeline-rank "
+          "or drop the range"));
+    }
+    if (!range.Contains(*fixed)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          field, " = ", RangeText(range), ": the job fixes ", f.label, " ", *fixed, " outside it"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// "; bounded: TP [2, 8], PP [1, 4]" for the bounded sizes, or "".
+std::string BoundsText(const SizeRanges& sizes) {
+  std::string out;
+  for (const SizeRangeField& f : kSizeRangeFields) {
+    const SizeRange& range = sizes.*f.range;
+    if (!range.Bounded()) continue;
+    absl::StrAppend(&out, out.empty() ? "; bounded: " : ", ", f.label, " ", RangeText(range));
+  }
+  return out;
+}
+
 absl::Status CheckOptions(const PlanCluster& cluster, const PlanOptions& options) {
   OOMGUARD_RETURN_IF_ERROR(
       ValidateMemoryMargin(options.memory_margin, "constraints.memory_margin"));
@@ -317,6 +417,22 @@ absl::Status ValidateMemoryMargin(double margin, absl::string_view field) {
   return absl::InvalidArgumentError(absl::StrCat(field, " = ", margin, ": must be in [0, 1)"));
 }
 
+absl::Status ValidateSizeRange(const SizeRange& range, absl::string_view field) {
+  if (range.min < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, ".min = ", range.min, ": must be at least 1"));
+  }
+  if (range.max < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, ".max = ", range.max, ": must be at least 1"));
+  }
+  if (range.min > range.max) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, ": min ", range.min, " > max ", range.max));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ValidatePlanLimit(uint32_t limit, absl::string_view field) {
   if (limit >= 1 && limit <= kMaxPlanLimit) return absl::OkStatus();
   return absl::InvalidArgumentError(
@@ -336,8 +452,10 @@ absl::StatusOr<PlanResult> Plan(const v1::JobSpec& job, const PlanCluster& clust
     return absl::InvalidArgumentError(
         "model.num_layers = 0: the plan needs a model (--preset, --hf-config or --num-layers)");
   }
+  OOMGUARD_RETURN_IF_ERROR(CheckSizeRanges(options.sizes, base));
   const uint64_t usable = Usable(cluster, options.memory_margin);
   SearchBounds bounds;
+  bounds.sizes = options.sizes;
   bounds.gpus_per_node = cluster.gpus_per_node;
   bounds.allow_recompute = options.allow_recompute;
   bounds.allow_offload = options.allow_offload;
@@ -372,6 +490,7 @@ absl::StatusOr<PlanResult> Plan(const v1::JobSpec& job, const PlanCluster& clust
           ? "the EP all-to-all overlap where Megatron-Core accepts it"
           : "no EP all-to-all overlap added",
       kMaxPlanSettings);
+  absl::StrAppend(&space, BoundsText(options.sizes));
   if (base.parallelism().tp_comm_overlap()) {
     absl::StrAppend(&space,
                     "; TP > 1 with sequence parallelism only (the job's --tp-comm-overlap)");

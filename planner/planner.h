@@ -47,6 +47,7 @@
 #include "oomguard/v1/job.pb.h"
 #include "oomguard/v1/plan.pb.h"
 #include "planner/gpu_performance.h"
+#include "planner/search_space.h"
 #include "planner/step_time.h"
 
 namespace oomguard {
@@ -83,6 +84,9 @@ struct PlanOptions {
   // Megatron-Core accepts it (PlanConstraints.no_expert_parallel_overlap
   // turns that off; a job that sets the flag keeps it either way).
   bool allow_expert_parallel_overlap = true;
+  // The ranges of the sizes the search tries (PlanConstraints' SizeRange
+  // fields; open by default). A size the job fixes must lie in its range.
+  SizeRanges sizes;
   // DeadlineExceeded once this passes (checked for every layout).
   Deadline deadline;
 };
@@ -97,6 +101,9 @@ struct PlanResult {
 // request's `field`: InvalidArgument "<field> = <value>: ...".
 absl::Status ValidateMemoryMargin(double margin, absl::string_view field);
 absl::Status ValidatePlanLimit(uint32_t limit, absl::string_view field);
+// A SizeRange's check (both ends at least 1, min <= max): InvalidArgument
+// "<field>.min = 0: must be at least 1" or "<field>: min 8 > max 4".
+absl::Status ValidateSizeRange(const SizeRange& range, absl::string_view field);
 
 // Plans `job` (built by jobspec's BuildJob: parallelism.num_gpus is the
 // cluster's GPU count; a parallel size it sets is kept fixed; without

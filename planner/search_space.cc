@@ -17,6 +17,14 @@ std::vector<int64_t> PowersOfTwo(int64_t max) {
   return out;
 }
 
+// `values` without those outside `range`.
+std::vector<int64_t> Within(std::vector<int64_t> values, const SizeRange& range) {
+  values.erase(
+      std::remove_if(values.begin(), values.end(), [&](int64_t v) { return !range.Contains(v); }),
+      values.end());
+  return values;
+}
+
 int64_t DecoderLayers(const v1::JobSpec& base) { return base.model().num_layers(); }
 
 // The pipeline splits of `pp` stages over `layers` decoder layers, with the
@@ -63,15 +71,17 @@ void AddExpertLayouts(Layout l, const v1::ParallelismSpec& p, int64_t experts, i
     return;
   }
   const int64_t expert_world = world / l.pp;
-  const std::vector<int64_t> ep_values = p.has_expert_model_parallel_size()
-                                             ? std::vector<int64_t>{p.expert_model_parallel_size()}
-                                             : PowersOfTwo(std::min(experts, expert_world));
+  const std::vector<int64_t> ep_values = Within(
+      p.has_expert_model_parallel_size() ? std::vector<int64_t>{p.expert_model_parallel_size()}
+                                         : PowersOfTwo(std::min(experts, expert_world)),
+      bounds.sizes.ep);
   std::vector<int64_t> etp_values = {1};
   if (p.has_expert_tensor_parallel_size()) {
     etp_values = {p.expert_tensor_parallel_size()};
   } else if (l.tp > 1) {
     etp_values.push_back(l.tp);
   }
+  etp_values = Within(std::move(etp_values), bounds.sizes.etp);
   for (const int64_t ep : ep_values) {
     for (const int64_t etp : etp_values) {
       if (experts % ep != 0 || expert_world % (ep * etp) != 0) continue;
@@ -122,15 +132,18 @@ std::vector<Layout> EnumerateLayouts(const v1::JobSpec& base, const SearchBounds
   const int64_t experts = base.model().num_experts();
   const int64_t node = bounds.gpus_per_node;
 
-  std::vector<int64_t> tps = p.has_tensor_model_parallel_size()
-                                 ? std::vector<int64_t>{p.tensor_model_parallel_size()}
-                                 : PowersOfTwo(node);
+  const SizeRanges& sizes = bounds.sizes;
+  const std::vector<int64_t> tps = Within(p.has_tensor_model_parallel_size()
+                                              ? std::vector<int64_t>{p.tensor_model_parallel_size()}
+                                              : PowersOfTwo(node),
+                                          sizes.tp);
   std::vector<int64_t> cps;
   if (p.has_context_parallel_size()) {
     cps = {p.context_parallel_size()};
   } else {
     for (int64_t cp = 1; cp == 1 || seq / cp >= kMinCpTokens; cp *= 2) cps.push_back(cp);
   }
+  cps = Within(std::move(cps), sizes.cp);
   const bool split_given =
       p.has_decoder_first_pipeline_num_layers() || p.has_decoder_last_pipeline_num_layers() ||
       !p.pipeline_model_parallel_layout().empty() || p.account_for_embedding_in_pipeline_split() ||
@@ -153,6 +166,7 @@ std::vector<Layout> EnumerateLayouts(const v1::JobSpec& base, const SearchBounds
           if (rest % pp == 0) pps.push_back(pp);
         }
       }
+      pps = Within(std::move(pps), sizes.pp);
       for (const int64_t pp : pps) {
         std::vector<Layout> splits;
         if (split_given || pp == 1) {
@@ -165,6 +179,7 @@ std::vector<Layout> EnumerateLayouts(const v1::JobSpec& base, const SearchBounds
         }
         if (mtp > 0 && !split_given && !vpp_given && pp > 1) {
           for (int64_t v = 1; v <= kMaxVpp; ++v) {
+            if (!sizes.vpp.Contains(v)) continue;
             Layout l;
             l.pp = pp;
             l.split = PipelineSplit::kMtpLayout;
@@ -180,11 +195,14 @@ std::vector<Layout> EnumerateLayouts(const v1::JobSpec& base, const SearchBounds
         for (Layout split : splits) {
           std::vector<int64_t> vpps = {1};
           if (vpp_given) {
-            vpps = {0};  // Kept as given.
-          } else if (pp > 1) {
-            for (int64_t v = 2; v <= std::min(kMaxVpp, split.layers_per_chunk); ++v) {
-              if (split.layers_per_chunk % v == 0) vpps.push_back(v);
+            vpps = {0};  // Kept as given (the planner checked it against the range).
+          } else {
+            if (pp > 1) {
+              for (int64_t v = 2; v <= std::min(kMaxVpp, split.layers_per_chunk); ++v) {
+                if (split.layers_per_chunk % v == 0) vpps.push_back(v);
+              }
             }
+            vpps = Within(std::move(vpps), sizes.vpp);
           }
           for (const int64_t vpp : vpps) {
             Layout l = split;
@@ -201,9 +219,11 @@ std::vector<Layout> EnumerateLayouts(const v1::JobSpec& base, const SearchBounds
   return out;
 }
 
-std::vector<int64_t> MicroBatchSizes(const v1::JobSpec& base) {
-  if (base.training().micro_batch_size() > 0) return {base.training().micro_batch_size()};
-  return {1, 2, 4, 8};
+std::vector<int64_t> MicroBatchSizes(const v1::JobSpec& base, const SizeRange& range) {
+  if (base.training().micro_batch_size() > 0) {
+    return Within({base.training().micro_batch_size()}, range);
+  }
+  return Within({1, 2, 4, 8}, range);
 }
 
 std::vector<Setting> EnumerateSettings(const v1::JobSpec& base, const SearchBounds& bounds) {

@@ -5,6 +5,7 @@
 #define OOMGUARD_PLANNER_SEARCH_SPACE_H_
 
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -42,8 +43,24 @@ struct Setting {
   bool optimizer_offload = false;
 };
 
+// An inclusive range of one size the search tries (PlanConstraints'
+// SizeRange); the default is open.
+struct SizeRange {
+  int64_t min = 1;
+  int64_t max = std::numeric_limits<int64_t>::max();
+  bool Contains(int64_t v) const { return v >= min && v <= max; }
+  bool Bounded() const { return min > 1 || max < std::numeric_limits<int64_t>::max(); }
+};
+
+// The ranges of the sizes the search tries: TP, PP, virtual pipeline stages
+// per PP rank (1: no interleaving), CP, EP, ETP and the micro-batch size.
+struct SizeRanges {
+  SizeRange tp, pp, vpp, cp, ep, etp, micro_batch;
+};
+
 struct SearchBounds {
   int64_t gpus_per_node = 8;
+  SizeRanges sizes;
   bool allow_recompute = true;
   bool allow_offload = true;
   bool cross_node_expert_parallel = false;  // EP x ETP may exceed the node.
@@ -52,8 +69,8 @@ struct SearchBounds {
 // The layouts of `base` (its parallelism.num_gpus GPUs).
 std::vector<Layout> EnumerateLayouts(const v1::JobSpec& base, const SearchBounds& bounds);
 
-// Micro-batch sizes to try, ascending.
-std::vector<int64_t> MicroBatchSizes(const v1::JobSpec& base);
+// Micro-batch sizes to try, ascending, within `range`.
+std::vector<int64_t> MicroBatchSizes(const v1::JobSpec& base, const SizeRange& range);
 
 // Settings to try on every layout, the most memory-saving last.
 std::vector<Setting> EnumerateSettings(const v1::JobSpec& base, const SearchBounds& bounds);

@@ -25,6 +25,8 @@ constexpr char kUsage[] =
     "usage: oomguard plan --gpus N --gpu NAME [--gpus-per-node K] (--preset P | --hf-config F)\n"
     "                     [--top K] [--json] [--memory-margin F] [--no-recompute] [--no-offload]\n"
     "                     [--allow-cross-node-expert-parallel] [--no-expert-parallel-overlap]\n"
+    "                     [--bound NAME=MIN:MAX ...] (NAME: tp pp vpp cp ep etp mbs; an end\n"
+    "                     may be left out: --bound tp=:4 --bound pp=2:)\n"
     "                     [--peak-bound upper|point] [--coverage 0.95] [--env NAME=VALUE ...]\n"
     "                     [--megatron-core-version X.Y] [--transformer-engine-version X.Y]\n"
     "                     [--] [Megatron-LM arguments fixing the training\n"
@@ -51,6 +53,48 @@ absl::StatusOr<uint32_t> PositiveInt(const std::string& flag, const std::string&
         absl::StrCat(flag, ": expected an integer in [1, ", max, "], got \"", ShownValue(v), "\""));
   }
   return n;
+}
+
+// --bound NAME=MIN:MAX (PlanConstraints' SizeRange fields): sets the range
+// of NAME in `sizes`.
+absl::Status ParseBound(const std::string& v, SizeRanges& sizes) {
+  const auto bad = [&](absl::string_view why) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--bound: expected NAME=MIN:MAX with NAME one of tp, pp, vpp, cp, ep, etp, mbs and "
+        "either end optional, got \"",
+        ShownValue(v), "\"", why.empty() ? "" : ": ", why));
+  };
+  const size_t eq = v.find('=');
+  const size_t colon = v.find(':', eq == std::string::npos ? 0 : eq);
+  if (eq == std::string::npos || colon == std::string::npos) return bad("");
+  const std::string name = v.substr(0, eq);
+  const struct {
+    const char* name;
+    SizeRange SizeRanges::*range;
+  } kNames[] = {{"tp", &SizeRanges::tp},          {"pp", &SizeRanges::pp},
+                {"vpp", &SizeRanges::vpp},        {"cp", &SizeRanges::cp},
+                {"ep", &SizeRanges::ep},          {"etp", &SizeRanges::etp},
+                {"mbs", &SizeRanges::micro_batch}};
+  SizeRange* range = nullptr;
+  for (const auto& n : kNames) {
+    if (name == n.name) range = &(sizes.*n.range);
+  }
+  if (range == nullptr) return bad("unknown NAME");
+  const std::string min = v.substr(eq + 1, colon - eq - 1), max = v.substr(colon + 1);
+  if (min.empty() && max.empty()) return bad("give MIN, MAX or both");
+  SizeRange parsed;
+  uint32_t n = 0;
+  if (!min.empty()) {
+    if (!absl::SimpleAtoi(min, &n) || n == 0) return bad("MIN must be a positive integer");
+    parsed.min = n;
+  }
+  if (!max.empty()) {
+    if (!absl::SimpleAtoi(max, &n) || n == 0) return bad("MAX must be a positive integer");
+    parsed.max = n;
+  }
+  if (parsed.min > parsed.max) return bad("MIN > MAX");
+  *range = parsed;
+  return absl::OkStatus();
 }
 
 absl::StatusOr<PlanFlags> ParseFlags(const std::vector<std::string>& args) {
@@ -90,6 +134,9 @@ absl::StatusOr<PlanFlags> ParseFlags(const std::vector<std::string>& args) {
       // PlanConstraints.allow_cross_node_expert_parallel: EP x ETP may span
       // nodes (e.g. with HybridEP or DeepEP), not only when nothing fits in one.
       f.options.allow_cross_node_expert_parallel = true;
+    } else if (IsFlag(a, "--bound")) {
+      OOMGUARD_ASSIGN_OR_RETURN(const std::string v, TakeFlagValue(args, i, "--bound"));
+      OOMGUARD_RETURN_IF_ERROR(ParseBound(v, f.options.sizes));
     } else if (a == "--no-expert-parallel-overlap") {
       // PlanConstraints.no_expert_parallel_overlap.
       f.options.allow_expert_parallel_overlap = false;

@@ -253,6 +253,98 @@ TEST(Plan, KeepsTheJobsTpCommOverlapWhereMegatronAcceptsIt) {
             without->candidates.front().tokens_per_gpu_per_second());
 }
 
+// PlanConstraints' size ranges: every candidate lies in them, the summary
+// states them, and each layout dimension and the micro-batch is bounded.
+TEST(Plan, SizeRangesBoundTheSearch) {
+  PlanOptions options;
+  options.limit = 50;
+  options.sizes.tp = {1, 2};
+  options.sizes.pp = {2, 4};
+  options.sizes.vpp.max = 4;
+  options.sizes.micro_batch = {1, 1};
+  const auto dense = Plan(Job("llama3-70b", 64, "--seq-length 8192 --global-batch-size 128"),
+                          Cluster("H100"), options);
+  ASSERT_TRUE(dense.ok()) << dense.status();
+  ASSERT_FALSE(dense->candidates.empty());
+  for (const v1::PlanCandidate& c : dense->candidates) {
+    EXPECT_LE(c.tp(), 2u) << c.megatron_args();
+    EXPECT_TRUE(c.pp() >= 2 && c.pp() <= 4) << c.megatron_args();
+    EXPECT_LE(c.vpp(), 4u) << c.megatron_args();
+    EXPECT_EQ(c.micro_batch_size(), 1u) << c.megatron_args();
+  }
+  EXPECT_NE(dense->summary.search_space().find(
+                "bounded: TP [1, 2], PP [2, 4], VPP [1, 4], micro-batch [1, 1]"),
+            std::string::npos)
+      << dense->summary.search_space();
+
+  PlanOptions moe;
+  moe.limit = 50;
+  moe.sizes.ep = {2, 4};
+  moe.sizes.etp.max = 1;
+  moe.sizes.cp = {2, 2};
+  const auto plan = Plan(Job("qwen3-30b-a3b", 32, "--seq-length 8192 --global-batch-size 256"),
+                         Cluster("H100"), moe);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  ASSERT_FALSE(plan->candidates.empty());
+  for (const v1::PlanCandidate& c : plan->candidates) {
+    EXPECT_TRUE(c.ep() >= 2 && c.ep() <= 4) << c.megatron_args();
+    EXPECT_EQ(c.etp(), 1u) << c.megatron_args();
+    EXPECT_EQ(c.cp(), 2u) << c.megatron_args();
+  }
+}
+
+TEST(Plan, BadSizeRangesNameTheField) {
+  struct Case {
+    SizeRange SizeRanges::*range;
+    SizeRange value;
+    std::string args, message;
+  };
+  for (const Case& c : std::vector<Case>{
+           {&SizeRanges::tp,
+            {0, 4},
+            "",
+            "constraints.tensor_model_parallel_size.min = 0: must "
+            "be at least 1"},
+           {&SizeRanges::ep,
+            {1, 0},
+            "",
+            "constraints.expert_model_parallel_size.max = 0: must "
+            "be at least 1"},
+           {&SizeRanges::pp, {8, 4}, "", "constraints.pipeline_model_parallel_size: min 8 > max 4"},
+           {&SizeRanges::tp,
+            {1, 4},
+            "--tensor-model-parallel-size 8",
+            "constraints.tensor_model_parallel_size = [1, 4]: the job fixes TP 8 outside it"},
+           {&SizeRanges::micro_batch,
+            {2, 8},
+            "--micro-batch-size 1",
+            "constraints.micro_batch_size = [2, 8]: the job fixes micro-batch 1 outside it"},
+           {&SizeRanges::vpp,
+            {2, 2},
+            "--pipeline-model-parallel-size 2 --num-layers-per-virtual-pipeline-stage 4",
+            "constraints.virtual_pipeline_stages = [2, 2]: the job fixes its virtual pipeline "
+            "stages with --num-layers-per-virtual-pipeline-stage or "
+            "--pipeline-model-parallel-layout; give --num-virtual-stages-per-pipeline-rank or "
+            "drop the range"},
+       }) {
+    PlanOptions options;
+    options.sizes.*c.range = c.value;
+    const auto plan =
+        Plan(Job("llama3-8b", 16, "--seq-length 4096 " + c.args), Cluster("H100"), options);
+    EXPECT_EQ(plan.status().code(), absl::StatusCode::kInvalidArgument) << c.message;
+    EXPECT_EQ(plan.status().message(), c.message);
+  }
+  // A fixed size inside its range is kept.
+  PlanOptions options;
+  options.sizes.tp = {2, 4};
+  options.limit = 3;
+  const auto kept = Plan(Job("llama3-8b", 16, "--seq-length 4096 --tensor-model-parallel-size 2"),
+                         Cluster("H100"), options);
+  ASSERT_TRUE(kept.ok()) << kept.status();
+  ASSERT_FALSE(kept->candidates.empty());
+  for (const v1::PlanCandidate& c : kept->candidates) EXPECT_EQ(c.tp(), 2u);
+}
+
 // PlanConstraints.no_expert_parallel_overlap: no candidate gets the overlap
 // added (Qwen3-30B-A3B on 64 H100 on the flex dispatcher, whose best
 // candidate has it otherwise), and the search space says so.

@@ -7,10 +7,12 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "gmock/gmock.h"
 #include "grpcpp/create_channel.h"
 #include "gtest/gtest.h"
 #include "oomguard/v1/service.grpc.pb.h"
 #include "server/server.h"
+#include "service/status_mapping.h"
 
 namespace oomguard {
 namespace {
@@ -130,6 +132,31 @@ TEST_F(PlanRpcTest, ExpertParallelOverlapConstraintAndRefusal) {
             std::string::npos)
       << status.error_message();
   EXPECT_TRUE(messages.empty());
+}
+
+// PlanConstraints' size ranges reach the search; a bad range is
+// INVALID_ARGUMENT with the field in the BadRequest details.
+TEST_F(PlanRpcTest, SizeRangesBoundTheCandidates) {
+  v1::PlanRequest request = Llama8bOn16H100();
+  request.set_limit(10);
+  request.mutable_constraints()->mutable_tensor_model_parallel_size()->set_max(2);
+  request.mutable_constraints()->mutable_pipeline_model_parallel_size()->set_min(2);
+  std::vector<v1::PlanResponse> messages;
+  ASSERT_TRUE(Plan(request, &messages).ok());
+  ASSERT_GE(messages.size(), 2u);
+  for (size_t i = 0; i + 1 < messages.size(); ++i) {
+    EXPECT_LE(messages[i].candidate().tp(), 2u);
+    EXPECT_GE(messages[i].candidate().pp(), 2u);
+  }
+  EXPECT_NE(messages.back().summary().search_space().find("bounded: TP [1, 2], PP [2, any]"),
+            std::string::npos);
+  request.mutable_constraints()->mutable_pipeline_model_parallel_size()->set_max(1);
+  messages.clear();
+  const grpc::Status status = Plan(request, &messages);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(status.error_message(), "constraints.pipeline_model_parallel_size: min 2 > max 1");
+  EXPECT_THAT(service::BadRequestFields(status),
+              ::testing::ElementsAre("constraints.pipeline_model_parallel_size"));
 }
 
 TEST_F(PlanRpcTest, ShortDeadlineIsDeadlineExceeded) {

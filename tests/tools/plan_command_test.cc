@@ -124,6 +124,30 @@ TEST(PlanCommand, SaysWhichCandidatesOverlapTheAllToAll) {
   }
 }
 
+// --bound NAME=MIN:MAX bounds a size of the search (either end optional).
+TEST(PlanCommand, BoundsNarrowTheSearch) {
+  std::string out, err;
+  ASSERT_EQ(RunPlanCommand(With({"--top", "20", "--json", "--bound", "tp=:2", "--bound",
+                                 "pp=2:", "--bound", "mbs=1:1"}),
+                           out, err),
+            0)
+      << err;
+  const nlohmann::json plan = nlohmann::json::parse(out);
+  ASSERT_FALSE(plan["candidates"].empty());
+  for (const auto& c : plan["candidates"]) {
+    EXPECT_LE(c["tp"].get<uint32_t>(), 2u);
+    EXPECT_GE(c["pp"].get<uint32_t>(), 2u);
+    EXPECT_EQ(c["micro_batch_size"].get<uint32_t>(), 1u);
+  }
+  EXPECT_THAT(plan["summary"]["search_space"].get<std::string>(),
+              HasSubstr("bounded: TP [1, 2], PP [2, any], micro-batch [1, 1]"));
+  for (const char* bad : {"tp=4:2", "xx=1:2", "tp", "tp=:", "tp=0:4", "pp=a:"}) {
+    EXPECT_EQ(RunPlanCommand(With({"--bound", bad}), out, err), 2) << bad;
+    EXPECT_THAT(err, HasSubstr("--bound")) << bad;
+    EXPECT_THAT(err, HasSubstr(bad)) << bad;
+  }
+}
+
 TEST(PlanCommand, BadInputIsOneLineAndExit2) {
   std::string out, err;
   EXPECT_EQ(RunPlanCommand({"--gpu", "H100", "--preset", "llama3-8b"}, out, err), 2);
