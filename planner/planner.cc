@@ -472,7 +472,7 @@ absl::StatusOr<PlanResult> Plan(const v1::JobSpec& job, const PlanCluster& clust
   std::string space = absl::StrFormat(
       "TP powers of 2 up to %u (the NVLink domain), CP while >= %d tokens per rank, PP dividing "
       "the GPUs (even, embedding/loss-counted and uneven first/last splits%s), VPP up to %d, EP x "
-      "ETP %s, micro-batch 1-8, %d recompute settings, optimizer offload %s, %s; at most %d "
+      "ETP %s, micro-batch 1-8, %d recompute settings, optimizer offload %s%s; at most %d "
       "settings",
       cluster.gpus_per_node, kMinCpTokens,
       base.model().mtp_num_layers() > 0 ? ", layouts counting embedding, MTP and loss as layers"
@@ -484,11 +484,12 @@ absl::StatusOr<PlanResult> Plan(const v1::JobSpec& job, const PlanCluster& clust
           : "within and across NVLink domains (the flex dispatcher's DeepEP/HybridEP kernels "
             "span nodes)",
       recomputes, bounds.allow_offload ? "off/on" : "off",
-      base.parallelism().overlap_moe_expert_parallel_comm()
-          ? "the job's EP all-to-all overlap where Megatron-Core accepts it"
+      base.model().num_experts() == 0 ? ""
+      : base.parallelism().overlap_moe_expert_parallel_comm()
+          ? ", the job's EP all-to-all overlap where Megatron-Core accepts it"
       : options.allow_expert_parallel_overlap
-          ? "the EP all-to-all overlap where Megatron-Core accepts it"
-          : "no EP all-to-all overlap added",
+          ? ", the EP all-to-all overlap where Megatron-Core accepts it"
+          : ", no EP all-to-all overlap added",
       kMaxPlanSettings);
   absl::StrAppend(&space, BoundsText(options.sizes));
   if (base.parallelism().tp_comm_overlap()) {

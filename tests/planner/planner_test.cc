@@ -276,6 +276,9 @@ TEST(Plan, SizeRangesBoundTheSearch) {
                 "bounded: TP [1, 2], PP [2, 4], VPP [1, 4], micro-batch [1, 1]"),
             std::string::npos)
       << dense->summary.search_space();
+  // A dense model has no all-to-all to overlap: the space does not mention it.
+  EXPECT_EQ(dense->summary.search_space().find("all-to-all"), std::string::npos)
+      << dense->summary.search_space();
 
   PlanOptions moe;
   moe.limit = 50;
