@@ -346,8 +346,14 @@ absl::Status CheckSizeRanges(const SizeRanges& sizes, const v1::JobSpec& job) {
     const SizeRange& range = sizes.*f.range;
     const std::string field = absl::StrCat("constraints.", f.field);
     OOMGUARD_RETURN_IF_ERROR(ValidateSizeRange(range, field));
+    if (!range.Bounded()) continue;
+    const bool expert = f.range == &SizeRanges::ep || f.range == &SizeRanges::etp;
+    if (expert && job.model().num_experts() == 0 && !range.Contains(1)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          field, " = ", RangeText(range), ": the model has no experts (its EP and ETP are 1)"));
+    }
     const std::optional<int64_t> fixed = f.fixed(job);
-    if (!fixed || !range.Bounded()) continue;
+    if (!fixed) continue;
     if (*fixed == 0) {
       return absl::InvalidArgumentError(absl::StrCat(
           field, " = ", RangeText(range),

@@ -318,6 +318,11 @@ TEST(Plan, BadSizeRangesNameTheField) {
             {1, 4},
             "--tensor-model-parallel-size 8",
             "constraints.tensor_model_parallel_size = [1, 4]: the job fixes TP 8 outside it"},
+           {&SizeRanges::ep,
+            {2, 8},
+            "",
+            "constraints.expert_model_parallel_size = [2, 8]: the model has no experts (its EP "
+            "and ETP are 1)"},
            {&SizeRanges::micro_batch,
             {2, 8},
             "--micro-batch-size 1",
