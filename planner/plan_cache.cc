@@ -40,9 +40,9 @@ std::string PlanCacheKey(const v1::JobSpec& job, const PlanCluster& cluster,
                         options.upper_bound_coverage, options.limit, options.allow_recompute,
                         options.allow_offload, options.allow_cross_node_expert_parallel,
                         options.allow_expert_parallel_overlap);
-  const SizeRanges& s = options.sizes;
-  for (const SizeRange* r : {&s.tp, &s.pp, &s.vpp, &s.cp, &s.ep, &s.etp, &s.micro_batch}) {
-    absl::StrAppendFormat(&key, "|%d:%d", r->min, r->max);
+  for (const SizeRangeName& n : kSizeRangeNames) {
+    const SizeRange& r = options.sizes.*n.range;
+    absl::StrAppendFormat(&key, "|%d:%d", r.min, r.max);
   }
   return key;
 }

@@ -102,7 +102,10 @@ class Search {
  public:
   Search(const v1::JobSpec& base, const PlanCluster& cluster, const PlanOptions& options,
          uint64_t usable)
-      : base_(base), cluster_(cluster), options_(options), usable_(usable) {}
+      : base_(base), cluster_(cluster), options_(options), usable_(usable) {
+    ep_overlap_.given = base.parallelism().overlap_moe_expert_parallel_comm();
+    tp_overlap_.given = base.parallelism().tp_comm_overlap();
+  }
 
   // Searches with `bounds`; appends what fits to `found_`.
   absl::Status Run(const SearchBounds& bounds) {
@@ -123,9 +126,7 @@ class Search {
     best_ = {};
     v1::JobSpec job;
     std::vector<Tried> order;
-    const bool overlap_given = base_.parallelism().overlap_moe_expert_parallel_comm();
-    ep_overlap_.given = overlap_given;
-    tp_overlap_.given = base_.parallelism().tp_comm_overlap();
+    const bool overlap_given = ep_overlap_.given;
     std::vector<std::optional<ValidatedJob>> validated(settings_.size());
     const size_t most_saving = settings_.size() - 1;
     const int64_t global_batch = base_.training().global_batch_size();
@@ -275,64 +276,39 @@ class Search {
   GivenOverlap tp_overlap_{"parallelism.tp_comm_overlap", "--tp-comm-overlap"};
 };
 
-// PlanConstraints' SizeRange fields: the name, a short label, the range in
-// SizeRanges and the size the job fixes, if it does (nullopt: it does not;
-// 0: it fixes it in a way the range cannot be checked against).
-struct SizeRangeField {
-  const char* field;
-  const char* label;
-  SizeRange SizeRanges::*range;
-  std::optional<int64_t> (*fixed)(const v1::JobSpec&);
-};
-
-template <typename T>
-std::optional<int64_t> Fixed(bool has, T value) {
-  return has ? std::optional<int64_t>(static_cast<int64_t>(value)) : std::nullopt;
+// The size of `range` the job fixes: nullopt when it does not, 0 when it
+// fixes it in a way a range cannot be checked against (the virtual stages
+// through --num-layers-per-virtual-pipeline-stage or a layout).
+std::optional<int64_t> FixedSize(const v1::JobSpec& j, SizeRange SizeRanges::*range) {
+  const v1::ParallelismSpec& p = j.parallelism();
+  const auto given = [](bool has, uint32_t value) {
+    return has ? std::optional<int64_t>(value) : std::nullopt;
+  };
+  if (range == &SizeRanges::tp) {
+    return given(p.has_tensor_model_parallel_size(), p.tensor_model_parallel_size());
+  }
+  if (range == &SizeRanges::pp) {
+    return given(p.has_pipeline_model_parallel_size(), p.pipeline_model_parallel_size());
+  }
+  if (range == &SizeRanges::cp) {
+    return given(p.has_context_parallel_size(), p.context_parallel_size());
+  }
+  if (range == &SizeRanges::ep) {
+    return given(p.has_expert_model_parallel_size(), p.expert_model_parallel_size());
+  }
+  if (range == &SizeRanges::etp) {
+    return given(p.has_expert_tensor_parallel_size(), p.expert_tensor_parallel_size());
+  }
+  if (range == &SizeRanges::micro_batch) {
+    return given(j.training().micro_batch_size() > 0, j.training().micro_batch_size());
+  }
+  if (p.has_num_virtual_stages_per_pipeline_rank()) {
+    return p.num_virtual_stages_per_pipeline_rank();
+  }
+  const bool by_layers =
+      p.has_num_layers_per_virtual_pipeline_stage() || !p.pipeline_model_parallel_layout().empty();
+  return by_layers ? std::optional<int64_t>(0) : std::nullopt;
 }
-
-constexpr SizeRangeField kSizeRangeFields[] = {
-    {"tensor_model_parallel_size", "TP", &SizeRanges::tp,
-     [](const v1::JobSpec& j) {
-       return Fixed(j.parallelism().has_tensor_model_parallel_size(),
-                    j.parallelism().tensor_model_parallel_size());
-     }},
-    {"pipeline_model_parallel_size", "PP", &SizeRanges::pp,
-     [](const v1::JobSpec& j) {
-       return Fixed(j.parallelism().has_pipeline_model_parallel_size(),
-                    j.parallelism().pipeline_model_parallel_size());
-     }},
-    {"virtual_pipeline_stages", "VPP", &SizeRanges::vpp,
-     [](const v1::JobSpec& j) -> std::optional<int64_t> {
-       const v1::ParallelismSpec& p = j.parallelism();
-       if (p.has_num_virtual_stages_per_pipeline_rank()) {
-         return p.num_virtual_stages_per_pipeline_rank();
-       }
-       if (p.has_num_layers_per_virtual_pipeline_stage() ||
-           !p.pipeline_model_parallel_layout().empty()) {
-         return 0;
-       }
-       return std::nullopt;
-     }},
-    {"context_parallel_size", "CP", &SizeRanges::cp,
-     [](const v1::JobSpec& j) {
-       return Fixed(j.parallelism().has_context_parallel_size(),
-                    j.parallelism().context_parallel_size());
-     }},
-    {"expert_model_parallel_size", "EP", &SizeRanges::ep,
-     [](const v1::JobSpec& j) {
-       return Fixed(j.parallelism().has_expert_model_parallel_size(),
-                    j.parallelism().expert_model_parallel_size());
-     }},
-    {"expert_tensor_parallel_size", "ETP", &SizeRanges::etp,
-     [](const v1::JobSpec& j) {
-       return Fixed(j.parallelism().has_expert_tensor_parallel_size(),
-                    j.parallelism().expert_tensor_parallel_size());
-     }},
-    {"micro_batch_size", "micro-batch", &SizeRanges::micro_batch,
-     [](const v1::JobSpec& j) {
-       return Fixed(j.training().micro_batch_size() > 0, j.training().micro_batch_size());
-     }},
-};
 
 // "[2, 8]", "[2, any]".
 std::string RangeText(const SizeRange& r) {
@@ -342,7 +318,7 @@ std::string RangeText(const SizeRange& r) {
 
 // Each range is valid, and holds the size the job fixes.
 absl::Status CheckSizeRanges(const SizeRanges& sizes, const v1::JobSpec& job) {
-  for (const SizeRangeField& f : kSizeRangeFields) {
+  for (const SizeRangeName& f : kSizeRangeNames) {
     const SizeRange& range = sizes.*f.range;
     const std::string field = absl::StrCat("constraints.", f.field);
     OOMGUARD_RETURN_IF_ERROR(ValidateSizeRange(range, field));
@@ -352,7 +328,7 @@ absl::Status CheckSizeRanges(const SizeRanges& sizes, const v1::JobSpec& job) {
       return absl::InvalidArgumentError(absl::StrCat(
           field, " = ", RangeText(range), ": the model has no experts (its EP and ETP are 1)"));
     }
-    const std::optional<int64_t> fixed = f.fixed(job);
+    const std::optional<int64_t> fixed = FixedSize(job, f.range);
     if (!fixed) continue;
     if (*fixed == 0) {
       return absl::InvalidArgumentError(absl::StrCat(
@@ -372,7 +348,7 @@ absl::Status CheckSizeRanges(const SizeRanges& sizes, const v1::JobSpec& job) {
 // "; bounded: TP [2, 8], PP [1, 4]" for the bounded sizes, or "".
 std::string BoundsText(const SizeRanges& sizes) {
   std::string out;
-  for (const SizeRangeField& f : kSizeRangeFields) {
+  for (const SizeRangeName& f : kSizeRangeNames) {
     const SizeRange& range = sizes.*f.range;
     if (!range.Bounded()) continue;
     absl::StrAppend(&out, out.empty() ? "; bounded: " : ", ", f.label, " ", RangeText(range));

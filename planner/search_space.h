@@ -58,6 +58,26 @@ struct SizeRanges {
   SizeRange tp, pp, vpp, cp, ep, etp, micro_batch;
 };
 
+// Each size SizeRanges bounds: its PlanConstraints field (a SizeRange), its
+// NAME in `oomguard plan --bound NAME=MIN:MAX`, and its label in the plan's
+// summary. The service, the command line, the plan cache and the planner's
+// checks all go through this one list.
+struct SizeRangeName {
+  const char* field;
+  const char* flag_name;
+  const char* label;
+  SizeRange SizeRanges::*range;
+};
+inline constexpr SizeRangeName kSizeRangeNames[] = {
+    {"tensor_model_parallel_size", "tp", "TP", &SizeRanges::tp},
+    {"pipeline_model_parallel_size", "pp", "PP", &SizeRanges::pp},
+    {"virtual_pipeline_stages", "vpp", "VPP", &SizeRanges::vpp},
+    {"context_parallel_size", "cp", "CP", &SizeRanges::cp},
+    {"expert_model_parallel_size", "ep", "EP", &SizeRanges::ep},
+    {"expert_tensor_parallel_size", "etp", "ETP", &SizeRanges::etp},
+    {"micro_batch_size", "mbs", "micro-batch", &SizeRanges::micro_batch},
+};
+
 struct SearchBounds {
   int64_t gpus_per_node = 8;
   SizeRanges sizes;

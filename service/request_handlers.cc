@@ -12,6 +12,8 @@
 #include "admission/admission.h"
 #include "common/status_macros.h"
 #include "estimator/estimator.h"
+#include "google/protobuf/descriptor.h"
+#include "google/protobuf/message.h"
 #include "jobspec/presets.h"
 #include "planner/alternatives.h"
 #include "planner/gpu_performance.h"
@@ -215,29 +217,17 @@ absl::Status RequestHandlers::RunPlan(const v1::PlanRequest& request, absl::Time
   if (absl::Status bad = ValidatePlanLimit(options.limit, "limit"); !bad.ok()) {
     return WithBadField(std::move(bad), "limit");
   }
-  struct Range {
-    const char* field;
-    const v1::SizeRange& given;
-    SizeRange* range;
-  };
-  for (const Range& r : {
-           Range{"constraints.tensor_model_parallel_size", c.tensor_model_parallel_size(),
-                 &options.sizes.tp},
-           Range{"constraints.pipeline_model_parallel_size", c.pipeline_model_parallel_size(),
-                 &options.sizes.pp},
-           Range{"constraints.virtual_pipeline_stages", c.virtual_pipeline_stages(),
-                 &options.sizes.vpp},
-           Range{"constraints.context_parallel_size", c.context_parallel_size(), &options.sizes.cp},
-           Range{"constraints.expert_model_parallel_size", c.expert_model_parallel_size(),
-                 &options.sizes.ep},
-           Range{"constraints.expert_tensor_parallel_size", c.expert_tensor_parallel_size(),
-                 &options.sizes.etp},
-           Range{"constraints.micro_batch_size", c.micro_batch_size(), &options.sizes.micro_batch},
-       }) {
-    if (r.given.has_min()) r.range->min = r.given.min();
-    if (r.given.has_max()) r.range->max = r.given.max();
-    if (absl::Status bad = ValidateSizeRange(*r.range, r.field); !bad.ok()) {
-      return WithBadField(std::move(bad), r.field);
+  // PlanConstraints' SizeRange fields, by the names the planner lists.
+  const google::protobuf::Reflection& reflection = *c.GetReflection();
+  for (const SizeRangeName& n : kSizeRangeNames) {
+    const google::protobuf::FieldDescriptor* fd = c.GetDescriptor()->FindFieldByName(n.field);
+    const auto& given = static_cast<const v1::SizeRange&>(reflection.GetMessage(c, fd));
+    SizeRange& range = options.sizes.*n.range;
+    if (given.has_min()) range.min = given.min();
+    if (given.has_max()) range.max = given.max();
+    const std::string field = absl::StrCat("constraints.", n.field);
+    if (absl::Status bad = ValidateSizeRange(range, field); !bad.ok()) {
+      return WithBadField(std::move(bad), field);
     }
   }
   OOMGUARD_ASSIGN_OR_RETURN(PlanResult plan, oomguard::Plan(job.spec, cluster, options));

@@ -68,16 +68,9 @@ absl::Status ParseBound(const std::string& v, SizeRanges& sizes) {
   const size_t colon = v.find(':', eq == std::string::npos ? 0 : eq);
   if (eq == std::string::npos || colon == std::string::npos) return bad("");
   const std::string name = v.substr(0, eq);
-  const struct {
-    const char* name;
-    SizeRange SizeRanges::*range;
-  } kNames[] = {{"tp", &SizeRanges::tp},          {"pp", &SizeRanges::pp},
-                {"vpp", &SizeRanges::vpp},        {"cp", &SizeRanges::cp},
-                {"ep", &SizeRanges::ep},          {"etp", &SizeRanges::etp},
-                {"mbs", &SizeRanges::micro_batch}};
   SizeRange* range = nullptr;
-  for (const auto& n : kNames) {
-    if (name == n.name) range = &(sizes.*n.range);
+  for (const SizeRangeName& n : kSizeRangeNames) {
+    if (name == n.flag_name) range = &(sizes.*n.range);
   }
   if (range == nullptr) return bad("unknown NAME");
   const std::string min = v.substr(eq + 1, colon - eq - 1), max = v.substr(colon + 1);

@@ -12,6 +12,7 @@
 
 #include "admission/gpu_catalog.h"
 #include "estimator/estimator.h"
+#include "google/protobuf/descriptor.h"
 #include "jobspec/job_builder.h"
 #include "jobspec/shell_words.h"
 
@@ -294,6 +295,26 @@ TEST(Plan, SizeRangesBoundTheSearch) {
     EXPECT_EQ(c.etp(), 1u) << c.megatron_args();
     EXPECT_EQ(c.cp(), 2u) << c.megatron_args();
   }
+}
+
+// kSizeRangeNames names PlanConstraints' SizeRange fields (the service reads
+// them by those names), each once.
+TEST(Plan, SizeRangeNamesArePlanConstraintsFields) {
+  std::set<std::string> fields;
+  for (const SizeRangeName& n : kSizeRangeNames) {
+    const google::protobuf::FieldDescriptor* fd =
+        v1::PlanConstraints::descriptor()->FindFieldByName(n.field);
+    ASSERT_NE(fd, nullptr) << n.field;
+    EXPECT_EQ(fd->message_type(), v1::SizeRange::descriptor()) << n.field;
+    fields.insert(n.field);
+  }
+  int in_proto = 0;
+  for (int i = 0; i < v1::PlanConstraints::descriptor()->field_count(); ++i) {
+    in_proto +=
+        v1::PlanConstraints::descriptor()->field(i)->message_type() == v1::SizeRange::descriptor();
+  }
+  EXPECT_EQ(fields.size(), std::size(kSizeRangeNames));
+  EXPECT_EQ(in_proto, static_cast<int>(fields.size()));
 }
 
 TEST(Plan, BadSizeRangesNameTheField) {
