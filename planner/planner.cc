@@ -63,7 +63,7 @@ struct GivenOverlap {
   const char* flag;   // Megatron-LM flag.
   bool given = false;
   bool accepted = false;
-  std::optional<std::string> first_refusal;
+  std::optional<std::string> first_refusal = std::nullopt;
 
   // Whether a setting `v` Megatron `accepts` it with (or not) may run; the
   // first refusal's sentence comes from `why` (built once, not per setting).
