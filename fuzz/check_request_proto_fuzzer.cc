@@ -24,7 +24,9 @@ namespace {
 service::OomguardService& Service() {
   static service::ServiceMetrics* metrics = new service::ServiceMetrics("fuzz");
   static service::OomguardService* service = new service::OomguardService(
-      service::ServiceConfig{.log_requests = false, .response_cache_bytes = 0}, metrics);
+      service::ServiceConfig{
+          .log_requests = false, .response_cache_bytes = 0, .check_result_cache_bytes = 0},
+      metrics);
   return *service;
 }
 

@@ -15,6 +15,10 @@ constexpr size_t kMaxArgumentLineBytes = size_t{1} << 20;
 
 bool IsWordSeparator(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
 
+// The word separators, the quotes and the backslash: what ends a run of
+// plain characters.
+constexpr absl::string_view kSpecialCharacters = " \t\n\r'\"\\";
+
 // Length of a line break starting at `pos` ("\n" or "\r\n"), else 0.
 size_t LineBreakLength(absl::string_view line, size_t pos) {
   if (pos < line.size() && line[pos] == '\n') return 1;
@@ -92,9 +96,12 @@ absl::StatusOr<std::vector<std::string>> SplitArgumentLine(std::string_view std_
         ++pos;
       }
     } else {
-      word.push_back(c);
+      // A run of plain characters, appended at once.
+      size_t end = line.find_first_of(kSpecialCharacters, pos + 1);
+      if (end == absl::string_view::npos) end = line.size();
+      word.append(line.data() + pos, end - pos);
       in_word = true;
-      ++pos;
+      pos = end;
     }
   }
   if (in_word) words.push_back(std::move(word));

@@ -2,6 +2,8 @@
 #include "service/request_handlers.h"
 
 #include <exception>
+#include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -62,6 +64,7 @@ RequestHandlers::RequestHandlers(ServiceConfig config, ServiceMetrics* metrics)
     : config_(std::move(config)),
       metrics_(metrics),
       check_cache_(config_.response_cache_bytes),
+      check_results_(config_.check_result_cache_bytes),
       plan_cache_(config_.plan_cache_bytes) {
   for (const v1::GpuSpec& gpu : config_.catalog.gpus()) *gpus_.add_gpus() = gpu;
 }
@@ -149,6 +152,15 @@ absl::Status RequestHandlers::RunCheck(const v1::CheckRequest& request, absl::Ti
         options.upper_bound_coverage,
         Coverage(policy.upper_bound_coverage(), "policy.upper_bound_coverage"));
   }
+  std::string key;
+  if (check_results_.enabled()) {
+    key = CheckResultKey(job.spec, gpu, options);
+    if (std::optional<CheckResult> found = check_results_.Find(key)) {
+      *response = **found;
+      AddNotes(job.notes, response->mutable_report());
+      return absl::OkStatus();
+    }
+  }
   OOMGUARD_ASSIGN_OR_RETURN(v1::CheckResponse checked, CheckJob(job.spec, gpu, options));
   // The configurations that fit (for a job that does not) or a clearly
   // faster one (for a job that fits). The plan costs milliseconds against
@@ -156,6 +168,9 @@ absl::Status RequestHandlers::RunCheck(const v1::CheckRequest& request, absl::Ti
   // for the checks of the same shape in other layouts.
   OOMGUARD_RETURN_IF_ERROR(
       AddAlternatives(job.spec, gpu, options.deadline, &plan_cache_, &checked));
+  if (check_results_.enabled()) {
+    check_results_.Insert(key, std::make_shared<const v1::CheckResponse>(checked));
+  }
   AddNotes(job.notes, checked.mutable_report());
   *response = std::move(checked);
   return absl::OkStatus();

@@ -22,6 +22,7 @@
 #include "oomguard/v1/service.pb.h"
 #include "planner/plan_cache.h"
 #include "planner/planner.h"
+#include "service/check_result_cache.h"
 #include "service/metrics.h"
 #include "service/response_cache.h"
 
@@ -39,6 +40,9 @@ struct ServiceConfig {
   bool log_requests = true;
   // Bound of the Check response cache (see response_cache.h); 0 disables it.
   size_t response_cache_bytes = size_t{64} << 20;
+  // Bound of the cache of Check answers by resolved job, GPU and options
+  // (see check_result_cache.h); 0 disables it.
+  size_t check_result_cache_bytes = size_t{16} << 20;
   // Bound of the cache of the plans behind a Check's alternatives
   // (planner/plan_cache.h); 0 disables it.
   size_t plan_cache_bytes = size_t{16} << 20;
@@ -80,9 +84,11 @@ class RequestHandlers {
   // (InvalidArgument when they are not a CheckRequest), run and stored.
   absl::StatusOr<ResponseCache::Entry> Check(const std::string& request_bytes, absl::Time deadline,
                                              CallOutcome& outcome);
-  // The Check computation itself (resolution, then the core): no cache,
-  // metrics or log. InvalidArgument for a bad request, DeadlineExceeded once
-  // `deadline` passes, Unavailable once the work is stopped (StopWorkAt).
+  // The Check computation itself (resolution, then the core, whose answer
+  // for a job resolved before comes from the answers cache,
+  // check_result_cache.h): no response cache, metrics or log.
+  // InvalidArgument for a bad request, DeadlineExceeded once `deadline`
+  // passes, Unavailable once the work is stopped (StopWorkAt).
   absl::Status RunCheck(const v1::CheckRequest& request, absl::Time deadline,
                         v1::CheckResponse* response) const;
   // The Plan computation itself (resolution, then the planner): no metrics
@@ -105,6 +111,7 @@ class RequestHandlers {
   ServiceMetrics* const metrics_;
   ResponseCache check_cache_;
   // Filled by the const RunCheck; thread-safe.
+  mutable CheckResultCache check_results_;
   mutable PlanCache plan_cache_;
   StopPoint stop_;
   v1::ListGpusResponse gpus_;  // Fixed at start.

@@ -20,6 +20,7 @@
 #include "absl/flags/usage_config.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/status_macros.h"
 #include "server/server.h"
 #include "service/flag_file.h"
 #include "service/protobuf_log.h"
@@ -46,6 +47,13 @@ constexpr char kUsage[] =
     "--webhook_address a Kubernetes validating admission webhook and with --http_address\n"
     "the same API as HTTP/JSON and a web page, until SIGTERM or SIGINT.";
 
+// The bytes of a cache whose size the flag `name` gives in MiB (>= 0).
+absl::StatusOr<size_t> CacheBytes(const absl::Flag<int32_t>& flag, absl::string_view name) {
+  const int32_t mib = absl::GetFlag(flag);
+  if (mib < 0) return absl::InvalidArgumentError(absl::StrCat(name, " = ", mib, ": must be >= 0"));
+  return static_cast<size_t>(mib) << 20;
+}
+
 absl::StatusOr<ServerOptions> OptionsFromFlags() {
   ServerOptions options;
   options.grpc_address = absl::GetFlag(FLAGS_grpc_address);
@@ -56,18 +64,12 @@ absl::StatusOr<ServerOptions> OptionsFromFlags() {
   }
   options.max_request_bytes = absl::GetFlag(FLAGS_max_request_bytes);
   options.service.log_requests = absl::GetFlag(FLAGS_log_requests);
-  const int32_t cache_mb = absl::GetFlag(FLAGS_response_cache_mb);
-  if (cache_mb < 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("response_cache_mb = ", cache_mb, ": must be >= 0"));
-  }
-  options.service.response_cache_bytes = static_cast<size_t>(cache_mb) << 20;
-  const int32_t plan_cache_mb = absl::GetFlag(FLAGS_plan_cache_mb);
-  if (plan_cache_mb < 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("plan_cache_mb = ", plan_cache_mb, ": must be >= 0"));
-  }
-  options.service.plan_cache_bytes = static_cast<size_t>(plan_cache_mb) << 20;
+  OOMGUARD_ASSIGN_OR_RETURN(options.service.response_cache_bytes,
+                            CacheBytes(FLAGS_response_cache_mb, "response_cache_mb"));
+  OOMGUARD_ASSIGN_OR_RETURN(options.service.check_result_cache_bytes,
+                            CacheBytes(FLAGS_check_result_cache_mb, "check_result_cache_mb"));
+  OOMGUARD_ASSIGN_OR_RETURN(options.service.plan_cache_bytes,
+                            CacheBytes(FLAGS_plan_cache_mb, "plan_cache_mb"));
   const double margin = absl::GetFlag(FLAGS_default_safety_margin);
   if (!(margin >= 0 && margin < 1)) {
     return absl::InvalidArgumentError(

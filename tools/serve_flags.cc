@@ -40,6 +40,11 @@ ABSL_FLAG(int32_t, response_cache_mb, 64,
           "Memory for cached Check responses, in MiB; 0 disables the cache. A Check is a "
           "pure function of its request bytes for the life of the server, so a repeated "
           "request is answered from the cache without estimating again.");
+ABSL_FLAG(int32_t, check_result_cache_mb, 16,
+          "Memory for Check answers by resolved job, GPU and policy, in MiB; 0 disables it. "
+          "It answers a request whose bytes differ from one seen before but whose job is the "
+          "same (e.g. a resubmission with another --save or --data-path), with that "
+          "request's own notes.");
 ABSL_FLAG(int32_t, plan_cache_mb, 16,
           "Memory for the plans behind Check's alternatives (the configurations that fit, or "
           "a clearly faster one), in MiB; 0 disables it. The checks of one model and shape "

@@ -23,6 +23,7 @@ ABSL_DECLARE_FLAG(std::string, gpu_catalog);
 ABSL_DECLARE_FLAG(absl::Duration, shutdown_grace);
 ABSL_DECLARE_FLAG(bool, log_requests);
 ABSL_DECLARE_FLAG(int32_t, response_cache_mb);
+ABSL_DECLARE_FLAG(int32_t, check_result_cache_mb);
 ABSL_DECLARE_FLAG(int32_t, plan_cache_mb);
 ABSL_DECLARE_FLAG(std::string, webhook_address);
 ABSL_DECLARE_FLAG(std::string, webhook_tls_cert);

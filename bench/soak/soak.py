@@ -114,7 +114,8 @@ class Server:
         self.process = subprocess.Popen(
             [binary, "serve", "--grpc_address=127.0.0.1:0", "--metrics_address=127.0.0.1:0",
              "--webhook_address=127.0.0.1:0", f"--webhook_tls_cert={cert}",
-             f"--webhook_tls_key={key}", "--response_cache_mb=0", "--log_requests=false",
+             f"--webhook_tls_key={key}", "--response_cache_mb=0", "--check_result_cache_mb=0",
+             "--log_requests=false",
              f"--shutdown_grace={grace}s"],
             stdout=self.log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         deadline = time.monotonic() + 20

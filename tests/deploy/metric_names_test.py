@@ -385,7 +385,7 @@ class LivePrometheusTest(unittest.TestCase):
         return reply["data"]["result"]
 
     @classmethod
-    def wait_for(cls, expr, timeout=20.0):
+    def wait_for(cls, expr, timeout=60.0):  # Generous: CI machines are loaded.
         deadline = time.monotonic() + timeout
         last = None
         while time.monotonic() < deadline:

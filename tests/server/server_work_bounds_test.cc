@@ -67,7 +67,8 @@ class WorkBoundsTest : public ::testing::Test {
     options.grpc_address = "127.0.0.1:0";
     options.threads = 1;
     options.service.log_requests = false;
-    options.service.response_cache_bytes = 0;
+    options.service.response_cache_bytes = 0;  // Every Check computes.
+    options.service.check_result_cache_bytes = 0;
     absl::StatusOr<std::unique_ptr<server::Server>> server =
         server::Server::Start(std::move(options));
     ASSERT_TRUE(server.ok()) << server.status();

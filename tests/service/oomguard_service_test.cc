@@ -622,6 +622,7 @@ TEST_F(ServiceTest, RepeatedChecksAreAnsweredAlikeFromTheCache) {
 
   server::ServerOptions options;
   options.service.response_cache_bytes = 0;
+  options.service.check_result_cache_bytes = 0;
   StartServer(std::move(options));
   v1::CheckResponse uncached;
   ASSERT_TRUE(Check(request, &uncached).ok());

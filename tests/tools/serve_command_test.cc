@@ -91,8 +91,8 @@ TEST_F(ServeProcessTest, HelpDocumentsEveryFlag) {
   for (const char* flag :
        {"--grpc_address", "--metrics_address", "--tls_cert", "--tls_key", "--tls_client_ca",
         "--threads", "--max_request_bytes", "--default_safety_margin", "--gpu_catalog",
-        "--shutdown_grace", "--log_requests", "--response_cache_mb", "--plan_cache_mb",
-        "--http_address", "--http_request_timeout"}) {
+        "--shutdown_grace", "--log_requests", "--response_cache_mb", "--check_result_cache_mb",
+        "--plan_cache_mb", "--http_address", "--http_request_timeout"}) {
     EXPECT_THAT(output, HasSubstr(flag));
   }
   EXPECT_THAT(output, HasSubstr("SIGTERM"));
@@ -110,6 +110,10 @@ TEST_F(ServeProcessTest, BadFlagValuesStopStartUp) {
   std::tie(code, output) = RunToExit({"--plan_cache_mb=-1", "--metrics_address="});
   EXPECT_EQ(code, 2);
   EXPECT_THAT(output, HasSubstr("plan_cache_mb = -1: must be >= 0"));
+
+  std::tie(code, output) = RunToExit({"--check_result_cache_mb=-2", "--metrics_address="});
+  EXPECT_EQ(code, 2);
+  EXPECT_THAT(output, HasSubstr("check_result_cache_mb = -2: must be >= 0"));
 
   // The webhook's connection limits reach the webhook (which refuses them).
   std::tie(code, output) = RunToExit(
