@@ -47,10 +47,13 @@ constexpr char kUsage[] =
     "--webhook_address a Kubernetes validating admission webhook and with --http_address\n"
     "the same API as HTTP/JSON and a web page, until SIGTERM or SIGINT.";
 
-// The bytes of a cache whose size the flag `name` gives in MiB (>= 0).
-absl::StatusOr<size_t> CacheBytes(const absl::Flag<int32_t>& flag, absl::string_view name) {
+// The bytes of a cache whose size `flag` gives in MiB (>= 0).
+absl::StatusOr<size_t> CacheBytes(const absl::Flag<int32_t>& flag) {
   const int32_t mib = absl::GetFlag(flag);
-  if (mib < 0) return absl::InvalidArgumentError(absl::StrCat(name, " = ", mib, ": must be >= 0"));
+  if (mib < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(absl::GetFlagReflectionHandle(flag).Name(), " = ", mib, ": must be >= 0"));
+  }
   return static_cast<size_t>(mib) << 20;
 }
 
@@ -65,11 +68,10 @@ absl::StatusOr<ServerOptions> OptionsFromFlags() {
   options.max_request_bytes = absl::GetFlag(FLAGS_max_request_bytes);
   options.service.log_requests = absl::GetFlag(FLAGS_log_requests);
   OOMGUARD_ASSIGN_OR_RETURN(options.service.response_cache_bytes,
-                            CacheBytes(FLAGS_response_cache_mb, "response_cache_mb"));
+                            CacheBytes(FLAGS_response_cache_mb));
   OOMGUARD_ASSIGN_OR_RETURN(options.service.check_result_cache_bytes,
-                            CacheBytes(FLAGS_check_result_cache_mb, "check_result_cache_mb"));
-  OOMGUARD_ASSIGN_OR_RETURN(options.service.plan_cache_bytes,
-                            CacheBytes(FLAGS_plan_cache_mb, "plan_cache_mb"));
+                            CacheBytes(FLAGS_check_result_cache_mb));
+  OOMGUARD_ASSIGN_OR_RETURN(options.service.plan_cache_bytes, CacheBytes(FLAGS_plan_cache_mb));
   const double margin = absl::GetFlag(FLAGS_default_safety_margin);
   if (!(margin >= 0 && margin < 1)) {
     return absl::InvalidArgumentError(
