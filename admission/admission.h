@@ -37,7 +37,7 @@ struct AdmissionOptions {
   // Work stops with the deadline's error once it passes (checked before
   // every estimate, of which a check runs up to about a dozen, and inside
   // each).
-  Deadline deadline;
+  Deadline deadline{};
   // Fill CheckResponse.report. Without it the job's own estimate runs the
   // estimator's peaks-only path too (EstimatePeaks: the same numbers), and
   // everything else in the response is the same. The CheckJob that takes an

@@ -26,7 +26,7 @@ struct EstimateOptions {
   bool overhead_basis = true;
   // Work stops with the deadline's error (DEADLINE_EXCEEDED or UNAVAILABLE)
   // once it passes: checked per pipeline rank and inside the schedule walk.
-  Deadline deadline;
+  Deadline deadline{};
   // Coverage of the ranks' upper bounds (peak_bound.h), in [0.5, 0.999];
   // outside it, Estimate() fails naming `upper_bound_coverage`.
   double upper_bound_coverage = kDefaultUpperBoundCoverage;
