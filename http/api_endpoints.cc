@@ -6,9 +6,8 @@
 
 #include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
+#include "common/deterministic_bytes.h"
 #include "common/status_macros.h"
-#include "google/protobuf/io/coded_stream.h"
-#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "http/json_transcoding.h"
 #include "http/script_check.h"
 
@@ -46,15 +45,8 @@ absl::StatusOr<v1::CheckResponse> RunCheck(RequestHandlers& handlers,
                                            CallOutcome& outcome) {
   // The cache key: the request's deterministic encoding (the same job sent
   // as JSON or over gRPC shares its entry).
-  std::string request_bytes;
-  {
-    google::protobuf::io::StringOutputStream stream(&request_bytes);
-    google::protobuf::io::CodedOutputStream coded(&stream);
-    coded.SetSerializationDeterministic(true);
-    request.SerializeToCodedStream(&coded);
-  }
   OOMGUARD_ASSIGN_OR_RETURN(const service::ResponseCache::Entry checked,
-                            handlers.Check(request_bytes, deadline, outcome));
+                            handlers.Check(DeterministicBytes(request), deadline, outcome));
   v1::CheckResponse response;
   if (!response.ParseFromArray(checked.response.begin(),
                                static_cast<int>(checked.response.size()))) {

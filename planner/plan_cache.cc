@@ -1,27 +1,10 @@
 // The cache of plans (see plan_cache.h).
 #include "planner/plan_cache.h"
 
-#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "google/protobuf/io/coded_stream.h"
-#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
+#include "common/deterministic_bytes.h"
 
 namespace oomguard {
-namespace {
-
-// `message`'s bytes, the same for equal messages (map order fixed).
-void AppendDeterministic(const google::protobuf::MessageLite& message, std::string* out) {
-  std::string bytes;
-  {
-    google::protobuf::io::StringOutputStream stream(&bytes);
-    google::protobuf::io::CodedOutputStream coded(&stream);
-    coded.SetSerializationDeterministic(true);
-    message.SerializeToCodedStream(&coded);
-  }
-  absl::StrAppend(out, bytes.size(), ":", bytes);
-}
-
-}  // namespace
 
 size_t PlanResultBytes::operator()(const std::shared_ptr<const PlanResult>& plan) const {
   size_t bytes = plan->summary.ByteSizeLong();

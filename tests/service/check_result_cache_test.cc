@@ -16,6 +16,7 @@
 #include "oomguard/v1/admission.pb.h"
 #include "service/metrics.h"
 #include "service/request_handlers.h"
+#include "tests/testing/service_test_jobs.h"
 
 namespace oomguard::service {
 namespace {
@@ -26,10 +27,7 @@ using ::testing::Not;
 
 v1::CheckRequest Request(const std::string& args) {
   v1::CheckRequest request;
-  v1::MegatronJob* job = request.mutable_job()->mutable_megatron();
-  job->set_preset("llama3-8b");
-  job->set_num_gpus(8);
-  job->set_args(args);
+  *request.mutable_job() = testing::MegatronSource("llama3-8b", args, 8);
   request.set_gpu_name("H100-SXM-80GB");
   return request;
 }
