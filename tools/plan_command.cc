@@ -60,9 +60,10 @@ absl::StatusOr<uint32_t> PositiveInt(const std::string& flag, const std::string&
 absl::Status ParseBound(const std::string& v, SizeRanges& sizes) {
   const auto bad = [&](absl::string_view why) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "--bound: expected NAME=MIN:MAX with NAME one of tp, pp, vpp, cp, ep, etp, mbs and "
-        "either end optional, got \"",
-        ShownValue(v), "\"", why.empty() ? "" : ": ", why));
+        "--bound: expected NAME=MIN:MAX with NAME one of ",
+        absl::StrJoin(kSizeRangeNames, ", ",
+                      [](std::string* out, const SizeRangeName& n) { out->append(n.flag_name); }),
+        " and either end optional, got \"", ShownValue(v), "\"", why.empty() ? "" : ": ", why));
   };
   const size_t eq = v.find('=');
   const size_t colon = v.find(':', eq == std::string::npos ? 0 : eq);
