@@ -102,6 +102,8 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(ServerOptions options) {
                                                  ": cannot listen there: ", e.what()));
     }
     server->exposer_->RegisterCollectable(server->metrics_->registry());
+    // exposer_ goes before service_, whose handlers hold the caches.
+    server->exposer_->RegisterCollectable(server->service_->handlers().cache_metrics());
     const std::vector<int> ports = server->exposer_->GetListeningPorts();
     server->metrics_port_ = ports.empty() ? 0 : ports.front();
   }

@@ -11,6 +11,7 @@
 //   oomguard_verdicts_total{verdict}                counter
 //   oomguard_estimated_peak_bytes                   histogram
 //   oomguard_build_info{version}                    gauge, always 1
+// The Check caches' series come from cache_metrics.h, read at each scrape.
 #ifndef OOMGUARD_SERVICE_METRICS_H_
 #define OOMGUARD_SERVICE_METRICS_H_
 

@@ -66,6 +66,10 @@ RequestHandlers::RequestHandlers(ServiceConfig config, ServiceMetrics* metrics)
       check_cache_(config_.response_cache_bytes),
       check_results_(config_.check_result_cache_bytes),
       plan_cache_(config_.plan_cache_bytes) {
+  cache_metrics_ = std::make_shared<CacheMetrics>(std::vector<WatchedCache>{
+      {"response", check_cache_.enabled(), [this] { return check_cache_.Stats(); }},
+      {"check_result", check_results_.enabled(), [this] { return check_results_.Stats(); }},
+      {"plan", plan_cache_.enabled(), [this] { return plan_cache_.Stats(); }}});
   for (const v1::GpuSpec& gpu : config_.catalog.gpus()) *gpus_.add_gpus() = gpu;
 }
 

@@ -9,6 +9,7 @@
 #define OOMGUARD_SERVICE_REQUEST_HANDLERS_H_
 
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "absl/functional/function_ref.h"
@@ -22,6 +23,7 @@
 #include "oomguard/v1/service.pb.h"
 #include "planner/plan_cache.h"
 #include "planner/planner.h"
+#include "service/cache_metrics.h"
 #include "service/check_result_cache.h"
 #include "service/metrics.h"
 #include "service/response_cache.h"
@@ -100,6 +102,11 @@ class RequestHandlers {
   v1::ListPresetsResponse ListPresets() const;
   const v1::ListGpusResponse& ListGpus() const { return gpus_; }
 
+  // The lookups and contents of the three Check caches, for /metrics
+  // (cache_metrics.h); it reads the caches, so the handlers must outlive
+  // every use of it.
+  std::shared_ptr<CacheMetrics> cache_metrics() const { return cache_metrics_; }
+
   // Work of every call still running at `when` stops there (the estimator
   // and admission check their deadline inside their loops) and answers
   // UNAVAILABLE: the server calls it with the end of its shutdown grace
@@ -113,6 +120,7 @@ class RequestHandlers {
   // Filled by the const RunCheck; thread-safe.
   mutable CheckResultCache check_results_;
   mutable PlanCache plan_cache_;
+  std::shared_ptr<CacheMetrics> cache_metrics_;  // Reads the caches above.
   StopPoint stop_;
   v1::ListGpusResponse gpus_;  // Fixed at start.
 };

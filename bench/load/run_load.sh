@@ -104,4 +104,9 @@ done
 awk -v c="$(rate Check)" -v r="$(rate Check+report)" -v t="$(rate ListGpus)" \
   'BEGIN {printf "Check / ListGpus throughput: %.3f (target >= 0.9); with the report: %.3f\n", c / t, r / t}'
 echo "server RSS: ${rss_before} MiB before, ${rss_after} MiB after"
+# Which path the Checks took: each cache's hits and misses over the run
+# (oomguard_cache_lookups_total; a cache that is off has no series).
+awk -F'[{}" ]+' '/^oomguard_cache_lookups_total\{/ {n[$3] = n[$3] (n[$3] ? ", " : "") $5 " " $6}
+  END {printf "cache lookups incl. warm-up:"; for (c in n) printf " %s: %s;", c, n[c]; print ""}' \
+  "$work/metrics.txt"
 echo "series with a non-OK gRPC status: $non_ok; server exit code after SIGTERM: $server_exit"

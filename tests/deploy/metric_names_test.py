@@ -64,6 +64,9 @@ TARGET_LABELS = {"job", "instance"}
 PROMQL_KEYWORDS = {"by", "without", "on", "ignoring", "group_left", "group_right", "offset", "bool",
                    "and", "or", "unless", "inf", "nan"}
 
+# The Check caches' series (service/cache_metrics.h).
+CACHE_FAMILIES = ("oomguard_cache_lookups_total", "oomguard_cache_entries", "oomguard_cache_bytes")
+
 OPTIONS = None
 SERVER = None
 SCRAPE = None  # Exposition of the server: {metric name: {label: set(values)}}.
@@ -240,8 +243,11 @@ class ExportedNamesTest(unittest.TestCase):
     def test_scrape_has_the_documented_metrics(self):
         for name in ("oomguard_requests_total", "oomguard_request_duration_seconds_bucket",
                      "oomguard_verdicts_total", "oomguard_estimated_peak_bytes_bucket",
-                     "oomguard_build_info"):
+                     "oomguard_build_info") + CACHE_FAMILIES:
             self.assertIn(name, SCRAPE)
+        for name in CACHE_FAMILIES:  # The server's defaults enable all three.
+            self.assertEqual(SCRAPE[name]["cache"], {"response", "check_result", "plan"})
+        self.assertEqual(SCRAPE["oomguard_cache_lookups_total"]["result"], {"hit", "miss"})
         self.assertEqual(SCRAPE["oomguard_verdicts_total"]["verdict"],
                          {"FITS", "FITS_WITH_SETTINGS", "DOES_NOT_FIT"})
         self.assertLessEqual({"Check", "Estimate", "ListGpus", "ListPresets"},
@@ -265,7 +271,7 @@ class ExportedNamesTest(unittest.TestCase):
         # Every metric the server exports is on the dashboard.
         for family in ("oomguard_requests_total", "oomguard_request_duration_seconds_bucket",
                        "oomguard_verdicts_total", "oomguard_estimated_peak_bytes_bucket",
-                       "oomguard_build_info"):
+                       "oomguard_build_info") + CACHE_FAMILIES:
             self.assertIn(family, used)
 
     def test_dashboard_structure(self):
@@ -375,7 +381,11 @@ class LivePrometheusTest(unittest.TestCase):
             with urllib.request.urlopen(url, timeout=5) as reply:
                 return json.load(reply)
         except urllib.error.HTTPError as error:
-            return json.load(error)
+            body = error.read().decode("utf-8", "replace")
+            try:
+                return json.loads(body)
+            except ValueError:  # E.g. "Service Unavailable" while Prometheus starts.
+                return {"status": "error", "errorType": f"HTTP {error.code}", "error": body}
 
     @classmethod
     def query(cls, expr):

@@ -40,6 +40,31 @@ TEST(ResponseCacheTest, EvictsTheLeastRecentlyUsedBeyondItsBound) {
   EXPECT_TRUE(cache.Find("key4").has_value());
 }
 
+TEST(ResponseCacheTest, CountsItsLookupsEntriesAndBytes) {
+  ResponseCache cache(30);  // Three entries of 10 bytes.
+  EXPECT_FALSE(cache.Find("key1").has_value());
+  cache.Insert("key1", EntryOf("value1"));
+  cache.Insert("key2", EntryOf("value2"));
+  cache.Insert("key2", EntryOf("other2"));  // Already there: not counted twice.
+  ASSERT_TRUE(cache.Find("key1").has_value());
+  ASSERT_TRUE(cache.Find("key2").has_value());
+  LruCacheStats stats = cache.Stats();
+  EXPECT_EQ(stats.hits, 2u);
+  EXPECT_EQ(stats.misses, 1u);
+  EXPECT_EQ(stats.entries, 2u);
+  EXPECT_EQ(stats.bytes, 20u);
+
+  cache.Insert("key3", EntryOf("value3"));
+  cache.Insert("key4", EntryOf("value4"));  // Evicts key1.
+  stats = cache.Stats();
+  EXPECT_EQ(stats.entries, 3u);
+  EXPECT_EQ(stats.bytes, 30u);
+
+  ResponseCache off(0);  // A disabled cache counts no lookups.
+  EXPECT_FALSE(off.Find("key1").has_value());
+  EXPECT_EQ(off.Stats().misses, 0u);
+}
+
 TEST(ResponseCacheTest, ZeroBoundDisablesItAndOversizedEntriesAreSkipped) {
   ResponseCache off(0);
   off.Insert("k", EntryOf("v"));
