@@ -9,24 +9,9 @@
 #include "absl/time/time.h"
 #include "admission/gpu_catalog.h"
 #include "fuzz/fuzz_checks.h"
-#include "service/metrics.h"
+#include "fuzz/fuzz_service.h"
 #include "service/oomguard_service.h"
 #include "webhook/admission_webhook.h"
-
-namespace oomguard::fuzz {
-namespace {
-
-service::OomguardService& Service() {
-  static service::ServiceMetrics* metrics = new service::ServiceMetrics("fuzz");
-  static service::OomguardService* service = new service::OomguardService(
-      service::ServiceConfig{
-          .log_requests = false, .response_cache_bytes = 0, .check_result_cache_bytes = 0},
-      metrics);
-  return *service;
-}
-
-}  // namespace
-}  // namespace oomguard::fuzz
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace oomguard;

@@ -10,24 +10,9 @@
 
 #include "absl/time/time.h"
 #include "fuzz/fuzz_checks.h"
+#include "fuzz/fuzz_service.h"
 #include "oomguard/v1/admission.pb.h"
-#include "service/metrics.h"
 #include "service/oomguard_service.h"
-
-namespace oomguard::fuzz {
-namespace {
-
-service::OomguardService& Service() {
-  static service::ServiceMetrics* metrics = new service::ServiceMetrics("fuzz");
-  static service::OomguardService* service = new service::OomguardService(
-      service::ServiceConfig{
-          .log_requests = false, .response_cache_bytes = 0, .check_result_cache_bytes = 0},
-      metrics);
-  return *service;
-}
-
-}  // namespace
-}  // namespace oomguard::fuzz
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace oomguard;
