@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "admission/peak_wording.h"
 #include "admission/recommendations.h"
 #include "common/status_macros.h"
 #include "estimator/estimator.h"
@@ -119,12 +120,6 @@ class BudgetedEstimator {
   int runs_ = 0;
 };
 
-std::string FormatBytes(double bytes) {
-  constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
-  if (std::abs(bytes) >= 1024 * kGiB) return absl::StrFormat("%.2f TiB", bytes / (1024 * kGiB));
-  return absl::StrFormat("%.1f GiB", bytes / kGiB);
-}
-
 v1::Recommendation MakeRecommendation(const RecommendedChange& change, std::string setting,
                                       uint64_t before, uint64_t after, uint64_t usable) {
   v1::Recommendation rec;
@@ -192,12 +187,17 @@ std::string UsablePhrase(const v1::CheckResponse& r, const v1::GpuSpec& gpu) {
   return phrase;
 }
 
-// "<point> (at most <upper> at 95%)", or with the point compared
-// "<point> (the point estimate; at most <upper> at 95%)".
+// The compared peak first, with its label, then the other one:
+// "<upper> (95% bound; point estimate <point>)", or with the point compared
+// "<point> (point estimate; 95% bound <upper>)".
 std::string PeakPhrase(const v1::CheckResponse& r) {
-  return absl::StrFormat("%s (%sat most %s at %g%%)", FormatBytes(r.peak_device_bytes()),
-                         r.peak_bound() == v1::PEAK_BOUND_POINT ? "the point estimate; " : "",
-                         FormatBytes(r.peak_device_upper_bytes()), 100 * r.upper_bound_coverage());
+  const bool point = r.peak_bound() == v1::PEAK_BOUND_POINT;
+  const v1::PeakBound other = point ? v1::PEAK_BOUND_UPPER : v1::PEAK_BOUND_POINT;
+  return absl::StrCat(
+      FormatBytes(static_cast<double>(r.compared_peak_bytes())), " (", r.compared_peak_label(),
+      "; ", ComparedPeakLabel(other, r.upper_bound_coverage()), " ",
+      FormatBytes(static_cast<double>(point ? r.peak_device_upper_bytes() : r.peak_device_bytes())),
+      ")");
 }
 
 // The first rank whose estimate reached the limit of reported_count.h.
@@ -270,7 +270,7 @@ std::string Summary(const v1::CheckResponse& r, const v1::GpuSpec& gpu) {
       const v1::Recommendation* last = ladder.back();
       if (!last->sufficient()) {
         absl::StrAppend(&s, "; even with all ", ladder.size(), " recommended changes it needs ",
-                        FormatBytes(last->peak_device_bytes_after()),
+                        LabelledPeak(last->peak_device_bytes_after(), r),
                         ": use more GPUs or larger ones");
       } else if (ladder.size() > 1) {
         absl::StrAppend(&s, "; it fits once the recommendations up to ", last->setting(),
@@ -322,6 +322,7 @@ absl::StatusOr<v1::CheckResponse> RunCheck(const v1::JobSpec& job, const v1::Gpu
   out.set_peak_bound(options.compare_upper_bound ? v1::PEAK_BOUND_UPPER : v1::PEAK_BOUND_POINT);
   out.set_compared_peak_bytes(base.bytes);
   out.set_upper_bound_coverage(options.upper_bound_coverage);
+  out.set_compared_peak_label(ComparedPeakLabel(out.peak_bound(), options.upper_bound_coverage));
   out.set_capacity_bytes(gpu.memory_bytes());
   out.set_usable_bytes(usable);
   out.set_headroom_bytes(static_cast<int64_t>(usable) - static_cast<int64_t>(base.bytes));

@@ -39,6 +39,13 @@ struct ChunkCost {
   double routed_act = 0;
 };
 
+// The cost of decoder layer `l`: dense or MoE, in FP8 or kept in bf16.
+const BlockCost& LayerCost(const ValidatedJob& j, const BlockCosts& b, int64_t l) {
+  const bool bf16 = KeptInBf16(j, l);
+  if (j.moe.is_moe_layer[l]) return bf16 ? b.moe_layer_bf16 : b.moe_layer;
+  return bf16 ? b.dense_layer_bf16 : b.dense_layer;
+}
+
 ChunkCost CostOfChunk(const ValidatedJob& j, const StageContents& st, const BlockCosts& b) {
   ChunkCost c;
   const int moe_layers = st.num_layers - st.num_dense_layers;
@@ -56,24 +63,50 @@ ChunkCost CostOfChunk(const ValidatedJob& j, const StageContents& st, const Bloc
                                           bf16_dense ? b.dense_layer_bf16.act_bytes : 0.0,
                                           bf16_moe ? b.moe_layer_bf16.act_bytes : 0.0});
   double layer_act = layers.act_bytes;
-  double remat = 0;  // rematerialised activations during a recomputed backward
+  double remat = 0;   // rematerialised activations during a recomputed backward
+  double reload = 0;  // a layer's offloaded activations brought back for its backward
   const int n = st.num_layers;
-  if (j.recompute.granularity == v1::RECOMPUTE_GRANULARITY_FULL && n > 0) {
-    const int64_t k = j.recompute.num_layers;
-    if (j.recompute.method == v1::RECOMPUTE_METHOD_UNIFORM) {
-      const int64_t groups = (n + k - 1) / k;
-      layer_act = static_cast<double>(groups) * b.layer_input;
-      remat = static_cast<double>(std::min<int64_t>(k, n)) * per_layer_full;
-    } else {
-      const int64_t recomputed = std::min<int64_t>(k, n);
-      layer_act = layers.act_bytes * static_cast<double>(n - recomputed) / n +
-                  static_cast<double>(recomputed) * b.layer_input;
-      remat = recomputed > 0 ? per_layer_full : 0;
-    }
+  const bool full = j.recompute.granularity == v1::RECOMPUTE_GRANULARITY_FULL && n > 0;
+  const bool uniform = full && j.recompute.method == v1::RECOMPUTE_METHOD_UNIFORM;
+  const bool block = full && !uniform;
+  const int64_t k = j.recompute.num_layers;
+  if (uniform) {
+    // Each group of k layers keeps its input only.
+    const int64_t groups = (n + k - 1) / k;
+    layer_act = static_cast<double>(groups) * b.layer_input;
+    remat = static_cast<double>(std::min<int64_t>(k, n)) * per_layer_full;
   }
-  if (j.recompute.cpu_offloading && n > 1) {
-    const int64_t off = std::min<int64_t>(j.recompute.cpu_offloading_layers, n - 1);
-    layer_act *= static_cast<double>(n - off) / n;
+  // Layer by layer where which layers matters: the block method recomputes
+  // the chunk's first recompute_num_layers layers (transformer_block.py
+  // _checkpointed_forward, method "block"), each keeping only its input;
+  // CPU offloading sends the activations of the chunk's first
+  // cpu_offloading_num_layers layers to the host (Transformer Engine's
+  // cpu_offload.py: the first offload groups of a forward, at least one
+  // layer left on the GPU) and brings each back for its backward, the
+  // next layer's prefetched beside it. The layers kept are the chunk's last
+  // ones, counted exactly (a mean over the chunk's mix of dense and MoE
+  // layers would change with that mix, not with what is kept). Megatron-Core
+  // refuses offloading with any recompute (TransformerConfig.__post_init__,
+  // "CPU offloading does not work when activation recomputation is
+  // enabled"; validation notes it): such a job keeps its recompute's memory.
+  const bool offloads = j.recompute.cpu_offloading &&
+                        j.recompute.granularity == v1::RECOMPUTE_GRANULARITY_NONE && n > 1;
+  if (block || offloads) {
+    const int64_t recomputed = block ? std::min<int64_t>(k, n) : 0;
+    const int64_t offloaded =
+        offloads ? std::min<int64_t>(j.recompute.cpu_offloading_layers, n - 1) : 0;
+    if (recomputed > 0) remat = per_layer_full;
+    layer_act = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      // What layer i keeps for its backward.
+      const double held =
+          i < recomputed ? b.layer_input : LayerCost(j, b, st.first_layer + i).act_bytes;
+      if (i < offloaded) {
+        reload = std::max(reload, held);
+      } else {
+        layer_act += held;
+      }
+    }
   }
   c.total.dense_params = layers.dense_params;
   c.total.expert_params = layers.expert_params;
@@ -87,7 +120,7 @@ ChunkCost CostOfChunk(const ValidatedJob& j, const StageContents& st, const Bloc
   c.layer_act = layer_act;
   c.routed_act =
       j.recompute.granularity == v1::RECOMPUTE_GRANULARITY_FULL ? 0 : layers.routed_act_bytes;
-  c.transient = std::max(layers.transient_bytes + remat, 0.0);
+  c.transient = std::max(layers.transient_bytes + remat, 0.0) + reload;
   if (st.has_embedding) c.total.Add(b.embedding);
   const bool builds_embedding = st.has_embedding || st.num_mtp_layers > 0;
   if (builds_embedding) c.transient = std::max(c.transient, EmbeddingWgradTransientBytes(j));

@@ -32,9 +32,10 @@ namespace oomguard {
 absl::Status CheckReportInvariants(const v1::EstimateReport& report);
 
 // OK when no rank's activations, transient memory or peaks shrink from
-// `smaller` to `larger`: estimates of one job whose micro-batch size or
-// sequence length grows (with the number of micro-batches per iteration
-// kept). Internal naming the rank and field otherwise.
+// `smaller` to `larger`: estimates of one job grown in its micro-batch,
+// sequence, layers, hidden size or experts (grown_job.h; the number of
+// micro-batches per iteration kept). Internal naming the rank and field
+// otherwise.
 absl::Status CheckGrowsWith(const v1::EstimateReport& smaller, const v1::EstimateReport& larger);
 
 }  // namespace oomguard

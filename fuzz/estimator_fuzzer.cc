@@ -6,15 +6,18 @@
 // values a real job might carry (mostly small powers of two, declared enum
 // values, fractions), and a world size its parallelism divides. A job the
 // estimator accepts must satisfy CheckReportInvariants; so must the same job
-// with a larger micro-batch size or sequence length, which must also not
-// shrink any peak (CheckGrowsWith). A violation aborts.
+// grown 2-8x in its micro-batch, sequence, layers, hidden size or experts
+// (estimator/grown_job.h), which must also not shrink any count of any rank
+// (CheckGrowsWith). A violation aborts.
 #include <fuzzer/FuzzedDataProvider.h>
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "estimator/grown_job.h"
 #include "fuzz/fuzz_checks.h"
 #include "jobspec/presets.h"
 
@@ -167,24 +170,18 @@ void Fuzz(FuzzedDataProvider& in) {
   absl::StatusOr<v1::EstimateReport> report = EstimateChecked(job, module_tree);
   if (!report.ok()) return;
 
-  // The same job with a larger micro-batch or sequence, the micro-batches
-  // per iteration kept.
-  v1::JobSpec grown = job;
-  v1::TrainingSpec& training = *grown.mutable_training();
-  const uint32_t factor = in.ConsumeIntegralInRange<uint32_t>(2, 8);
-  if (in.ConsumeBool()) {
-    training.set_micro_batch_size(training.micro_batch_size() * factor);
-    if (training.has_global_batch_size()) {
-      training.set_global_batch_size(training.global_batch_size() * factor);
-    }
-  } else {
-    training.set_seq_length(training.seq_length() * factor);
-  }
-  absl::StatusOr<v1::EstimateReport> larger = EstimateChecked(grown, module_tree);
+  // The same job grown along one size (estimator/grown_job.h: never past
+  // its 32-bit field, where it would wrap around to a smaller job).
+  const Growth growth = in.PickValueInArray(kGrowths);
+  const std::optional<v1::JobSpec> grown =
+      GrownJob(job, growth, in.ConsumeIntegralInRange<uint32_t>(2, 8));
+  if (!grown) return;
+  absl::StatusOr<v1::EstimateReport> larger = EstimateChecked(*grown, module_tree);
   if (!larger.ok()) return;
   const absl::Status grows = CheckGrowsWith(*report, *larger);
-  Expect(grows.ok(), "CheckGrowsWith: " + grows.ToString() + "\njob: " + job.ShortDebugString() +
-                         "\ngrown: " + grown.ShortDebugString());
+  Expect(grows.ok(), std::string("CheckGrowsWith, ") + GrowthName(growth) +
+                         " grown: " + grows.ToString() + "\njob: " + job.ShortDebugString() +
+                         "\ngrown: " + grown->ShortDebugString());
 }
 
 }  // namespace

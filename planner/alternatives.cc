@@ -36,7 +36,8 @@ v1::JobSpec Searchable(const v1::JobSpec& job) {
   return base;
 }
 
-void Add(const v1::PlanCandidate& c, double own_tokens, v1::CheckResponse* response) {
+void Add(const v1::PlanCandidate& c, double own_tokens, bool compare_upper_bound,
+         v1::CheckResponse* response) {
   v1::Alternative* a = response->add_alternatives();
   a->set_megatron_args(c.megatron_args());
   a->set_description(absl::StrCat("TP ", c.tp(), " PP ", c.pp(), " VPP ", c.vpp(), " CP ", c.cp(),
@@ -45,6 +46,8 @@ void Add(const v1::PlanCandidate& c, double own_tokens, v1::CheckResponse* respo
                                   c.optimizer_cpu_offload() ? ", optimizer CPU offload" : "",
                                   c.expert_parallel_overlap() ? ", EP all-to-all overlapped" : ""));
   a->set_peak_device_bytes(c.peak_device_bytes());
+  a->set_compared_peak_bytes(compare_upper_bound ? c.peak_device_upper_bytes()
+                                                 : c.peak_device_bytes());
   a->set_tokens_per_gpu_per_second(c.tokens_per_gpu_per_second());
   a->set_speedup(own_tokens > 0 ? c.tokens_per_gpu_per_second() / own_tokens : 0);
 }
@@ -85,14 +88,15 @@ absl::Status AddAlternatives(const v1::JobSpec& job, const v1::GpuSpec& gpu,
   }
   if (plan->candidates.empty()) return absl::OkStatus();
   if (response->verdict() == v1::VERDICT_DOES_NOT_FIT) {
-    for (const v1::PlanCandidate& c : plan->candidates) Add(c, 0, response);
+    for (const v1::PlanCandidate& c : plan->candidates)
+      Add(c, 0, options.compare_upper_bound, response);
     return absl::OkStatus();
   }
   const absl::StatusOr<StepTime> own = EstimateJobStepTime(job, cluster);
   if (!own.ok()) return absl::OkStatus();
   const v1::PlanCandidate& best = plan->candidates.front();
   if (best.tokens_per_gpu_per_second() >= kClearlyFaster * own->tokens_per_gpu_per_second) {
-    Add(best, own->tokens_per_gpu_per_second, response);
+    Add(best, own->tokens_per_gpu_per_second, options.compare_upper_bound, response);
   }
   return absl::OkStatus();
 }

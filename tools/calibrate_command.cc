@@ -10,8 +10,8 @@ namespace oomguard {
 int RunCalibrateCommand(const std::vector<std::string>& args, std::string& out, std::string& err) {
   const std::vector<std::string> files =
       !args.empty() ? args
-                    : std::vector<std::string>{"../shared/calibration/megatron_ci_h100.jsonl",
-                                               "../shared/calibration/h100_single_gpu_sweep.csv"};
+                    : std::vector<std::string>{"tests/data/calibration/megatron_ci_h100.jsonl",
+                                               "tests/data/calibration/h100_single_gpu_sweep.csv"};
   std::vector<CaseResult> results;
   for (const std::string& file : files) {
     const bool csv = file.size() > 4 && absl::EndsWith(file, ".csv");

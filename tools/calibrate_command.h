@@ -10,9 +10,10 @@ namespace oomguard {
 
 // `args` (the program and subcommand names excluded) are the files:
 // *.csv is read as the single-GPU sweep, anything else as Megatron-LM CI
-// JSON lines; none = ../shared/calibration/megatron_ci_h100.jsonl and
-// h100_single_gpu_sweep.csv. Returns the exit code (2 when a file cannot be
-// read); `out` gets the table, `err` one error message.
+// JSON lines; none = the repository's copies of the measured cases,
+// tests/data/calibration/megatron_ci_h100.jsonl and
+// h100_single_gpu_sweep.csv (relative to the working directory). Returns the exit code (2 when a
+// file cannot be read); `out` gets the table, `err` one error message.
 int RunCalibrateCommand(const std::vector<std::string>& args, std::string& out, std::string& err);
 
 }  // namespace oomguard

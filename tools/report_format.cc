@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "admission/peak_wording.h"
 #include "estimator/reported_count.h"
 #include "nlohmann/json.hpp"
 
@@ -142,14 +143,28 @@ std::string FormatTable(const v1::EstimateReport& rep, uint64_t capacity) {
       capacity ? "; AT RISK = fits only at the point estimate" : "");
   if (rep.ranks_size() > 0) {
     const v1::RankReport& w = rep.ranks(rep.worst_rank());
-    absl::StrAppendFormat(&out, "\nworst rank %d: %.2f GiB (at most %.2f GiB at %g%%)", w.pp_rank(),
-                          Gib(w.peak_device_bytes()), Gib(w.peak_device_upper_bytes()),
-                          100 * rep.upper_bound_coverage());
+    // Against a GPU, the verdict's peak: the worst rank's upper bound, then
+    // its point estimate, each labelled (admission/peak_wording.h).
+    const std::string upper_label =
+        ComparedPeakLabel(v1::PEAK_BOUND_UPPER, rep.upper_bound_coverage());
+    const std::string point_label = ComparedPeakLabel(v1::PEAK_BOUND_POINT, 0);
     if (capacity) {
+      const v1::RankReport* u = &w;
+      for (const v1::RankReport& r : rep.ranks()) {
+        if (r.peak_device_upper_bytes() > u->peak_device_upper_bytes()) u = &r;
+      }
       const double head =
-          (static_cast<double>(capacity) - static_cast<double>(w.peak_device_upper_bytes())) / kGiB;
-      absl::StrAppendFormat(&out, " of %.2f GiB: %s (headroom %.2f GiB at the upper bound)",
-                            Gib(capacity), head >= 0 ? "fits" : "does not fit", head);
+          (static_cast<double>(capacity) - static_cast<double>(u->peak_device_upper_bytes())) /
+          kGiB;
+      absl::StrAppendFormat(&out, "\nworst rank %d: %.2f GiB (%s; %s %.2f GiB) of %.2f GiB: %s",
+                            u->pp_rank(), Gib(u->peak_device_upper_bytes()), upper_label,
+                            point_label, Gib(u->peak_device_bytes()), Gib(capacity),
+                            head >= 0 ? absl::StrFormat("fits, %.2f GiB headroom", head)
+                                      : absl::StrFormat("does not fit, %.2f GiB over", -head));
+    } else {
+      absl::StrAppendFormat(&out, "\nworst rank %d: %.2f GiB (%s; %s %.2f GiB)", w.pp_rank(),
+                            Gib(w.peak_device_bytes()), point_label, upper_label,
+                            Gib(w.peak_device_upper_bytes()));
     }
     out += "\n  overheads:";
     for (const v1::Overhead& o : w.overheads()) {

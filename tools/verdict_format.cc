@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "admission/peak_wording.h"
 #include "google/protobuf/util/json_util.h"
 
 namespace oomguard {
@@ -25,10 +26,6 @@ std::string SettingLine(const std::string& setting) {
       });
   return assignments ? absl::StrCat("oomguard: add to the job script: export ", setting, "\n")
                      : absl::StrCat("oomguard: change the job: ", setting, "\n");
-}
-
-std::string GiB(uint64_t bytes) {
-  return absl::StrFormat("%.1f GiB", static_cast<double>(bytes) / (uint64_t{1} << 30));
 }
 
 }  // namespace
@@ -48,23 +45,23 @@ std::string FormatVerdict(const v1::CheckResponse& r) {
       for (const v1::Recommendation& rec : r.recommendations()) {
         if (rec.kind() == v1::Recommendation::KIND_INCOMPATIBILITY) continue;
         absl::StrAppend(&out, "oomguard: step ", ++step, ": ", rec.setting(), " -> worst rank ",
-                        GiB(rec.peak_device_bytes_after()),
-                        rec.sufficient() ? " (fits)" : " (still over)", "\n");
+                        LabelledPeak(rec.peak_device_bytes_after(), r),
+                        rec.sufficient() ? ", fits" : ", still over", "\n");
       }
     }
   }
   for (const v1::Alternative& a : r.alternatives()) {
     if (a.speedup() > 0) {
       absl::StrAppendFormat(&out,
-                            "oomguard: faster on the same GPUs: %s (+%.0f%% tokens/GPU/s "
-                            "predicted, worst rank %s): %s\n",
-                            a.description(), 100 * (a.speedup() - 1), GiB(a.peak_device_bytes()),
-                            a.megatron_args());
+                            "oomguard: faster on the same GPUs: %s; +%.0f%% tokens/GPU/s "
+                            "predicted, worst rank %s: %s\n",
+                            a.description(), 100 * (a.speedup() - 1),
+                            LabelledPeak(a.compared_peak_bytes(), r), a.megatron_args());
     } else {
       absl::StrAppendFormat(&out,
-                            "oomguard: fits on the same GPUs: %s (worst rank %s, %.0f "
-                            "tokens/GPU/s predicted): %s\n",
-                            a.description(), GiB(a.peak_device_bytes()),
+                            "oomguard: fits on the same GPUs: %s; worst rank %s, %.0f "
+                            "tokens/GPU/s predicted: %s\n",
+                            a.description(), LabelledPeak(a.compared_peak_bytes(), r),
                             a.tokens_per_gpu_per_second(), a.megatron_args());
     }
   }

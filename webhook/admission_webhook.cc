@@ -11,10 +11,10 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/strip.h"
+#include "admission/peak_wording.h"
 #include "jobscript/check_request.h"
 
 namespace oomguard::webhook {
@@ -49,12 +49,6 @@ std::string StringField(const json& object, const char* key) {
   if (!object.is_object()) return "";
   auto it = object.find(key);
   return it != object.end() && it->is_string() ? it->get<std::string>() : "";
-}
-
-// As the check's summary writes sizes: GiB, TiB from 1 TiB up.
-std::string Gib(uint64_t bytes) {
-  const double gib = static_cast<double>(bytes) / (1ull << 30);
-  return gib >= 1024 ? absl::StrFormat("%.2f TiB", gib / 1024) : absl::StrFormat("%.1f GiB", gib);
 }
 
 // One warning: no control characters, at most kMaxWarningBytes (cut at a
@@ -144,23 +138,25 @@ void AddVerdict(const v1::CheckResponse& r, const WorkloadJob& job, absl::string
                        " To admit it anyway, annotate it ", kSkipAnnotation, ": \"true\".");
       for (size_t i = 0; i < ladder.size() && i < 3; ++i) {
         const v1::Recommendation& rec = *ladder[i];
-        answer->warnings.push_back(Warning(absl::StrCat(
-            "oomguard: ", i == 0 ? "try " : "then ", rec.setting(), " -> peak ",
-            Gib(rec.peak_device_bytes_after()), rec.sufficient() ? " (fits)" : " (still over)")));
+        answer->warnings.push_back(
+            Warning(absl::StrCat("oomguard: ", i == 0 ? "try " : "then ", rec.setting(),
+                                 " -> peak ", LabelledPeak(rec.peak_device_bytes_after(), r),
+                                 rec.sufficient() ? ", fits" : ", still over")));
       }
       break;
     }
     case v1::VERDICT_FITS_WITH_SETTINGS: {
       std::vector<std::string> settings;
-      uint64_t after = r.peak_device_bytes();
+      uint64_t after = r.compared_peak_bytes();
       for (const v1::Recommendation* rec : environment) {
         settings.push_back(rec->setting());
         after = rec->peak_device_bytes_after();
       }
       answer->warnings.push_back(Warning(absl::StrCat(
           "oomguard: fits on ", r.gpu_name(), " only with ", absl::StrJoin(settings, " and "),
-          ": PP rank ", r.worst_pp_rank(), " peaks at ", Gib(r.peak_device_bytes()), " without, ",
-          Gib(after), " with, of ", Gib(r.usable_bytes()), " usable")));
+          ": PP rank ", r.worst_pp_rank(), " peaks at ", LabelledPeak(r.compared_peak_bytes(), r),
+          " without, ", LabelledPeak(after, r), " with, of ",
+          FormatBytes(static_cast<double>(r.usable_bytes())), " usable")));
       break;
     }
     default:
@@ -225,8 +221,10 @@ Answer Judge(const json& request, const json& object, WorkloadKind kind, const G
     std::string note = absl::StrCat("judged without ", unresolved, " (known only at run time)");
     if (!answer.allowed) {
       note = absl::StrCat("as read, it would not fit on ", response.gpu_name(), " (PP rank ",
-                          response.worst_pp_rank(), " peaks at ", Gib(response.peak_device_bytes()),
-                          " of ", Gib(response.usable_bytes()), " usable); not enforced: ", note);
+                          response.worst_pp_rank(), " peaks at ",
+                          LabelledPeak(response.compared_peak_bytes(), response), " of ",
+                          FormatBytes(static_cast<double>(response.usable_bytes())),
+                          " usable); not enforced: ", note);
       answer.allowed = true;
       answer.message.clear();
     }

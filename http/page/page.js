@@ -39,6 +39,12 @@ function gib(bytes) {
   return (bytes / GiB).toFixed(bytes >= 100 * GiB ? 0 : bytes >= 10 * GiB ? 1 : 2) + " GiB";
 }
 
+// A peak the verdict compares, labelled as every surface labels it
+// (admission/peak_wording.h): "272 GiB (95% bound)".
+function comparedPeak(bytes, check) {
+  return `${gib(bytes)} (${check.comparedPeakLabel})`;
+}
+
 function $(id) {
   return document.getElementById(id);
 }
@@ -177,7 +183,7 @@ function showRecommendations(check) {
     const item = el("li", { class: "recommendation" },
       el("code", {}, r.setting), " ",
       el("span", { class: "saved" }, saved >= 0 ? `saves ${gib(saved)}` : `costs ${gib(-saved)}`),
-      ` → worst rank ${gib(num(r, "peakDeviceBytesAfter"))}`,
+      ` → worst rank ${comparedPeak(num(r, "peakDeviceBytesAfter"), check)}`,
       r.sufficient ? el("span", { class: "sufficient" }, " (fits)") : "",
       el("br"), r.reason);
     list.append(item);
@@ -197,7 +203,7 @@ function showAlternatives(check) {
       : `${Math.round(a.tokensPerGpuPerSecond || 0)} tokens/GPU/s predicted`;
     list.append(el("li", { class: "alternative" },
       a.description, ": ", el("span", { class: "saved" }, speed),
-      `, worst rank ${gib(num(a, "peakDeviceBytes"))}`, el("br"), el("code", {}, a.megatronArgs)));
+      `, worst rank ${comparedPeak(num(a, "comparedPeakBytes"), check)}`, el("br"), el("code", {}, a.megatronArgs)));
   }
   $("alternatives-title").hidden = list.children.length === 0;
   list.hidden = list.children.length === 0;

@@ -115,8 +115,10 @@ TEST(AdmissionTest, FitsWhenTheWorstRankIsBelowTheUsableCapacity) {
   // The zero-cost environment setting is still recommended, nothing else.
   EXPECT_THAT(Ids(*r), ElementsAre("expandable_segments"));
   EXPECT_EQ(r->recommendations(0).saved_bytes(), static_cast<int64_t>(6 * kGiB));
-  EXPECT_THAT(r->summary(), StartsWith("Fits: PP rank 0 peaks at 100.0 GiB (at most 100.0 GiB at "
-                                       "95%) of 128.0 GiB usable on TEST-GPU, 28.0 GiB headroom"));
+  EXPECT_EQ(r->compared_peak_label(), "95% bound");
+  EXPECT_THAT(r->summary(), StartsWith("Fits: PP rank 0 peaks at 100.0 GiB (95% bound; point "
+                                       "estimate 100.0 GiB) of 128.0 GiB usable on TEST-GPU, "
+                                       "28.0 GiB headroom"));
 }
 
 // The verdict compares each rank's upper bound by default: a job whose
@@ -134,8 +136,9 @@ TEST(AdmissionTest, UpperBoundDecidesUnlessThePolicySaysPoint) {
   // Expandable segments save 6 GiB of the bound: 97 <= 102.
   EXPECT_EQ(upper->verdict(), v1::VERDICT_FITS_WITH_SETTINGS);
   EXPECT_EQ(upper->recommendations(0).peak_device_bytes_after(), 97 * kGiB);
-  EXPECT_THAT(upper->summary(), HasSubstr("PP rank 0 peaks at 100.0 GiB (at most 103.0 GiB at "
-                                          "95%) of 102.0 GiB usable on TEST-GPU"));
+  // The compared peak leads, labelled; the point estimate follows, labelled.
+  EXPECT_THAT(upper->summary(), HasSubstr("PP rank 0 peaks at 103.0 GiB (95% bound; point "
+                                          "estimate 100.0 GiB) of 102.0 GiB usable on TEST-GPU"));
 
   AdmissionOptions point_options;
   point_options.compare_upper_bound = false;
@@ -145,8 +148,9 @@ TEST(AdmissionTest, UpperBoundDecidesUnlessThePolicySaysPoint) {
   EXPECT_EQ(point->compared_peak_bytes(), 100 * kGiB);
   EXPECT_EQ(point->headroom_bytes(), static_cast<int64_t>(2 * kGiB));
   EXPECT_EQ(point->verdict(), v1::VERDICT_FITS);
-  EXPECT_THAT(point->summary(), HasSubstr("peaks at 100.0 GiB (the point estimate; at most "
-                                          "103.0 GiB at 95%)"));
+  EXPECT_EQ(point->compared_peak_label(), "point estimate");
+  EXPECT_THAT(point->summary(),
+              HasSubstr("peaks at 100.0 GiB (point estimate; 95% bound 103.0 GiB)"));
 }
 
 TEST(AdmissionTest, CoverageOutsideItsRangeIsInvalidArgument) {

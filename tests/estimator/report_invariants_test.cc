@@ -17,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "estimator/estimator.h"
+#include "estimator/grown_job.h"
 #include "estimator/reported_count.h"
 #include "jobspec/job_builder.h"
 #include "jobspec/presets.h"
@@ -252,6 +253,63 @@ TEST(ReportInvariants, HoldOverASweepOfJobsAndGrowWithBatchAndSequence) {
   EXPECT_GT(sweep.comparisons, 1500);
   std::cout << sweep.estimates << " estimates (" << sweep.over_limit << " over the limit), "
             << sweep.refused << " jobs refused, " << sweep.comparisons << " comparisons\n";
+}
+
+// The sweep's jobs grown in their layers, hidden size and experts
+// (estimator/grown_job.h), at a small and a huge micro-batch, and with the
+// settings that keep some layers and not others (block recompute, CPU
+// offloading): no count of any rank shrinks.
+TEST(ReportInvariants, GrowWithLayersHiddenSizeAndExperts) {
+  const std::vector<std::vector<std::string>> settings = {
+      {},
+      {"--recompute-granularity", "full", "--recompute-method", "block", "--recompute-num-layers",
+       "2"},
+      {"--cpu-offloading", "--cpu-offloading-num-layers", "3"},
+      {"--recompute-granularity", "full", "--recompute-method", "uniform", "--recompute-num-layers",
+       "2", "--cpu-offloading"},
+  };
+  int comparisons = 0;
+  std::vector<std::string> failures;
+  for (const PresetInfo& preset : ListPresets()) {
+    absl::StatusOr<v1::ModelSpec> model = FindPreset(preset.name);
+    ASSERT_TRUE(model.ok()) << model.status();
+    for (const Layout& layout : Layouts(model->num_experts() > 0)) {
+      for (const std::vector<std::string>& extra : settings) {
+        for (uint64_t mb : {uint64_t{1}, uint64_t{1} << 24}) {
+          JobInputs src;
+          src.preset = preset.name;
+          src.num_gpus = layout.gpus;
+          src.megatron_args = layout.args;
+          src.megatron_args.insert(src.megatron_args.end(), extra.begin(), extra.end());
+          src.megatron_args.insert(src.megatron_args.end(), {"--micro-batch-size", absl::StrCat(mb),
+                                                             "--seq-length", "4096"});
+          absl::StatusOr<v1::JobSpec> job = BuildJob(src, nullptr);
+          if (!job.ok()) continue;  // A setting the layout refuses (e.g. offloading with PP).
+          absl::StatusOr<v1::EstimateReport> base = Estimate(*job, {});
+          if (!base.ok()) continue;
+          for (Growth growth : {Growth::kLayers, Growth::kHidden, Growth::kExperts}) {
+            const std::optional<v1::JobSpec> grown = GrownJob(*job, growth, 2);
+            if (!grown) continue;
+            absl::StatusOr<v1::EstimateReport> larger = Estimate(*grown, {});
+            if (!larger.ok()) continue;
+            ++comparisons;
+            if (absl::Status s = CheckReportInvariants(*larger); !s.ok()) {
+              failures.push_back(absl::StrCat(preset.name, ", ", layout.name, ": ", s.ToString()));
+            }
+            if (absl::Status s = CheckGrowsWith(*base, *larger); !s.ok()) {
+              failures.push_back(absl::StrCat(preset.name, ", ", layout.name, ", ",
+                                              absl::StrJoin(extra, " "), ", b=", mb, ", ",
+                                              GrowthName(growth), " x2: ", s.ToString()));
+            }
+          }
+        }
+      }
+    }
+  }
+  EXPECT_TRUE(failures.empty()) << failures.size() << " failures:\n"
+                                << absl::StrJoin(failures, "\n");
+  EXPECT_GT(comparisons, 500);
+  std::cout << comparisons << " grown jobs compared\n";
 }
 
 }  // namespace

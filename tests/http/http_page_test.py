@@ -125,13 +125,15 @@ def main():
         assert capacity_label.startswith("usable 79.1 GiB"), capacity_label
         verdict = page.find_element(By.ID, "verdict").text
         assert verdict.startswith("oomguard: Does not fit: PP rank 7 peaks at"), verdict
-        assert re.search(r"at most \d+\.\d GiB at 95%\) of 79\.1 GiB usable on H100-SXM-80GB",
-                         verdict), verdict
+        assert re.search(r"peaks at \d+\.\d GiB \(95% bound; point estimate \d+\.\d GiB\) "
+                         r"of 79\.1 GiB usable on H100-SXM-80GB", verdict), verdict
         recommendations = page.find_elements(By.CSS_SELECTOR, "#recommendations li.recommendation")
         assert recommendations, "no recommendation"
         first = recommendations[0].text
         assert "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True" in first, first
         assert re.search(r"saves \d+(\.\d+)? GiB", first), first
+        # Every peak the page states is labelled the way the verdict is.
+        assert re.search(r"→ worst rank \d+(\.\d+)? GiB \(95% bound\)", first), first
         assert any("--tensor-model-parallel-size 2" in r.text for r in recommendations), \
             [r.text for r in recommendations]
         # The job does not fit: the planner's configurations that fit on the
@@ -139,7 +141,8 @@ def main():
         alternatives = page.find_elements(By.CSS_SELECTOR, "#alternatives li.alternative")
         assert alternatives, "no configuration that fits"
         for alternative in alternatives:
-            assert re.search(r"^TP \d+ PP \d+ .*tokens/GPU/s predicted, worst rank \d+\.\d GiB\n"
+            assert re.search(r"^TP \d+ PP \d+ .*tokens/GPU/s predicted, worst rank "
+                             r"\d+(\.\d+)? GiB \(95% bound\)\n"
                              r"--tensor-model-parallel-size \d+ ", alternative.text), alternative.text
         legend = page.find_element(By.ID, "legend").text
         for part in ("Parameters (dense)", "Optimizer states (expert)", "Activations",

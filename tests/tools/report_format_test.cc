@@ -134,8 +134,13 @@ TEST(FormatTableTest, SaysWhetherTheWorstRankFits) {
   const std::string table = FormatTable(SmallReport(), uint64_t{80} << 30);
   EXPECT_THAT(table, StartsWith("8 GPUs: TP 8, PP 1,"));
   EXPECT_THAT(table, HasSubstr("DOES NOT FIT"));
-  EXPECT_THAT(table, HasSubstr("worst rank 0: 90.00 GiB (at most 92.00 GiB at 95%) of 80.00 GiB: "
-                               "does not fit (headroom -12.00 GiB at the upper bound)"));
+  EXPECT_THAT(table, HasSubstr("worst rank 0: 92.00 GiB (95% bound; point estimate 90.00 GiB) of "
+                               "80.00 GiB: does not fit, 12.00 GiB over"));
+  EXPECT_THAT(FormatTable(SmallReport(), uint64_t{100} << 30),
+              HasSubstr("worst rank 0: 92.00 GiB (95% bound; point estimate 90.00 GiB) of "
+                        "100.00 GiB: fits, 8.00 GiB headroom"));
+  EXPECT_THAT(FormatTable(SmallReport(), 0),
+              HasSubstr("worst rank 0: 90.00 GiB (point estimate; 95% bound 92.00 GiB)\n"));
   EXPECT_THAT(table, HasSubstr("uncertain: allocator_slack 1.00;"));
   // Fits at its point estimate (90 <= 91), not at its upper bound (92).
   EXPECT_THAT(FormatTable(SmallReport(), uint64_t{91} << 30), HasSubstr("  AT RISK\n"));

@@ -49,6 +49,7 @@ TEST(FormatVerdictTest, DoesNotFitListsStepsThenIncompatibilities) {
   v1::CheckResponse r;
   r.set_verdict(v1::VERDICT_DOES_NOT_FIT);
   r.set_summary("Does not fit");
+  r.set_compared_peak_label("95% bound");
   v1::Recommendation* step = Add(r, v1::Recommendation::KIND_CONFIG_CHANGE, "--a");
   step->set_peak_device_bytes_after(uint64_t{90} << 30);
   v1::Recommendation* bad = Add(r, v1::Recommendation::KIND_INCOMPATIBILITY, "--no-b");
@@ -58,8 +59,8 @@ TEST(FormatVerdictTest, DoesNotFitListsStepsThenIncompatibilities) {
   step->set_sufficient(true);
   EXPECT_EQ(FormatVerdict(r),
             "oomguard: Does not fit\n"
-            "oomguard: step 1: --a -> worst rank 90.0 GiB (still over)\n"
-            "oomguard: step 2: X=1 -> worst rank 70.0 GiB (fits)\n"
+            "oomguard: step 1: --a -> worst rank 90.0 GiB (95% bound), still over\n"
+            "oomguard: step 2: X=1 -> worst rank 70.0 GiB (95% bound), fits\n"
             "oomguard: will not start as given: b needs c (fix: --no-b)\n");
 }
 
@@ -67,22 +68,24 @@ TEST(FormatVerdictTest, AlternativesSayWhatFitsOrRunsFaster) {
   v1::CheckResponse r;
   r.set_verdict(v1::VERDICT_DOES_NOT_FIT);
   r.set_summary("Does not fit");
+  r.set_compared_peak_label("point estimate");
   v1::Alternative* fits = r.add_alternatives();
   fits->set_description("TP 4 PP 4 VPP 5");
   fits->set_peak_device_bytes(uint64_t{70} << 30);
+  fits->set_compared_peak_bytes(uint64_t{70} << 30);
   fits->set_tokens_per_gpu_per_second(1500);
   fits->set_megatron_args("--tensor-model-parallel-size 4");
   EXPECT_EQ(FormatVerdict(r),
             "oomguard: Does not fit\n"
-            "oomguard: fits on the same GPUs: TP 4 PP 4 VPP 5 (worst rank 70.0 GiB, 1500 "
-            "tokens/GPU/s predicted): --tensor-model-parallel-size 4\n");
+            "oomguard: fits on the same GPUs: TP 4 PP 4 VPP 5; worst rank 70.0 GiB (point "
+            "estimate), 1500 tokens/GPU/s predicted: --tensor-model-parallel-size 4\n");
   r.set_verdict(v1::VERDICT_FITS);
   r.set_summary("Fits");
   fits->set_speedup(1.25);
   EXPECT_EQ(FormatVerdict(r),
             "oomguard: Fits\n"
-            "oomguard: faster on the same GPUs: TP 4 PP 4 VPP 5 (+25% tokens/GPU/s predicted, "
-            "worst rank 70.0 GiB): --tensor-model-parallel-size 4\n");
+            "oomguard: faster on the same GPUs: TP 4 PP 4 VPP 5; +25% tokens/GPU/s predicted, "
+            "worst rank 70.0 GiB (point estimate): --tensor-model-parallel-size 4\n");
 }
 
 TEST(FormatCheckResponseJsonTest, OneLineWithProtoNamesAndDefaults) {

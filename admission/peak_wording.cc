@@ -1,0 +1,26 @@
+// The wording of a verdict's peaks (see peak_wording.h).
+#include "admission/peak_wording.h"
+
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
+namespace oomguard {
+
+std::string FormatBytes(double bytes) {
+  constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+  if (std::abs(bytes) >= 1024 * kGiB) return absl::StrFormat("%.2f TiB", bytes / (1024 * kGiB));
+  return absl::StrFormat("%.1f GiB", bytes / kGiB);
+}
+
+std::string ComparedPeakLabel(v1::PeakBound bound, double coverage) {
+  if (bound == v1::PEAK_BOUND_POINT) return "point estimate";
+  return absl::StrFormat("%g%% bound", 100 * coverage);
+}
+
+std::string LabelledPeak(uint64_t bytes, const v1::CheckResponse& r) {
+  return absl::StrCat(FormatBytes(static_cast<double>(bytes)), " (", r.compared_peak_label(), ")");
+}
+
+}  // namespace oomguard
