@@ -177,19 +177,25 @@ void LatentAttention(const ValidatedJob& j, const MicroBatchShape& s, BlockBuild
   const double dr = static_cast<double>(j.mla.qk_pos_head_dim);
   const double dv = static_cast<double>(j.mla.v_head_dim);
   const double bias = j.model.linear_bias ? 1 : 0;
-  const bool ln_recompute = j.recompute.HasModule(v1::RECOMPUTE_MODULE_LAYERNORM);
+  const bool up_recompute = j.recompute.HasModule(v1::RECOMPUTE_MODULE_MLA_UP_PROJ);
   b.Module(nullptr, "input_layernorm", "TENorm", NormParams(j, j.model.hidden), 0,
            NormActivation(j, s, true, Offloads(j, "attn_norm"), 2));  // q and kv down-projections
   v1::ModuleNode* attn = b.Group("self_attention", "MLASelfAttention");
   const bool qkv_offloaded = Offloads(j, "qkv_linear");
-  // Compressed (latent) tensors live in the sequence-parallel region. In
-  // an FP8 layer the normed latent is the up-projection's FP8 copy, kept
-  // even when `layernorm` recompute discards the bf16 norm output.
+  // Compressed (latent) tensors live in the sequence-parallel region. The
+  // latent norms are fused into the up-projections (TE LayerNormLinear),
+  // which keep the normed latent (its FP8 copy in an FP8 layer) and 1/rms;
+  // `mla_up_proj` recompute checkpoints them, keeping only the down
+  // outputs, while `layernorm` recompute covers input_layernorm and
+  // pre_mlp_layernorm only (Megatron-Core TransformerLayer).
+  auto latent_norm = [&](double width) {
+    return qkv_offloaded || up_recompute ? 0.0
+                                         : s.LinearInput() * s.sp_tokens * width + 4 * s.sp_tokens;
+  };
   auto latent = [&](double width, bool has_norm) {
     if (qkv_offloaded) return 0.0;
     double bytes = s.elt * s.sp_tokens * width;  // down-projection output
-    if (has_norm && !ln_recompute) bytes += s.LinearInput() * s.sp_tokens * width + 4 * s.sp_tokens;
-    if (has_norm && ln_recompute) bytes += s.fp8_input * s.sp_tokens * width;
+    if (has_norm) bytes += latent_norm(width);
     return bytes;
   };
   if (j.mla.q_lora_rank > 0) {
@@ -204,12 +210,7 @@ void LatentAttention(const ValidatedJob& j, const MicroBatchShape& s, BlockBuild
   }
   // kv_down output keeps the RoPE part too; only the latent part is normed.
   double kv_latent = latent(kl + dr, false);
-  if (j.model.qk_layernorm && !ln_recompute && !qkv_offloaded) {
-    kv_latent += s.LinearInput() * s.sp_tokens * kl + 4 * s.sp_tokens;
-  }
-  if (j.model.qk_layernorm && ln_recompute && !qkv_offloaded) {
-    kv_latent += s.fp8_input * s.sp_tokens * kl;
-  }
+  if (j.model.qk_layernorm) kv_latent += latent_norm(kl);
   b.Module(attn, "linear_kv_down_proj", "Linear", h * (kl + dr) + bias * (kl + dr), 0, kv_latent);
   if (j.model.qk_layernorm) b.Module(attn, "kv_layernorm", "RMSNorm", kl, 0, 0);
   // Up-projection outputs after RoPE and concatenation: the q, k, v that
@@ -260,8 +261,11 @@ void MoeMlp(const ValidatedJob& j, const MicroBatchShape& s, BlockBuilder& b, Bl
   const double k = static_cast<double>(j.moe.topk), fe = static_cast<double>(j.moe.expert_ffn);
   const double local_experts = static_cast<double>(j.moe.experts) / j.parallelism.ep;
   const bool moe_recompute = j.recompute.HasModule(v1::RECOMPUTE_MODULE_MOE);
+  // A TENorm of its own: `layernorm` recompute frees its output
+  // (CheckpointWithoutOutput releases the storage), the copy the `moe`
+  // checkpoint saved as its input included.
   b.Module(nullptr, "pre_mlp_layernorm", "TENorm", NormParams(j, j.model.hidden), 0,
-           NormActivation(j, s, !moe_recompute, Offloads(j, "mlp_norm")));
+           NormActivation(j, s, /*separate=*/true, Offloads(j, "mlp_norm")));
   v1::ModuleNode* moe = b.Group("mlp", "MoELayer");
   const double router_bytes_per_logit = (j.moe.router_fp32 ? 4 : s.elt) + 4 + 4 + 1;
   b.Module(moe, "router", "TopKRouter", h * static_cast<double>(j.moe.experts), 0,
