@@ -53,7 +53,7 @@ std::map<std::string, std::string> Settings(const v1::JobSpec& job,
   std::map<std::string, std::string> settings;
   for (const RecommendedChange& change : changes) {
     v1::JobSpec changed = job;
-    if (std::optional<std::string> setting = change.apply(H100(), &changed)) {
+    if (std::optional<std::string> setting = change.Apply(H100(), &changed)) {
       settings[change.id] = *setting;
     }
   }
@@ -133,7 +133,7 @@ TEST(RecommendationsTest, ConfigSettingsReadBackAsTheChange) {
   for (const v1::JobSpec& job : {CrowdedJob(), PlainJob()}) {
     for (const RecommendedChange& change : LadderChanges()) {
       v1::JobSpec changed = job;
-      std::optional<std::string> setting = change.apply(H100(), &changed);
+      std::optional<std::string> setting = change.Apply(H100(), &changed);
       if (!setting || change.kind != v1::Recommendation::KIND_CONFIG_CHANGE ||
           absl::StrContains(*setting, ", and drop")) {
         continue;
@@ -170,7 +170,7 @@ std::pair<std::optional<std::string>, v1::JobSpec> Apply(
       32, preset);
   for (const RecommendedChange& change : changes) {
     if (change.id == id) {
-      std::optional<std::string> setting = change.apply(H100(), &job);
+      std::optional<std::string> setting = change.Apply(H100(), &job);
       return {setting, job};
     }
   }
