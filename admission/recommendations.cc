@@ -4,8 +4,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
 #include <string_view>
 
 #include "absl/strings/str_cat.h"
@@ -19,26 +17,10 @@
 #include "estimator/tp_comm_overlap.h"
 #include "estimator/validated_job.h"
 #include "jobspec/megatron_args_writer.h"
-#include "jobspec/megatron_flags.h"
 #include "jobspec/shell_words.h"
 
 namespace oomguard {
 namespace {
-
-// --- Spelling a change --------------------------------------------------------
-
-// "--use-nccl-ub" for "runtime.use_nccl_ub": the switch that turns the field
-// on, which a change that turns it off drops. The paths here are constants:
-// one no flag sets is a bug.
-std::string SwitchFlag(std::string_view path) {
-  const MegatronFlag* flag = FindMegatronFlagForField(path);
-  if (flag == nullptr) {
-    std::fprintf(stderr, "oomguard: admission: no Megatron-LM flag sets %.*s\n",
-                 static_cast<int>(path.size()), path.data());
-    std::abort();
-  }
-  return flag->Spelling();
-}
 
 // --- Reading the job --------------------------------------------------------
 
@@ -427,7 +409,7 @@ std::string SettingText(const v1::JobSpec& changed, const JobChange& change) {
   std::string text = absl::StrJoin(head, " ");
   if (!change.alternative.empty()) absl::StrAppend(&text, " (", change.alternative, ")");
   for (const JobChange::Dropped& dropped : change.dropped) {
-    absl::StrAppend(&text, text.empty() ? "" : ", and ", "drop ", SwitchFlag(dropped.field));
+    absl::StrAppend(&text, text.empty() ? "" : ", and ", "drop ", SwitchFlagFor(dropped.field));
     if (!dropped.why.empty()) absl::StrAppend(&text, " (", dropped.why, ")");
   }
   return text;

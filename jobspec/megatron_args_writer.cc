@@ -15,6 +15,8 @@
 namespace oomguard {
 namespace {
 
+using google::protobuf::FieldDescriptor;
+
 // A field of the table and the flags that write it, in table order.
 struct WrittenField {
   JobField field;
@@ -69,6 +71,13 @@ const MegatronFlag* WriteWith(const WrittenField& f, const v1::JobSpec& job,
   return nullptr;
 }
 
+// Reports a bug in a caller's constant path on stderr and aborts.
+[[noreturn]] void WriterBug(absl::string_view what) {
+  std::fprintf(stderr, "oomguard: bug: writing Megatron-LM arguments: %.*s\n",
+               static_cast<int>(what.size()), what.data());
+  std::abort();
+}
+
 }  // namespace
 
 absl::StatusOr<std::vector<std::string>> WriteJobField(const v1::JobSpec& job,
@@ -92,14 +101,24 @@ std::vector<std::string> WriteJobFields(const v1::JobSpec& job,
   std::vector<std::string> words;
   for (std::string_view path : paths) {
     absl::StatusOr<std::vector<std::string>> field = WriteJobField(job, path);
-    if (!field.ok()) {
-      std::fprintf(stderr, "oomguard: bug: writing Megatron-LM arguments: %s\n",
-                   std::string(field.status().message()).c_str());
-      std::abort();
-    }
+    if (!field.ok()) WriterBug(field.status().message());
     words.insert(words.end(), field->begin(), field->end());
   }
   return words;
+}
+
+std::string SwitchFlagFor(std::string_view path) {
+  const WrittenField* f = Fields().Find(path);
+  if (f == nullptr || f->field.descriptor().cpp_type() != FieldDescriptor::CPPTYPE_BOOL) {
+    WriterBug(absl::StrCat(absl::string_view(path.data(), path.size()), " is not a switch field"));
+  }
+  v1::JobSpec on;
+  f->field.SetBool(&on, true);
+  std::vector<std::string> words;
+  if (WriteWith(*f, on, words) == nullptr || words.size() != 1) {
+    WriterBug(absl::StrCat(absl::string_view(path.data(), path.size()), ": no switch turns it on"));
+  }
+  return words.front();
 }
 
 WrittenArgs WriteMegatronArgs(const v1::JobSpec& job, const v1::JobSpec& base) {

@@ -35,6 +35,12 @@ absl::StatusOr<std::vector<std::string>> WriteJobField(const v1::JobSpec& job,
 std::vector<std::string> WriteJobFields(const v1::JobSpec& job,
                                         const std::vector<std::string_view>& paths);
 
+// The switch that turns on the bool field at `path`: "--use-nccl-ub" for
+// runtime.use_nccl_ub, what a job that turns the field off drops. `path` is
+// the caller's constant: a field no switch turns on is a bug, which aborts
+// naming it.
+std::string SwitchFlagFor(std::string_view path);
+
 struct WrittenArgs {
   // The flags and their values, in table order.
   std::vector<std::string> args;

@@ -181,6 +181,14 @@ TEST(MegatronArgsWriterTest, AFieldNoFlagSetsOrAValueNoFlagGivesIsAnError) {
   EXPECT_THAT(std::string(bias.message()), ::testing::HasSubstr("model.add_bias_linear"));
 }
 
+// The switch a change that turns a field off drops.
+TEST(MegatronArgsWriterTest, SwitchFlagForIsTheSwitchThatTurnsTheFieldOn) {
+  EXPECT_EQ(SwitchFlagFor("runtime.use_nccl_ub"), "--use-nccl-ub");
+  EXPECT_EQ(SwitchFlagFor("parallelism.tp_comm_overlap"), "--tp-comm-overlap");
+  EXPECT_EQ(SwitchFlagFor("recompute.cpu_offloading"), "--cpu-offloading");
+  EXPECT_EQ(SwitchFlagFor("precision.use_distributed_optimizer"), "--use-distributed-optimizer");
+}
+
 // The arguments that turn a base into a job: the changed fields in table
 // order; a switch turned off cannot be written, and says so.
 TEST(MegatronArgsWriterTest, WritesTheFieldsThatDifferFromTheBase) {
