@@ -417,7 +417,7 @@ std::string SettingText(const v1::JobSpec& changed, const JobChange& change) {
 
 std::optional<std::string> RecommendedChange::Apply(const v1::GpuSpec& gpu,
                                                     v1::JobSpec* job) const {
-  std::optional<JobChange> change = apply(gpu, job);
+  std::optional<JobChange> change = make(gpu, job);
   if (!change) return std::nullopt;
   return SettingText(*job, *change);
 }

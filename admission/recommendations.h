@@ -54,9 +54,9 @@ struct RecommendedChange {
   const char* reason;
   // Makes the change in `job` and says what it did; nullopt when the change
   // does not apply to this job.
-  std::function<std::optional<JobChange>(const v1::GpuSpec& gpu, v1::JobSpec* job)> apply;
+  std::function<std::optional<JobChange>(const v1::GpuSpec& gpu, v1::JobSpec* job)> make;
 
-  // `apply`, and the setting it shows (SettingText of the changed job).
+  // `make`, and the setting it shows (SettingText of the changed job).
   std::optional<std::string> Apply(const v1::GpuSpec& gpu, v1::JobSpec* job) const;
 };
 

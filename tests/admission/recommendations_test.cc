@@ -182,7 +182,7 @@ TEST(RecommendationsTest, EverySettingNamesEveryFlagFieldItsChangeSets) {
         preset_job("llama3-70b", "--tp-comm-overlap")}) {
     for (const RecommendedChange& change : changes) {
       v1::JobSpec changed = job;
-      const std::optional<JobChange> made = change.apply(H100(), &changed);
+      const std::optional<JobChange> made = change.make(H100(), &changed);
       if (!made) continue;
       applied.insert(change.id);
       std::set<std::string> named(made->fields.begin(), made->fields.end());
