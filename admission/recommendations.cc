@@ -57,10 +57,11 @@ std::optional<JobChange::Dropped> DropRefusedSwitch(
   return JobChange::Dropped{path, *why};
 }
 
-// A change of one switch dropped.
-JobChange Dropping(JobChange::Dropped dropped) {
+// The change that drops one switch; nullopt when there is none to drop.
+std::optional<JobChange> Dropping(std::optional<JobChange::Dropped> dropped) {
+  if (!dropped) return std::nullopt;
   JobChange change;
-  change.dropped.push_back(std::move(dropped));
+  change.dropped.push_back(*std::move(dropped));
   return change;
 }
 
@@ -286,7 +287,7 @@ std::optional<JobChange> DropCpuOffloading(const v1::GpuSpec&, v1::JobSpec* job)
     return std::nullopt;
   }
   job->mutable_recompute()->set_cpu_offloading(false);
-  return Dropping({"recompute.cpu_offloading", ""});
+  return Dropping(JobChange::Dropped{"recompute.cpu_offloading", ""});
 }
 
 std::optional<JobChange> DropNcclUb(const v1::GpuSpec&, v1::JobSpec* job) {
@@ -294,7 +295,7 @@ std::optional<JobChange> DropNcclUb(const v1::GpuSpec&, v1::JobSpec* job) {
     return std::nullopt;
   }
   job->mutable_runtime()->set_use_nccl_ub(false);
-  return Dropping({"runtime.use_nccl_ub", "or unset expandable_segments"});
+  return Dropping(JobChange::Dropped{"runtime.use_nccl_ub", "or unset expandable_segments"});
 }
 
 std::optional<JobChange> GraphsForFullRecompute(const v1::GpuSpec&, v1::JobSpec* job) {
@@ -328,19 +329,15 @@ std::optional<JobChange> NcclGraphRegisterOff(const v1::GpuSpec& gpu, v1::JobSpe
 }
 
 std::optional<JobChange> DropExpertParallelOverlap(const v1::GpuSpec&, v1::JobSpec* job) {
-  std::optional<JobChange::Dropped> dropped = DropRefusedExpertParallelOverlap(job);
-  if (!dropped) return std::nullopt;
-  return Dropping(*std::move(dropped));
+  return Dropping(DropRefusedExpertParallelOverlap(job));
 }
 
 // --moe-shared-expert-overlap, where Megatron-Core refuses it
 // (estimator/shared_expert_overlap.h).
 std::optional<JobChange> DropSharedExpertOverlap(const v1::GpuSpec&, v1::JobSpec* job) {
-  std::optional<JobChange::Dropped> dropped = DropRefusedSwitch(
+  return Dropping(DropRefusedSwitch(
       job, "parallelism.moe_shared_expert_overlap", &v1::ParallelismSpec::moe_shared_expert_overlap,
-      &v1::ParallelismSpec::set_moe_shared_expert_overlap, SharedExpertOverlapConflict);
-  if (!dropped) return std::nullopt;
-  return Dropping(*std::move(dropped));
+      &v1::ParallelismSpec::set_moe_shared_expert_overlap, SharedExpertOverlapConflict));
 }
 
 // --tp-comm-overlap without sequence parallelism (estimator/tp_comm_overlap.h):
@@ -353,11 +350,9 @@ std::optional<JobChange> TpCommOverlapWithoutSequenceParallel(const v1::GpuSpec&
     job->mutable_parallelism()->set_sequence_parallel(true);
     return JobChange{.fields = {"parallelism.sequence_parallel"}};
   }
-  std::optional<JobChange::Dropped> dropped =
+  return Dropping(
       DropRefusedSwitch(job, "parallelism.tp_comm_overlap", &v1::ParallelismSpec::tp_comm_overlap,
-                        &v1::ParallelismSpec::set_tp_comm_overlap, TpCommOverlapConflict);
-  if (!dropped) return std::nullopt;
-  return Dropping(*std::move(dropped));
+                        &v1::ParallelismSpec::set_tp_comm_overlap, TpCommOverlapConflict));
 }
 
 }  // namespace
