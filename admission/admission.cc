@@ -144,7 +144,7 @@ absl::StatusOr<bool> ClimbLadder(v1::JobSpec job, uint64_t peak, const v1::GpuSp
     if (config && peak <= usable) break;
     for (const RecommendedChange& change : rung) {
       v1::JobSpec candidate = job;
-      std::optional<std::string> setting = change.apply(gpu, &candidate);
+      std::optional<std::string> setting = change.Apply(gpu, &candidate);
       if (!setting) continue;
       OOMGUARD_ASSIGN_OR_RETURN(const std::optional<Peak> after, estimator.TryPeak(candidate));
       if (!after.has_value() || after->bytes >= peak) continue;
@@ -164,7 +164,7 @@ absl::Status AddIncompatibilities(const v1::JobSpec& job, const Peak& base, cons
                                   v1::CheckResponse* out) {
   for (const RecommendedChange& change : IncompatibilityFixes()) {
     v1::JobSpec fixed = job;
-    std::optional<std::string> setting = change.apply(gpu, &fixed);
+    std::optional<std::string> setting = change.Apply(gpu, &fixed);
     if (!setting) continue;
     OOMGUARD_ASSIGN_OR_RETURN(const std::optional<Peak> after, estimator.TryPeak(fixed));
     const uint64_t after_bytes = after.has_value() ? after->bytes : base.bytes;

@@ -16,10 +16,9 @@ namespace oomguard {
 
 class GpuCatalog {
  public:
-  // The built-in catalog: H100-SXM-80GB, H100-PCIe-80GB, H100-NVL-94GB,
-  // H800-SXM-80GB, H200-141GB, H20-96GB, H20-141GB, A100-SXM-80GB (also the
-  // PCIe 80 GB part), A100-40GB, A100-PCIe-40GB, B200-192GB, B300-288GB,
-  // GB200-186GB, GB300-288GB, L40S-48GB, MI300X-192GB.
+  // The built-in catalog: the GPUs of gpu_catalog.cc, each with its name,
+  // aliases and memory (the one list of GPU names; the planner's speed
+  // table, planner/gpu_performance.cc, is keyed by these names).
   static GpuCatalog Builtin();
 
   // A catalog of `gpus`. InvalidArgument (naming the entry and field) for an

@@ -4,8 +4,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
 #include <string_view>
 
 #include "absl/strings/str_cat.h"
@@ -13,54 +11,19 @@
 #include "absl/strings/string_view.h"
 #include "admission/gpu_catalog.h"
 #include "estimator/expert_parallel_overlap.h"
+#include "estimator/job_defaults.h"
 #include "estimator/recompute_rules.h"
 #include "estimator/shared_expert_overlap.h"
 #include "estimator/tp_comm_overlap.h"
 #include "estimator/validated_job.h"
-#include "jobspec/megatron_flags.h"
+#include "jobspec/megatron_args_writer.h"
+#include "jobspec/shell_words.h"
 
 namespace oomguard {
 namespace {
 
-// --- Spelling a change --------------------------------------------------------
-
-// The Megatron-LM flag that sets the JobSpec field `path`. The paths here
-// are constants: one no flag sets is a bug.
-const MegatronFlag& FlagSetting(absl::string_view path) {
-  const MegatronFlag* flag = FindMegatronFlagForField(std::string_view(path.data(), path.size()));
-  if (flag == nullptr) {
-    std::fprintf(stderr, "oomguard: admission: no Megatron-LM flag sets %.*s\n",
-                 static_cast<int>(path.size()), path.data());
-    std::abort();
-  }
-  return *flag;
-}
-
-// "--tensor-model-parallel-size" for "parallelism.tensor_model_parallel_size".
-std::string Flag(absl::string_view path) { return FlagSetting(path).Spelling(); }
-
-// "--recompute-granularity selective" for "recompute.granularity" and
-// RECOMPUTE_GRANULARITY_SELECTIVE.
-std::string FlagWithWord(absl::string_view path, int value) {
-  const MegatronFlag& flag = FlagSetting(path);
-  return absl::StrCat(flag.Spelling(), " ", flag.WordFor(value));
-}
-
 // --- Reading the job --------------------------------------------------------
 
-uint32_t TensorParallel(const v1::JobSpec& j) {
-  return j.parallelism().has_tensor_model_parallel_size()
-             ? j.parallelism().tensor_model_parallel_size()
-             : 1;
-}
-uint32_t PipelineParallel(const v1::JobSpec& j) {
-  return j.parallelism().has_pipeline_model_parallel_size()
-             ? j.parallelism().pipeline_model_parallel_size()
-             : 1;
-}
-uint32_t ContextParallel(const v1::JobSpec& j) {
-  return j.parallelism().has_context_parallel_size() ? j.parallelism().context_parallel_size() : 1;
-}
 bool HasCudaGraphs(const v1::JobSpec& j) {
   const v1::CudaGraphImpl impl = j.runtime().cuda_graph_impl();
   return impl == v1::CUDA_GRAPH_IMPL_LOCAL || impl == v1::CUDA_GRAPH_IMPL_TRANSFORMER_ENGINE;
@@ -78,11 +41,11 @@ bool HasRecompute(const v1::JobSpec& j) {
 }
 
 // Turns off the ParallelismSpec switch at `path` (read by `is_set`, written by
-// `set`) where `conflict` says Megatron-Core refuses it: "drop <flag> (<why>)",
-// or nullopt when the job keeps it (or fails validation: the estimate of the
-// change says why).
-std::optional<std::string> DropRefusedSwitch(
-    v1::JobSpec* job, absl::string_view path, bool (v1::ParallelismSpec::*is_set)() const,
+// `set`) where `conflict` says Megatron-Core refuses it, saying why; nullopt
+// when the job keeps it (or fails validation: the estimate of the change says
+// why).
+std::optional<JobChange::Dropped> DropRefusedSwitch(
+    v1::JobSpec* job, std::string_view path, bool (v1::ParallelismSpec::*is_set)() const,
     void (v1::ParallelismSpec::*set)(bool),
     std::optional<std::string> (*conflict)(const ValidatedJob&)) {
   if (!(job->parallelism().*is_set)()) return std::nullopt;
@@ -91,12 +54,25 @@ std::optional<std::string> DropRefusedSwitch(
   const std::optional<std::string> why = conflict(*j);
   if (!why) return std::nullopt;
   (job->mutable_parallelism()->*set)(false);
-  return absl::StrCat("drop ", Flag(path), " (", *why, ")");
+  return JobChange::Dropped{path, *why};
+}
+
+// The change that drops one switch; nullopt when there is none to drop.
+std::optional<JobChange> Dropping(std::optional<JobChange::Dropped> dropped) {
+  if (!dropped) return std::nullopt;
+  JobChange change;
+  change.dropped.push_back(*std::move(dropped));
+  return change;
+}
+
+// Adds what `drop` dropped to `change`.
+void AlsoDrop(std::optional<JobChange::Dropped> drop, JobChange& change) {
+  if (drop) change.dropped.push_back(*std::move(drop));
 }
 
 // --overlap-moe-expert-parallel-comm, where Megatron-Core refuses it
 // (estimator/expert_parallel_overlap.h).
-std::optional<std::string> DropRefusedExpertParallelOverlap(v1::JobSpec* job) {
+std::optional<JobChange::Dropped> DropRefusedExpertParallelOverlap(v1::JobSpec* job) {
   return DropRefusedSwitch(job, "parallelism.overlap_moe_expert_parallel_comm",
                            &v1::ParallelismSpec::overlap_moe_expert_parallel_comm,
                            &v1::ParallelismSpec::set_overlap_moe_expert_parallel_comm,
@@ -105,26 +81,25 @@ std::optional<std::string> DropRefusedExpertParallelOverlap(v1::JobSpec* job) {
 
 // --- The changes ------------------------------------------------------------
 
-std::optional<std::string> EnableExpandableSegments(const v1::GpuSpec& gpu, v1::JobSpec* job) {
+std::optional<JobChange> EnableExpandableSegments(const v1::GpuSpec& gpu, v1::JobSpec* job) {
   v1::RuntimeSpec* rt = job->mutable_runtime();
   if (rt->expandable_segments()) return std::nullopt;
   rt->set_expandable_segments(true);
-  std::string setting = "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True";
+  JobChange change{.environment = {"PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True"}};
   if (HasCudaGraphs(*job) && NeedsNcclGraphRegisterOff(gpu) &&
       !rt->nccl_graph_register_disabled()) {
     rt->set_nccl_graph_register_disabled(true);
-    absl::StrAppend(&setting, " NCCL_GRAPH_REGISTER=0");
+    change.environment.push_back("NCCL_GRAPH_REGISTER=0");
   }
   if (rt->use_nccl_ub()) {
     rt->set_use_nccl_ub(false);
-    absl::StrAppend(&setting, ", and drop ", Flag("runtime.use_nccl_ub"),
-                    " (it does not work with them)");
+    change.dropped.push_back({"runtime.use_nccl_ub", "it does not work with them"});
   }
-  return setting;
+  return change;
 }
 
 // Adds `module` to the selective recompute list.
-std::optional<std::string> AddRecomputeModule(v1::RecomputeModule module, v1::JobSpec* job) {
+std::optional<JobChange> AddRecomputeModule(v1::RecomputeModule module, v1::JobSpec* job) {
   v1::RecomputeSpec* r = job->mutable_recompute();
   if (r->granularity() == v1::RECOMPUTE_GRANULARITY_FULL) return std::nullopt;
   std::vector<v1::RecomputeModule> modules = SelectiveRecomputeModules(*r);
@@ -135,132 +110,121 @@ std::optional<std::string> AddRecomputeModule(v1::RecomputeModule module, v1::Jo
   modules.push_back(module);
   r->set_granularity(v1::RECOMPUTE_GRANULARITY_SELECTIVE);
   r->clear_modules();
-  std::vector<absl::string_view> words;
-  for (v1::RecomputeModule m : modules) {
-    r->add_modules(m);
-    words.push_back(RecomputeModuleWord(m));
-  }
-  return absl::StrCat(FlagWithWord("recompute.granularity", v1::RECOMPUTE_GRANULARITY_SELECTIVE),
-                      " ", Flag("recompute.modules"), " ", absl::StrJoin(words, " "));
+  for (v1::RecomputeModule m : modules) r->add_modules(m);
+  return JobChange{.fields = {"recompute.granularity", "recompute.modules"}};
 }
 
-std::optional<std::string> RecomputeMoeAct(const v1::GpuSpec&, v1::JobSpec* job) {
+std::optional<JobChange> RecomputeMoeAct(const v1::GpuSpec&, v1::JobSpec* job) {
   if (job->model().num_experts() == 0) return std::nullopt;
-  std::optional<std::string> setting = AddRecomputeModule(v1::RECOMPUTE_MODULE_MOE_ACT, job);
-  if (setting && RecomputeNeedsGroupedGemm(v1::RECOMPUTE_MODULE_MOE_ACT) &&
+  std::optional<JobChange> change = AddRecomputeModule(v1::RECOMPUTE_MODULE_MOE_ACT, job);
+  if (change && RecomputeNeedsGroupedGemm(v1::RECOMPUTE_MODULE_MOE_ACT) &&
       !job->model().moe_grouped_gemm()) {
     job->mutable_model()->set_moe_grouped_gemm(true);
-    absl::StrAppend(&*setting, " ", Flag("model.moe_grouped_gemm"));
+    change->fields.push_back("model.moe_grouped_gemm");
   }
-  return setting;
+  return change;
 }
 
-std::optional<std::string> RecomputeLayernorm(const v1::GpuSpec&, v1::JobSpec* job) {
+std::optional<JobChange> RecomputeLayernorm(const v1::GpuSpec&, v1::JobSpec* job) {
   return AddRecomputeModule(v1::RECOMPUTE_MODULE_LAYERNORM, job);
 }
 
-std::optional<std::string> RecomputeMlaUpProj(const v1::GpuSpec&, v1::JobSpec* job) {
+std::optional<JobChange> RecomputeMlaUpProj(const v1::GpuSpec&, v1::JobSpec* job) {
   if (job->model().attention_type() != v1::ATTENTION_TYPE_MLA) return std::nullopt;
   return AddRecomputeModule(v1::RECOMPUTE_MODULE_MLA_UP_PROJ, job);
 }
 
 // Doubles PP at the cost of DP (the GPU count stays).
-std::optional<std::string> MorePipelineParallel(const v1::GpuSpec&, v1::JobSpec* job) {
+std::optional<JobChange> MorePipelineParallel(const v1::GpuSpec&, v1::JobSpec* job) {
   v1::ParallelismSpec* p = job->mutable_parallelism();
-  const uint64_t pp = PipelineParallel(*job);
-  const uint64_t model_parallel = uint64_t{TensorParallel(*job)} * pp * ContextParallel(*job);
+  const uint64_t pp = PipelineParallelSize(*p);
+  const uint64_t model_parallel = uint64_t{TensorParallelSize(*p)} * pp * ContextParallelSize(*p);
   if (!p->pipeline_model_parallel_layout().empty() || p->num_gpus() % (2 * model_parallel) != 0) {
     return std::nullopt;
   }
   p->set_pipeline_model_parallel_size(static_cast<uint32_t>(2 * pp));
-  std::string setting = absl::StrCat(Flag("parallelism.pipeline_model_parallel_size"), " ", 2 * pp);
+  JobChange change{.fields = {"parallelism.pipeline_model_parallel_size"}};
   // From PP 1, or with fewer virtual stages per rank, the EP overlap may lose
   // the interleaved schedule it needs.
-  if (std::optional<std::string> drop = DropRefusedExpertParallelOverlap(job)) {
-    absl::StrAppend(&setting, ", and ", *drop);
-  }
-  return setting;
+  AlsoDrop(DropRefusedExpertParallelOverlap(job), change);
+  return change;
 }
 
 // Doubles TP within a node, with sequence parallelism.
-std::optional<std::string> MoreTensorParallel(const v1::GpuSpec&, v1::JobSpec* job) {
+std::optional<JobChange> MoreTensorParallel(const v1::GpuSpec&, v1::JobSpec* job) {
   v1::ParallelismSpec* p = job->mutable_parallelism();
-  const uint64_t tp = TensorParallel(*job);
-  const uint64_t per_node = job->runtime().has_gpus_per_node() ? job->runtime().gpus_per_node() : 8;
-  const uint64_t model_parallel = 2 * tp * PipelineParallel(*job) * ContextParallel(*job);
-  if (2 * tp > per_node || p->num_gpus() % model_parallel != 0) return std::nullopt;
+  const uint64_t tp = TensorParallelSize(*p);
+  const uint64_t model_parallel = 2 * tp * PipelineParallelSize(*p) * ContextParallelSize(*p);
+  if (2 * tp > GpusPerNode(job->runtime()) || p->num_gpus() % model_parallel != 0) {
+    return std::nullopt;
+  }
   p->set_tensor_model_parallel_size(static_cast<uint32_t>(2 * tp));
-  std::string setting = absl::StrCat(Flag("parallelism.tensor_model_parallel_size"), " ", 2 * tp);
+  JobChange change{.fields = {"parallelism.tensor_model_parallel_size"}};
   if (!p->sequence_parallel()) {
     p->set_sequence_parallel(true);
-    absl::StrAppend(&setting, " ", Flag("parallelism.sequence_parallel"));
+    change.fields.push_back("parallelism.sequence_parallel");
   }
-  return setting;
+  return change;
 }
 
-std::optional<std::string> DistributedOptimizer(const v1::GpuSpec&, v1::JobSpec* job) {
+std::optional<JobChange> DistributedOptimizer(const v1::GpuSpec&, v1::JobSpec* job) {
   if (job->precision().use_distributed_optimizer()) return std::nullopt;
   job->mutable_precision()->set_use_distributed_optimizer(true);
-  return Flag("precision.use_distributed_optimizer");
+  return JobChange{.fields = {"precision.use_distributed_optimizer"}};
 }
 
-std::optional<std::string> OptimizerCpuOffload(const v1::GpuSpec&, v1::JobSpec* job) {
+// Offloads all the optimizer moments (fraction 1.0).
+std::optional<JobChange> OptimizerCpuOffload(const v1::GpuSpec&, v1::JobSpec* job) {
   v1::PrecisionSpec* p = job->mutable_precision();
   if (p->optimizer_cpu_offload()) return std::nullopt;
   p->set_optimizer_cpu_offload(true);
-  p->clear_optimizer_offload_fraction();  // 1.0
-  std::string setting = absl::StrCat(Flag("precision.optimizer_cpu_offload"), " ",
-                                     Flag("precision.optimizer_offload_fraction"), " 1.0");
+  p->set_optimizer_offload_fraction(1.0);
+  JobChange change{
+      .fields = {"precision.optimizer_cpu_offload", "precision.optimizer_offload_fraction"}};
   // Megatron-LM runs the hybrid-device optimizer through the precision-aware
   // path, which needs the distributed optimizer.
   if (!p->use_precision_aware_optimizer()) {
     p->set_use_precision_aware_optimizer(true);
-    absl::StrAppend(&setting, " ", Flag("precision.use_precision_aware_optimizer"));
+    change.fields.push_back("precision.use_precision_aware_optimizer");
   }
   if (!p->use_distributed_optimizer()) {
     p->set_use_distributed_optimizer(true);
-    absl::StrAppend(&setting, " ", Flag("precision.use_distributed_optimizer"));
+    change.fields.push_back("precision.use_distributed_optimizer");
   }
-  return setting;
+  return change;
 }
 
 // Activation offload: Megatron-Core allows it only with PP = 1, no
 // recompute and no CUDA graphs.
-std::optional<std::string> ActivationCpuOffload(const v1::GpuSpec&, v1::JobSpec* job) {
-  if (job->recompute().cpu_offloading() || PipelineParallel(*job) > 1 || HasRecompute(*job) ||
-      HasCudaGraphs(*job)) {
+std::optional<JobChange> ActivationCpuOffload(const v1::GpuSpec&, v1::JobSpec* job) {
+  if (job->recompute().cpu_offloading() || PipelineParallelSize(job->parallelism()) > 1 ||
+      HasRecompute(*job) || HasCudaGraphs(*job)) {
     return std::nullopt;
   }
   job->mutable_recompute()->set_cpu_offloading(true);
-  return Flag("recompute.cpu_offloading");
+  return JobChange{.fields = {"recompute.cpu_offloading"}};
 }
 
-std::optional<std::string> FullRecompute(const v1::GpuSpec&, v1::JobSpec* job) {
+std::optional<JobChange> FullRecompute(const v1::GpuSpec&, v1::JobSpec* job) {
   v1::RecomputeSpec* r = job->mutable_recompute();
   if (r->granularity() == v1::RECOMPUTE_GRANULARITY_FULL) return std::nullopt;
   r->set_granularity(v1::RECOMPUTE_GRANULARITY_FULL);
   r->set_method(v1::RECOMPUTE_METHOD_UNIFORM);
   r->set_num_layers(1);
   r->clear_modules();
-  std::string setting =
-      absl::StrCat(FlagWithWord("recompute.granularity", v1::RECOMPUTE_GRANULARITY_FULL), " ",
-                   FlagWithWord("recompute.method", v1::RECOMPUTE_METHOD_UNIFORM), " ",
-                   Flag("recompute.num_layers"), " 1");
+  JobChange change{.fields = {"recompute.granularity", "recompute.method", "recompute.num_layers"}};
   if (!GraphsAllowFullRecompute(*job)) {
     job->mutable_runtime()->set_cuda_graph_impl(v1::CUDA_GRAPH_IMPL_NONE);
     job->mutable_runtime()->clear_cuda_graph_modules();
-    absl::StrAppend(&setting, " ",
-                    FlagWithWord("runtime.cuda_graph_impl", v1::CUDA_GRAPH_IMPL_NONE));
+    change.fields.push_back("runtime.cuda_graph_impl");
   }
   if (r->cpu_offloading()) {
     r->set_cpu_offloading(false);
-    absl::StrAppend(&setting, ", and drop ", Flag("recompute.cpu_offloading"));
+    change.dropped.push_back({"recompute.cpu_offloading", ""});
   }
   // Megatron-Core refuses the EP overlap with full recompute.
-  if (std::optional<std::string> drop = DropRefusedExpertParallelOverlap(job)) {
-    absl::StrAppend(&setting, ", and ", *drop);
-  }
-  return setting;
+  AlsoDrop(DropRefusedExpertParallelOverlap(job), change);
+  return change;
 }
 
 }  // namespace
@@ -317,71 +281,78 @@ const std::vector<LadderRung>& RecommendationLadder() {
 
 namespace {
 
-std::optional<std::string> DropCpuOffloading(const v1::GpuSpec&, v1::JobSpec* job) {
-  if (!job->recompute().cpu_offloading() ||
-      (PipelineParallel(*job) == 1 && !HasRecompute(*job) && !HasCudaGraphs(*job))) {
+std::optional<JobChange> DropCpuOffloading(const v1::GpuSpec&, v1::JobSpec* job) {
+  if (!job->recompute().cpu_offloading() || (PipelineParallelSize(job->parallelism()) == 1 &&
+                                             !HasRecompute(*job) && !HasCudaGraphs(*job))) {
     return std::nullopt;
   }
   job->mutable_recompute()->set_cpu_offloading(false);
-  return absl::StrCat("drop ", Flag("recompute.cpu_offloading"));
+  return Dropping(JobChange::Dropped{"recompute.cpu_offloading", ""});
 }
 
-std::optional<std::string> DropNcclUb(const v1::GpuSpec&, v1::JobSpec* job) {
+std::optional<JobChange> DropNcclUb(const v1::GpuSpec&, v1::JobSpec* job) {
   if (!job->runtime().use_nccl_ub() || !job->runtime().expandable_segments()) {
     return std::nullopt;
   }
   job->mutable_runtime()->set_use_nccl_ub(false);
-  return absl::StrCat("drop ", Flag("runtime.use_nccl_ub"), " (or unset expandable_segments)");
+  return Dropping(JobChange::Dropped{"runtime.use_nccl_ub", "or unset expandable_segments"});
 }
 
-std::optional<std::string> GraphsForFullRecompute(const v1::GpuSpec&, v1::JobSpec* job) {
+std::optional<JobChange> GraphsForFullRecompute(const v1::GpuSpec&, v1::JobSpec* job) {
   if (job->recompute().granularity() != v1::RECOMPUTE_GRANULARITY_FULL ||
       GraphsAllowFullRecompute(*job)) {
     return std::nullopt;
   }
+  // The other fix: a full-iteration graph, which full recompute runs with.
+  v1::JobSpec full_iteration_graph = *job;
+  full_iteration_graph.mutable_runtime()->set_cuda_graph_impl(v1::CUDA_GRAPH_IMPL_LOCAL);
+  full_iteration_graph.mutable_runtime()->clear_cuda_graph_modules();
+  full_iteration_graph.mutable_runtime()->add_cuda_graph_modules("full_iteration");
   job->mutable_runtime()->set_cuda_graph_impl(v1::CUDA_GRAPH_IMPL_NONE);
   job->mutable_runtime()->clear_cuda_graph_modules();
-  return absl::StrCat(FlagWithWord("runtime.cuda_graph_impl", v1::CUDA_GRAPH_IMPL_NONE),
-                      " (or selective recompute, or ",
-                      FlagWithWord("runtime.cuda_graph_impl", v1::CUDA_GRAPH_IMPL_LOCAL), " ",
-                      Flag("runtime.cuda_graph_modules"), " full_iteration)");
+  return JobChange{
+      .fields = {"runtime.cuda_graph_impl"},
+      .alternative = absl::StrCat(
+          "or selective recompute, or ",
+          JoinShellWords(WriteJobFields(
+              full_iteration_graph, {"runtime.cuda_graph_impl", "runtime.cuda_graph_modules"})))};
 }
 
-std::optional<std::string> NcclGraphRegisterOff(const v1::GpuSpec& gpu, v1::JobSpec* job) {
+std::optional<JobChange> NcclGraphRegisterOff(const v1::GpuSpec& gpu, v1::JobSpec* job) {
   const v1::RuntimeSpec& rt = job->runtime();
   if (!HasCudaGraphs(*job) || !rt.expandable_segments() || rt.nccl_graph_register_disabled() ||
       !NeedsNcclGraphRegisterOff(gpu)) {
     return std::nullopt;
   }
   job->mutable_runtime()->set_nccl_graph_register_disabled(true);
-  return "NCCL_GRAPH_REGISTER=0";
+  return JobChange{.environment = {"NCCL_GRAPH_REGISTER=0"}};
 }
 
-std::optional<std::string> DropExpertParallelOverlap(const v1::GpuSpec&, v1::JobSpec* job) {
-  return DropRefusedExpertParallelOverlap(job);
+std::optional<JobChange> DropExpertParallelOverlap(const v1::GpuSpec&, v1::JobSpec* job) {
+  return Dropping(DropRefusedExpertParallelOverlap(job));
 }
 
 // --moe-shared-expert-overlap, where Megatron-Core refuses it
 // (estimator/shared_expert_overlap.h).
-std::optional<std::string> DropSharedExpertOverlap(const v1::GpuSpec&, v1::JobSpec* job) {
-  return DropRefusedSwitch(
+std::optional<JobChange> DropSharedExpertOverlap(const v1::GpuSpec&, v1::JobSpec* job) {
+  return Dropping(DropRefusedSwitch(
       job, "parallelism.moe_shared_expert_overlap", &v1::ParallelismSpec::moe_shared_expert_overlap,
-      &v1::ParallelismSpec::set_moe_shared_expert_overlap, SharedExpertOverlapConflict);
+      &v1::ParallelismSpec::set_moe_shared_expert_overlap, SharedExpertOverlapConflict));
 }
 
 // --tp-comm-overlap without sequence parallelism (estimator/tp_comm_overlap.h):
 // with TP > 1, turn sequence parallelism on; at TP 1, drop the flag.
-std::optional<std::string> TpCommOverlapWithoutSequenceParallel(const v1::GpuSpec&,
-                                                                v1::JobSpec* job) {
+std::optional<JobChange> TpCommOverlapWithoutSequenceParallel(const v1::GpuSpec&,
+                                                              v1::JobSpec* job) {
   if (!job->parallelism().tp_comm_overlap()) return std::nullopt;
-  if (TensorParallel(*job) > 1) {
+  if (TensorParallelSize(job->parallelism()) > 1) {
     if (job->parallelism().sequence_parallel()) return std::nullopt;
     job->mutable_parallelism()->set_sequence_parallel(true);
-    return Flag("parallelism.sequence_parallel");
+    return JobChange{.fields = {"parallelism.sequence_parallel"}};
   }
-  return DropRefusedSwitch(job, "parallelism.tp_comm_overlap",
-                           &v1::ParallelismSpec::tp_comm_overlap,
-                           &v1::ParallelismSpec::set_tp_comm_overlap, TpCommOverlapConflict);
+  return Dropping(
+      DropRefusedSwitch(job, "parallelism.tp_comm_overlap", &v1::ParallelismSpec::tp_comm_overlap,
+                        &v1::ParallelismSpec::set_tp_comm_overlap, TpCommOverlapConflict));
 }
 
 }  // namespace
@@ -424,6 +395,26 @@ const std::vector<RecommendedChange>& IncompatibilityFixes() {
        TpCommOverlapWithoutSequenceParallel},
   };
   return *kChecks;
+}
+
+std::string SettingText(const v1::JobSpec& changed, const JobChange& change) {
+  std::vector<std::string> head = change.environment;
+  if (!change.fields.empty())
+    head.push_back(JoinShellWords(WriteJobFields(changed, change.fields)));
+  std::string text = absl::StrJoin(head, " ");
+  if (!change.alternative.empty()) absl::StrAppend(&text, " (", change.alternative, ")");
+  for (const JobChange::Dropped& dropped : change.dropped) {
+    absl::StrAppend(&text, text.empty() ? "" : ", and ", "drop ", SwitchFlagFor(dropped.field));
+    if (!dropped.why.empty()) absl::StrAppend(&text, " (", dropped.why, ")");
+  }
+  return text;
+}
+
+std::optional<std::string> RecommendedChange::Apply(const v1::GpuSpec& gpu,
+                                                    v1::JobSpec* job) const {
+  std::optional<JobChange> change = make(gpu, job);
+  if (!change) return std::nullopt;
+  return SettingText(*job, *change);
 }
 
 }  // namespace oomguard

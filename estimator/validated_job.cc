@@ -8,6 +8,7 @@
 #include "common/quoted_value.h"
 #include "common/status_macros.h"
 #include "estimator/fp8_memory.h"
+#include "estimator/job_defaults.h"
 #include "estimator/known_enums.h"
 #include "estimator/pipeline_layout.h"
 #include "estimator/recompute_rules.h"
@@ -234,11 +235,11 @@ absl::Status ResolveParallelism(const v1::ParallelismSpec& spec, ValidatedJob& j
   Parallelism& par = j.parallelism;
   par.world = spec.num_gpus();
   OOMGUARD_RETURN_IF_ERROR(CheckSize("parallelism.num_gpus", par.world, kMaxGpus));
-  par.tp = spec.has_tensor_model_parallel_size() ? spec.tensor_model_parallel_size() : 1;
-  par.pp = spec.has_pipeline_model_parallel_size() ? spec.pipeline_model_parallel_size() : 1;
-  par.cp = spec.has_context_parallel_size() ? spec.context_parallel_size() : 1;
-  par.ep = spec.has_expert_model_parallel_size() ? spec.expert_model_parallel_size() : 1;
-  par.etp = spec.has_expert_tensor_parallel_size() ? spec.expert_tensor_parallel_size() : par.tp;
+  par.tp = TensorParallelSize(spec);
+  par.pp = PipelineParallelSize(spec);
+  par.cp = ContextParallelSize(spec);
+  par.ep = ExpertParallelSize(spec);
+  par.etp = ExpertTensorParallelSize(spec);
   OOMGUARD_RETURN_IF_ERROR(CheckSize("parallelism.tensor_model_parallel_size", par.tp, kMaxGpus));
   OOMGUARD_RETURN_IF_ERROR(CheckSize("parallelism.pipeline_model_parallel_size", par.pp, kMaxGpus));
   OOMGUARD_RETURN_IF_ERROR(CheckSize("parallelism.context_parallel_size", par.cp, kMaxGpus));
@@ -517,8 +518,7 @@ absl::Status ResolvePrecision(const v1::PrecisionSpec& p, ValidatedJob& j) {
   }
   precision.offload_fraction = 0;
   if (p.optimizer_cpu_offload()) {
-    precision.offload_fraction =
-        p.has_optimizer_offload_fraction() ? p.optimizer_offload_fraction() : 1.0;
+    precision.offload_fraction = OptimizerOffloadFraction(p);
     OOMGUARD_RETURN_IF_ERROR(
         CheckFraction("precision.optimizer_offload_fraction", precision.offload_fraction, true));
   } else if (p.has_optimizer_offload_fraction()) {
@@ -539,7 +539,7 @@ absl::Status ResolveRuntime(const v1::RuntimeSpec& r, RuntimeSettings& runtime) 
   runtime.cuda_graph_modules.assign(r.cuda_graph_modules().begin(), r.cuda_graph_modules().end());
   runtime.nccl_ub = r.use_nccl_ub();
   runtime.nccl_graph_register_disabled = r.nccl_graph_register_disabled();
-  runtime.gpus_per_node = r.has_gpus_per_node() ? r.gpus_per_node() : 8;
+  runtime.gpus_per_node = GpusPerNode(r);
   runtime.torch_adam = r.optimizer_implementation() == v1::OPTIMIZER_IMPLEMENTATION_TORCH;
   OOMGUARD_ASSIGN_OR_RETURN(
       runtime.megatron_core,

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "estimator/job_defaults.h"
 #include "estimator/software_versions.h"
 #include "oomguard/v1/job.pb.h"
 
@@ -186,9 +187,9 @@ struct RuntimeSettings {
   bool cuda_graph_te_scoped = false;  // `--cuda-graph-impl transformer_engine`.
   // `--cuda-graph-modules` (TE scope); empty = whole layers.
   std::vector<std::string> cuda_graph_modules;
-  bool nccl_ub = false;                       // `--use-nccl-ub`: NCCL user buffers.
-  bool nccl_graph_register_disabled = false;  // NCCL_GRAPH_REGISTER=0.
-  int64_t gpus_per_node = 8;
+  bool nccl_ub = false;                         // `--use-nccl-ub`: NCCL user buffers.
+  bool nccl_graph_register_disabled = false;    // NCCL_GRAPH_REGISTER=0.
+  int64_t gpus_per_node = kDefaultGpusPerNode;  // runtime.gpus_per_node.
   // torch.optim.AdamW's foreach step (OPTIMIZER_IMPLEMENTATION_TORCH).
   bool torch_adam = false;
   SoftwareVersion megatron_core = kNewestMegatronCore;

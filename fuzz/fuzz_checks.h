@@ -12,6 +12,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "estimator/estimator.h"
+#include "estimator/job_defaults.h"
 #include "estimator/report_invariants.h"
 #include "oomguard/v1/admission.pb.h"
 #include "oomguard/v1/job.pb.h"
@@ -70,13 +71,13 @@ inline absl::StatusOr<v1::EstimateReport> EstimateChecked(const v1::JobSpec& job
 // PP and PP x EP x ETP), times `dp`; 0 when it would not fit 32 bits.
 inline uint32_t WorldSizeFor(const v1::JobSpec& job, uint32_t dp) {
   const v1::ParallelismSpec& p = job.parallelism();
-  auto value = [](bool has, uint32_t v) -> uint64_t { return has && v > 0 ? v : 1; };
-  const uint64_t tp = value(p.has_tensor_model_parallel_size(), p.tensor_model_parallel_size());
-  const uint64_t pp = value(p.has_pipeline_model_parallel_size(), p.pipeline_model_parallel_size());
-  const uint64_t cp = value(p.has_context_parallel_size(), p.context_parallel_size());
-  const uint64_t ep = value(p.has_expert_model_parallel_size(), p.expert_model_parallel_size());
-  const uint64_t etp =
-      p.has_expert_tensor_parallel_size() ? value(true, p.expert_tensor_parallel_size()) : tp;
+  // The sizes as validation reads them (estimator/job_defaults.h), 0 as 1.
+  auto at_least_one = [](uint32_t v) -> uint64_t { return v > 0 ? v : 1; };
+  const uint64_t tp = at_least_one(TensorParallelSize(p));
+  const uint64_t pp = at_least_one(PipelineParallelSize(p));
+  const uint64_t cp = at_least_one(ContextParallelSize(p));
+  const uint64_t ep = at_least_one(ExpertParallelSize(p));
+  const uint64_t etp = at_least_one(ExpertTensorParallelSize(p));
   const uint64_t dense = tp * cp * pp, expert = pp * ep * etp;
   if (dense > (uint64_t{1} << 32) || expert > (uint64_t{1} << 32)) return 0;
   uint64_t a = dense, b = expert;

@@ -51,6 +51,8 @@ JobField EnumFieldAt(absl::string_view path, const std::vector<FlagWord>& words,
   return field;
 }
 
+using Words = std::optional<std::vector<std::string>>;
+
 }  // namespace
 
 MegatronFlag Uint(absl::string_view path) {
@@ -61,6 +63,9 @@ MegatronFlag Uint(absl::string_view path) {
             OOMGUARD_ASSIGN_OR_RETURN(const uint32_t value, ParseUint32(flag));
             field.SetUint32(s.job, value);
             return absl::OkStatus();
+          },
+          .write = [field](const v1::JobSpec& job) -> Words {
+            return std::vector<std::string>{absl::StrCat(field.GetUint32(job))};
           }};
 }
 
@@ -72,6 +77,9 @@ MegatronFlag Real(absl::string_view path, Range range) {
             OOMGUARD_ASSIGN_OR_RETURN(const double value, ParseReal(flag, range));
             field.SetDouble(s.job, value);
             return absl::OkStatus();
+          },
+          .write = [field](const v1::JobSpec& job) -> Words {
+            return std::vector<std::string>{FormatReal(field.GetDouble(job))};
           }};
 }
 
@@ -82,6 +90,10 @@ MegatronFlag Switch(absl::string_view path, bool value) {
           .apply = [field, value](const FlagUse&, ParseState& s) -> absl::Status {
             field.SetBool(s.job, value);
             return absl::OkStatus();
+          },
+          .write = [field, value](const v1::JobSpec& job) -> Words {
+            if (field.GetBool(job) != value) return std::nullopt;
+            return std::vector<std::string>{};
           }};
 }
 
@@ -96,6 +108,10 @@ MegatronFlag EnumSwitch(absl::string_view path, const google::protobuf::EnumDesc
           .apply = [field, value](const FlagUse&, ParseState& s) -> absl::Status {
             field.SetEnum(s.job, value);
             return absl::OkStatus();
+          },
+          .write = [field, value](const v1::JobSpec& job) -> Words {
+            if (field.GetEnum(job) != value) return std::nullopt;
+            return std::vector<std::string>{};
           }};
 }
 
@@ -108,6 +124,11 @@ MegatronFlag Word(absl::string_view path, std::vector<FlagWord> words) {
             OOMGUARD_ASSIGN_OR_RETURN(const int value, ParseWord(flag, flag.value(), words));
             field.SetEnum(s.job, value);
             return absl::OkStatus();
+          },
+          .write = [field, words](const v1::JobSpec& job) -> Words {
+            std::optional<absl::string_view> word = WordFor(words, field.GetEnum(job));
+            if (!word) return std::nullopt;
+            return std::vector<std::string>{std::string(*word)};
           }};
 }
 
@@ -127,6 +148,15 @@ MegatronFlag WordList(absl::string_view path, std::vector<FlagWord> words) {
             field.Clear(s.job);
             for (const int value : values) field.AddEnum(s.job, value);
             return absl::OkStatus();
+          },
+          .write = [field, words](const v1::JobSpec& job) -> Words {
+            std::vector<std::string> out;
+            for (const int value : field.GetEnums(job)) {
+              std::optional<absl::string_view> word = WordFor(words, value);
+              if (!word) return std::nullopt;
+              out.emplace_back(*word);
+            }
+            return out;
           }};
 }
 
@@ -137,6 +167,9 @@ MegatronFlag Text(absl::string_view path) {
           .apply = [field](const FlagUse& flag, ParseState& s) -> absl::Status {
             field.SetString(s.job, std::string(flag.value()));
             return absl::OkStatus();
+          },
+          .write = [field](const v1::JobSpec& job) -> Words {
+            return std::vector<std::string>{field.GetString(job)};
           }};
 }
 
@@ -148,12 +181,14 @@ MegatronFlag TextList(absl::string_view path) {
             field.Clear(s.job);
             for (absl::string_view value : flag.values) field.AddString(s.job, std::string(value));
             return absl::OkStatus();
-          }};
+          },
+          .write = [field](const v1::JobSpec& job) -> Words { return field.GetStrings(job); }};
 }
 
 MegatronFlag EnableWithAnyValue(absl::string_view path) {
   MegatronFlag flag = Switch(path, true);
   flag.arity = FlagArity::kOne;
+  flag.write = nullptr;  // Its value is not kept, so not written.
   return flag;
 }
 

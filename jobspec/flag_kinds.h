@@ -1,9 +1,11 @@
 // The kinds of entry in the Megatron-LM flag table (megatron_flags.h): how a
 // flag reads its values and sets the JobSpec field it names by path (an
-// integer, a bounded real, a switch, an enum word, a list of words, text),
-// or records itself for the resolution of the flags that depend on each
-// other (flag_resolution.h). Each kind takes the field's path once and sets
-// the field from it (job_field.h). The table is compiled in: a path that
+// integer, a bounded real, a switch, an enum word, a list of words, text)
+// and writes the field back as those values (MegatronFlag::write, for
+// megatron_args_writer.h), or records itself for the resolution of the
+// flags that depend on each other (flag_resolution.h; not written). Each
+// kind takes the field's path once and sets and reads the field from it
+// (job_field.h). The table is compiled in: a path that
 // names no field of the kind's type is a bug in it, which aborts the
 // process when the table is first built (FlagTableBug).
 #ifndef OOMGUARD_JOBSPEC_FLAG_KINDS_H_

@@ -6,6 +6,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 
 namespace oomguard {
@@ -39,6 +40,17 @@ absl::StatusOr<double> ParseReal(const FlagUse& flag, const Range& range) {
   return out;
 }
 
+std::string FormatReal(double value) {
+  std::string text;
+  for (int digits = 1; digits <= 17; ++digits) {
+    text = absl::StrFormat("%.*g", digits, value);
+    double back = 0;
+    if (absl::SimpleAtod(text, &back) && back == value) break;
+  }
+  if (text.find_first_of(".eEn") == std::string::npos) text += ".0";
+  return text;
+}
+
 absl::StatusOr<int> ParseWord(const FlagUse& flag, absl::string_view word,
                               const std::vector<FlagWord>& words) {
   for (const FlagWord& entry : words) {
@@ -47,6 +59,13 @@ absl::StatusOr<int> ParseWord(const FlagUse& flag, absl::string_view word,
   std::vector<absl::string_view> names;
   for (const FlagWord& entry : words) names.push_back(entry.word);
   return BadValue(flag, absl::StrCat("one of ", absl::StrJoin(names, "|")), word);
+}
+
+std::optional<absl::string_view> WordFor(const std::vector<FlagWord>& words, int value) {
+  for (const FlagWord& entry : words) {
+    if (entry.value == value) return entry.word;
+  }
+  return std::nullopt;
 }
 
 }  // namespace oomguard

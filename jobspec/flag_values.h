@@ -1,12 +1,14 @@
 // The values of one Megatron-LM flag occurrence and how they are read:
-// integers, bounded reals and enum words (argparse `choices`). Every error
-// is InvalidArgument naming the flag as written and the value, quoted,
-// escaped and cut short (the input may be hostile).
+// integers, bounded reals and enum words (argparse `choices`), and how a
+// real is written back. Every error is InvalidArgument naming the flag as
+// written and the value, quoted, escaped and cut short (the input may be
+// hostile).
 #ifndef OOMGUARD_JOBSPEC_FLAG_VALUES_H_
 #define OOMGUARD_JOBSPEC_FLAG_VALUES_H_
 
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -53,6 +55,11 @@ inline constexpr Range kPositive = {0.0, true, std::numeric_limits<double>::max(
 // The flag's value as a finite number in `range`.
 absl::StatusOr<double> ParseReal(const FlagUse& flag, const Range& range);
 
+// `value` as Python writes a float, which ParseReal reads back as the same
+// number: the shortest decimal that does, with ".0" when it is whole ("1.0",
+// "0.5", "1e-05").
+std::string FormatReal(double value);
+
 // One enum word a flag takes (case-sensitive, as argparse `choices`) and the
 // enum value it stands for.
 struct FlagWord {
@@ -63,6 +70,10 @@ struct FlagWord {
 // The value of `word` (one of the flag's values) in `words`.
 absl::StatusOr<int> ParseWord(const FlagUse& flag, absl::string_view word,
                               const std::vector<FlagWord>& words);
+
+// The first of `words` that stands for `value` (a flag lists a value's main
+// word first: "rope" before "yarn"); nullopt when none does.
+std::optional<absl::string_view> WordFor(const std::vector<FlagWord>& words, int value);
 
 }  // namespace oomguard
 

@@ -5,6 +5,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "google/protobuf/reflection.h"
 
 namespace oomguard {
 
@@ -86,6 +87,93 @@ void JobField::AddString(v1::JobSpec* job, std::string value) const {
 void JobField::Clear(v1::JobSpec* job) const {
   Message* holder = MutableHolder(job);
   holder->GetReflection()->ClearField(holder, leaf_);
+}
+
+const Message& JobField::Holder(const v1::JobSpec& job) const {
+  const Message* holder = &job;
+  for (const FieldDescriptor* part : messages_) {
+    holder = &holder->GetReflection()->GetMessage(*holder, part);
+  }
+  return *holder;
+}
+
+bool JobField::IsSet(const v1::JobSpec& job) const {
+  const Message& holder = Holder(job);
+  return leaf_->is_repeated() ? holder.GetReflection()->FieldSize(holder, leaf_) > 0
+                              : holder.GetReflection()->HasField(holder, leaf_);
+}
+
+bool JobField::SameIn(const v1::JobSpec& a, const v1::JobSpec& b) const {
+  if (IsSet(a) != IsSet(b)) return false;
+  if (leaf_->is_repeated()) {
+    switch (leaf_->cpp_type()) {
+      case FieldDescriptor::CPPTYPE_UINT32:
+        return GetUint32s(a) == GetUint32s(b);
+      case FieldDescriptor::CPPTYPE_ENUM:
+        return GetEnums(a) == GetEnums(b);
+      default:
+        return GetStrings(a) == GetStrings(b);
+    }
+  }
+  switch (leaf_->cpp_type()) {
+    case FieldDescriptor::CPPTYPE_UINT32:
+      return GetUint32(a) == GetUint32(b);
+    case FieldDescriptor::CPPTYPE_DOUBLE:
+      return GetDouble(a) == GetDouble(b);
+    case FieldDescriptor::CPPTYPE_BOOL:
+      return GetBool(a) == GetBool(b);
+    case FieldDescriptor::CPPTYPE_ENUM:
+      return GetEnum(a) == GetEnum(b);
+    default:
+      return GetString(a) == GetString(b);
+  }
+}
+
+uint32_t JobField::GetUint32(const v1::JobSpec& job) const {
+  const Message& holder = Holder(job);
+  return holder.GetReflection()->GetUInt32(holder, leaf_);
+}
+
+double JobField::GetDouble(const v1::JobSpec& job) const {
+  const Message& holder = Holder(job);
+  return holder.GetReflection()->GetDouble(holder, leaf_);
+}
+
+bool JobField::GetBool(const v1::JobSpec& job) const {
+  const Message& holder = Holder(job);
+  return holder.GetReflection()->GetBool(holder, leaf_);
+}
+
+int JobField::GetEnum(const v1::JobSpec& job) const {
+  const Message& holder = Holder(job);
+  return holder.GetReflection()->GetEnumValue(holder, leaf_);
+}
+
+std::string JobField::GetString(const v1::JobSpec& job) const {
+  const Message& holder = Holder(job);
+  return holder.GetReflection()->GetString(holder, leaf_);
+}
+
+std::vector<uint32_t> JobField::GetUint32s(const v1::JobSpec& job) const {
+  const Message& holder = Holder(job);
+  const auto& values = holder.GetReflection()->GetRepeatedFieldRef<uint32_t>(holder, leaf_);
+  return std::vector<uint32_t>(values.begin(), values.end());
+}
+
+std::vector<int> JobField::GetEnums(const v1::JobSpec& job) const {
+  const Message& holder = Holder(job);
+  const google::protobuf::Reflection& r = *holder.GetReflection();
+  std::vector<int> values;
+  for (int i = 0; i < r.FieldSize(holder, leaf_); ++i) {
+    values.push_back(r.GetRepeatedEnumValue(holder, leaf_, i));
+  }
+  return values;
+}
+
+std::vector<std::string> JobField::GetStrings(const v1::JobSpec& job) const {
+  const Message& holder = Holder(job);
+  const auto& values = holder.GetReflection()->GetRepeatedFieldRef<std::string>(holder, leaf_);
+  return std::vector<std::string>(values.begin(), values.end());
 }
 
 }  // namespace oomguard

@@ -1,7 +1,8 @@
 // A JobSpec field named by its path ("parallelism.tensor_model_parallel_size",
-// the proto field names joined by dots), set through the proto's
+// the proto field names joined by dots), set and read through the proto's
 // reflection. It lets the flag table (megatron_flags.h) name the field a
-// flag sets once, as data, and set it from that name.
+// flag sets once, as data, and set it (parsing) and read it (writing,
+// megatron_args_writer.h) from that name.
 #ifndef OOMGUARD_JOBSPEC_JOB_FIELD_H_
 #define OOMGUARD_JOBSPEC_JOB_FIELD_H_
 
@@ -42,11 +43,33 @@ class JobField {
   // Clears the field (unset, or an empty list).
   void Clear(v1::JobSpec* job) const;
 
+  // Whether the field is set in `job`: present (a field with presence), not
+  // its zero value (one without), or a list with entries.
+  bool IsSet(const v1::JobSpec& job) const;
+
+  // Whether the field is set alike in `a` and `b`: both unset, or both set
+  // to the same value (the same entries, in order, for a list).
+  bool SameIn(const v1::JobSpec& a, const v1::JobSpec& b) const;
+
+  // Getters of a singular field (its default where `job` lacks it).
+  uint32_t GetUint32(const v1::JobSpec& job) const;
+  double GetDouble(const v1::JobSpec& job) const;
+  bool GetBool(const v1::JobSpec& job) const;
+  int GetEnum(const v1::JobSpec& job) const;
+  std::string GetString(const v1::JobSpec& job) const;
+
+  // The entries of a repeated field.
+  std::vector<uint32_t> GetUint32s(const v1::JobSpec& job) const;
+  std::vector<int> GetEnums(const v1::JobSpec& job) const;
+  std::vector<std::string> GetStrings(const v1::JobSpec& job) const;
+
  private:
   JobField() = default;
 
   // The message in `job` that holds the field.
   google::protobuf::Message* MutableHolder(v1::JobSpec* job) const;
+  // The same, read-only: a default instance where `job` lacks it.
+  const google::protobuf::Message& Holder(const v1::JobSpec& job) const;
 
   std::string path_;
   // The message fields from JobSpec down to the holder.

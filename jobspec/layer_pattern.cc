@@ -8,6 +8,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 
 namespace oomguard {
 namespace {
@@ -165,6 +166,15 @@ class LayerPatternParser {
 
 absl::StatusOr<std::vector<uint32_t>> ParseLayerPattern(absl::string_view text) {
   return LayerPatternParser(text).Parse();
+}
+
+std::string FormatLayerPattern(const std::vector<uint32_t>& pattern) {
+  std::vector<std::string> runs;
+  for (size_t start = 0, end = 0; start < pattern.size(); start = end) {
+    while (end < pattern.size() && pattern[end] == pattern[start]) ++end;
+    runs.push_back(absl::StrCat("[", pattern[start], "]*", end - start));
+  }
+  return absl::StrCat("(", absl::StrJoin(runs, "+"), ")");
 }
 
 }  // namespace oomguard

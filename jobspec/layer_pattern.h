@@ -7,6 +7,7 @@
 #define OOMGUARD_JOBSPEC_LAYER_PATTERN_H_
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -19,6 +20,10 @@ namespace oomguard {
 // an empty list, entries other than 0 and 1, a list over 65536 entries or
 // nested over 32 deep, a syntax error with its offset).
 absl::StatusOr<std::vector<uint32_t>> ParseLayerPattern(absl::string_view text);
+
+// `pattern` as a list expression ParseLayerPattern reads back, one
+// repetition per run: "([0]*3+[1]*58)".
+std::string FormatLayerPattern(const std::vector<uint32_t>& pattern);
 
 }  // namespace oomguard
 

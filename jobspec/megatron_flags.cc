@@ -101,6 +101,32 @@ absl::Status ApplyMoeRouterDtype(const FlagUse& flag, absl::Span<const JobField>
   return absl::OkStatus();
 }
 
+// --moe-layer-freq as written: the pattern as a list expression, else the
+// integer.
+MegatronFlag MoeLayerFreq() {
+  const JobField every_nth = FieldAt("model.moe_layer_freq", FieldDescriptor::CPPTYPE_UINT32);
+  const JobField pattern =
+      FieldAt("model.moe_layer_pattern", FieldDescriptor::CPPTYPE_UINT32, /*repeated=*/true);
+  MegatronFlag flag = Custom(FlagArity::kOne, {every_nth, pattern}, ApplyMoeLayerFreq);
+  flag.write = [every_nth, pattern](const v1::JobSpec& job) {
+    return std::optional<std::vector<std::string>>(
+        {pattern.IsSet(job) ? FormatLayerPattern(pattern.GetUint32s(job))
+                            : absl::StrCat(every_nth.GetUint32(job))});
+  };
+  return flag;
+}
+
+// --moe-router-dtype: fp32 for a router in fp32 (fp64 reads the same).
+MegatronFlag MoeRouterDtype() {
+  const JobField fp32 = FieldAt("model.moe_router_dtype_fp32", FieldDescriptor::CPPTYPE_BOOL);
+  MegatronFlag flag = Custom(FlagArity::kOne, {fp32}, ApplyMoeRouterDtype);
+  flag.write = [fp32](const v1::JobSpec& job) -> std::optional<std::vector<std::string>> {
+    if (!fp32.GetBool(job)) return std::nullopt;
+    return std::vector<std::string>{"fp32"};
+  };
+  return flag;
+}
+
 absl::Status NoteRampupBatchSize(const FlagUse& flag, ParseState& s) {
   s.Note(absl::StrCat(flag.display,
                       ": batch size ramps up; memory is estimated at the "
@@ -227,20 +253,13 @@ void AddModelFlags(FlagTable& t) {
   t.Add("moe-ffn-hidden-size", Uint("model.moe_ffn_hidden_size"));
   t.Add("moe-router-topk", Uint("model.moe_router_topk"));
   t.Add("moe-shared-expert-intermediate-size", Uint("model.moe_shared_expert_intermediate_size"));
-  t.Add("moe-layer-freq", Custom(FlagArity::kOne,
-                                 {FieldAt("model.moe_layer_freq", FieldDescriptor::CPPTYPE_UINT32),
-                                  FieldAt("model.moe_layer_pattern",
-                                          FieldDescriptor::CPPTYPE_UINT32, /*repeated=*/true)},
-                                 ApplyMoeLayerFreq));
+  t.Add("moe-layer-freq", MoeLayerFreq());
   t.Add("moe-grouped-gemm", Switch("model.moe_grouped_gemm", true));
   t.Add("moe-token-dispatcher-type",
         Word("model.moe_token_dispatcher", {{"allgather", v1::TOKEN_DISPATCHER_ALLGATHER},
                                             {"alltoall", v1::TOKEN_DISPATCHER_ALLTOALL},
                                             {"flex", v1::TOKEN_DISPATCHER_FLEX}}));
-  t.Add("moe-router-dtype",
-        Custom(FlagArity::kOne,
-               {FieldAt("model.moe_router_dtype_fp32", FieldDescriptor::CPPTYPE_BOOL)},
-               ApplyMoeRouterDtype));
+  t.Add("moe-router-dtype", MoeRouterDtype());
   t.Add("moe-router-force-load-balancing", Switch("model.moe_router_force_load_balancing", true));
   t.Add("moe-expert-capacity-factor", Real("model.moe_expert_capacity_factor", kPositive));
   t.Add("moe-pad-expert-input-to-capacity", Switch("model.moe_pad_expert_input_to_capacity", true));
@@ -420,10 +439,7 @@ const FlagTable& Flags() {
 std::string MegatronFlag::Spelling() const { return absl::StrCat("--", name); }
 
 absl::string_view MegatronFlag::WordFor(int value) const {
-  for (const FlagWord& word : words) {
-    if (word.value == value) return word.word;
-  }
-  return {};
+  return oomguard::WordFor(words, value).value_or(absl::string_view());
 }
 
 std::string CanonicalFlagName(std::string_view std_name) {
@@ -445,10 +461,7 @@ const MegatronFlag* FindMegatronFlagForField(std::string_view field_path) {
 }
 
 absl::string_view RecomputeModuleWord(v1::RecomputeModule module) {
-  for (const FlagWord& word : RecomputeModuleWords()) {
-    if (word.value == module) return word.word;
-  }
-  return {};
+  return WordFor(RecomputeModuleWords(), module).value_or(absl::string_view());
 }
 
 }  // namespace oomguard

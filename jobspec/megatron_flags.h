@@ -1,16 +1,19 @@
 // The flag table: every Megatron-LM `pretrain_gpt.py` flag oomguard reads,
-// with its arity, how its values are read and the JobSpec field(s) it sets,
-// each field named once by its path ("parallelism.tensor_model_parallel_size")
-// and set from that name. It answers "is this a flag oomguard reads, and
-// which JobSpec field does it set?" (FindMegatronFlag) and the reverse,
-// "which flag sets this field?" (FindMegatronFlagForField), with which
-// admission spells the changes it recommends. The FSDP flags (refused) are
-// in it; the flags read without being modelled are in ignored_flags.h, and
-// the argv grammar that applies the table is megatron_args.h.
+// with its arity, how its values are read and written and the JobSpec
+// field(s) it sets, each field named once by its path
+// ("parallelism.tensor_model_parallel_size") and set and read from that
+// name. It answers "is this a flag oomguard reads, and which JobSpec field
+// does it set?" (FindMegatronFlag) and the reverse, "which flag sets this
+// field?" (FindMegatronFlagForField); the writer over it
+// (megatron_args_writer.h) spells a JobSpec back as the flags that parse
+// to it. The FSDP flags (refused) are in it; the flags read without being
+// modelled are in ignored_flags.h, and the argv grammar that applies the
+// table is megatron_args.h.
 #ifndef OOMGUARD_JOBSPEC_MEGATRON_FLAGS_H_
 #define OOMGUARD_JOBSPEC_MEGATRON_FLAGS_H_
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -46,6 +49,14 @@ struct MegatronFlag {
   // Reads one use of the flag and sets its fields (or records it for the
   // resolution). Null for a refused flag.
   std::function<absl::Status(const FlagUse&, ParseState&)> apply = nullptr;
+  // Writes the value `job` has in the field the flag writes (the first of
+  // `fields`) as the flag's values, the words after its spelling (none for
+  // a switch), which `apply` reads back as that value; nullopt when this
+  // flag cannot give the field that value (a switch that sets another one,
+  // a value none of its words stands for). Null for a flag that is not
+  // written: refused, read without a field, or resolved with other flags
+  // (flag_resolution.h).
+  std::function<std::optional<std::vector<std::string>>(const v1::JobSpec&)> write = nullptr;
 
   // "--" and the name.
   std::string Spelling() const;

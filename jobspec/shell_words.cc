@@ -1,9 +1,11 @@
 #include "jobspec/shell_words.h"
 
+#include <algorithm>
 #include <cstddef>
 #include <utility>
 
 #include "absl/status/status.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "common/status_macros.h"
@@ -106,6 +108,25 @@ absl::StatusOr<std::vector<std::string>> SplitArgumentLine(std::string_view std_
   }
   if (in_word) words.push_back(std::move(word));
   return words;
+}
+
+std::string JoinShellWords(const std::vector<std::string>& words) {
+  std::string line;
+  for (const std::string& word : words) {
+    if (!line.empty()) line += ' ';
+    const bool plain = !word.empty() && std::all_of(word.begin(), word.end(), [](char c) {
+      return absl::ascii_isalnum(static_cast<unsigned char>(c)) ||
+             absl::string_view("_-.,:/=+@%").find(c) != absl::string_view::npos;
+    });
+    if (plain) {
+      line += word;
+      continue;
+    }
+    line += '\'';
+    for (const char c : word) line += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    line += '\'';
+  }
+  return line;
 }
 
 }  // namespace oomguard

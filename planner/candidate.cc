@@ -2,8 +2,6 @@
 #include "planner/candidate.h"
 
 #include <algorithm>
-#include <cstdio>
-#include <cstdlib>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -11,37 +9,13 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "estimator/job_defaults.h"
 #include "estimator/recompute_rules.h"
+#include "jobspec/megatron_args_writer.h"
 #include "jobspec/megatron_flags.h"
+#include "jobspec/shell_words.h"
 
 namespace oomguard {
-namespace {
-
-// The flag that sets the JobSpec field `path` (a constant here: one no
-// flag sets is a bug).
-const MegatronFlag& FlagFor(std::string_view path) {
-  const MegatronFlag* flag = FindMegatronFlagForField(path);
-  if (flag == nullptr) {
-    std::fprintf(stderr, "oomguard: planner: no Megatron-LM flag sets %.*s\n",
-                 static_cast<int>(path.size()), path.data());
-    std::abort();
-  }
-  return *flag;
-}
-
-void AddValue(std::vector<std::string>& words, std::string_view path, int64_t value) {
-  words.push_back(FlagFor(path).Spelling());
-  words.push_back(absl::StrCat(value));
-}
-
-void AddWord(std::vector<std::string>& words, std::string_view path, int value) {
-  const MegatronFlag& flag = FlagFor(path);
-  words.push_back(flag.Spelling());
-  words.push_back(std::string(flag.WordFor(value)));
-}
-
-}  // namespace
-
 std::string RecomputeText(const ValidatedJob& j) {
   const RecomputeSettings& r = j.recompute;
   if (r.granularity == v1::RECOMPUTE_GRANULARITY_FULL) {
@@ -60,76 +34,56 @@ std::string RecomputeText(const ValidatedJob& j) {
 }
 
 std::string CandidateArgs(const ValidatedJob& j, const v1::JobSpec& job) {
-  const Parallelism& par = j.parallelism;
-  const v1::ParallelismSpec& p = job.parallelism();
-  std::vector<std::string> w;
-  AddValue(w, "parallelism.tensor_model_parallel_size", par.tp);
-  AddValue(w, "parallelism.pipeline_model_parallel_size", par.pp);
-  if (p.has_num_virtual_stages_per_pipeline_rank()) {
-    AddValue(w, "parallelism.num_virtual_stages_per_pipeline_rank", par.vpp);
-  } else if (p.has_num_layers_per_virtual_pipeline_stage()) {
-    AddValue(w, "parallelism.num_layers_per_virtual_pipeline_stage",
-             p.num_layers_per_virtual_pipeline_stage());
-  }
-  if (p.has_decoder_first_pipeline_num_layers()) {
-    AddValue(w, "parallelism.decoder_first_pipeline_num_layers",
-             p.decoder_first_pipeline_num_layers());
-  }
-  if (p.has_decoder_last_pipeline_num_layers()) {
-    AddValue(w, "parallelism.decoder_last_pipeline_num_layers",
-             p.decoder_last_pipeline_num_layers());
-  }
-  if (p.account_for_embedding_in_pipeline_split()) {
-    w.push_back(FlagFor("parallelism.account_for_embedding_in_pipeline_split").Spelling());
-  }
-  if (p.account_for_loss_in_pipeline_split()) {
-    w.push_back(FlagFor("parallelism.account_for_loss_in_pipeline_split").Spelling());
-  }
-  if (!p.pipeline_model_parallel_layout().empty()) {
-    // Single-quoted for the shell ('|', '(' and '*' are its operators); a
-    // layout is letters, digits and those (pipeline_layout.h).
-    w.push_back(FlagFor("parallelism.pipeline_model_parallel_layout").Spelling());
-    w.push_back(absl::StrCat("'", p.pipeline_model_parallel_layout(), "'"));
-  }
-  AddValue(w, "parallelism.context_parallel_size", par.cp);
+  // The job as the arguments state it: the selective modules named (the
+  // default ones where it names none) in the enum's order, and the offload
+  // fraction Megatron-LM would take.
+  v1::JobSpec run = job;
+  v1::RecomputeSpec* r = run.mutable_recompute();
+  std::vector<v1::RecomputeModule> modules = SelectiveRecomputeModules(*r);
+  std::sort(modules.begin(), modules.end());
+  r->clear_modules();
+  for (const v1::RecomputeModule m : modules) r->add_modules(m);
+  v1::PrecisionSpec* precision = run.mutable_precision();
+  precision->set_optimizer_offload_fraction(OptimizerOffloadFraction(*precision));
+
+  // The fields the arguments set, in the order shown; an unset one is left out.
+  std::vector<std::string_view> fields = {
+      "parallelism.tensor_model_parallel_size",
+      "parallelism.pipeline_model_parallel_size",
+      job.parallelism().has_num_virtual_stages_per_pipeline_rank()
+          ? "parallelism.num_virtual_stages_per_pipeline_rank"
+          : "parallelism.num_layers_per_virtual_pipeline_stage",
+      "parallelism.decoder_first_pipeline_num_layers",
+      "parallelism.decoder_last_pipeline_num_layers",
+      "parallelism.account_for_embedding_in_pipeline_split",
+      "parallelism.account_for_loss_in_pipeline_split",
+      "parallelism.pipeline_model_parallel_layout",
+      "parallelism.context_parallel_size",
+  };
   if (j.is_moe_model()) {
-    AddValue(w, "parallelism.expert_model_parallel_size", par.ep);
-    AddValue(w, "parallelism.expert_tensor_parallel_size", par.etp);
+    fields.insert(fields.end(), {"parallelism.expert_model_parallel_size",
+                                 "parallelism.expert_tensor_parallel_size"});
   }
-  if (par.sp) w.push_back(FlagFor("parallelism.sequence_parallel").Spelling());
-  if (par.overlap_moe_ep) {
-    w.push_back(FlagFor("parallelism.overlap_moe_expert_parallel_comm").Spelling());
+  fields.insert(fields.end(),
+                {"parallelism.sequence_parallel", "parallelism.overlap_moe_expert_parallel_comm",
+                 "training.micro_batch_size", "training.global_batch_size", "training.seq_length"});
+  const v1::RecomputeGranularity g = j.recompute.granularity;
+  if (g == v1::RECOMPUTE_GRANULARITY_FULL) {
+    fields.insert(fields.end(),
+                  {"recompute.granularity", "recompute.method", "recompute.num_layers"});
+  } else if (g == v1::RECOMPUTE_GRANULARITY_SELECTIVE) {
+    fields.insert(fields.end(), {"recompute.granularity", "recompute.modules"});
   }
-  AddValue(w, "training.micro_batch_size", j.training.micro_batch);
-  AddValue(w, "training.global_batch_size", j.training.global_batch);
-  AddValue(w, "training.seq_length", j.training.seq);
-  const RecomputeSettings& r = j.recompute;
-  if (r.granularity == v1::RECOMPUTE_GRANULARITY_FULL ||
-      r.granularity == v1::RECOMPUTE_GRANULARITY_SELECTIVE) {
-    AddWord(w, "recompute.granularity", r.granularity);
-  }
-  if (r.granularity == v1::RECOMPUTE_GRANULARITY_FULL) {
-    AddWord(w, "recompute.method", r.method);
-    AddValue(w, "recompute.num_layers", r.num_layers);
-  } else if (r.granularity == v1::RECOMPUTE_GRANULARITY_SELECTIVE) {
-    w.push_back(FlagFor("recompute.modules").Spelling());
-    for (int m = v1::RecomputeModule_MIN; m <= v1::RecomputeModule_MAX; ++m) {
-      const auto module = static_cast<v1::RecomputeModule>(m);
-      if (r.HasModule(module)) w.emplace_back(RecomputeModuleWord(module));
-    }
-  }
-  if (j.precision.distributed_optimizer) {
-    w.push_back(FlagFor("precision.use_distributed_optimizer").Spelling());
-  }
+  fields.push_back("precision.use_distributed_optimizer");
   if (j.precision.offload_fraction > 0) {
-    w.push_back(FlagFor("precision.optimizer_cpu_offload").Spelling());
-    w.push_back(FlagFor("precision.optimizer_offload_fraction").Spelling());
-    w.push_back(absl::StrFormat("%g", j.precision.offload_fraction));
+    fields.insert(fields.end(),
+                  {"precision.optimizer_cpu_offload", "precision.optimizer_offload_fraction"});
   }
-  // The step-time model assumes the data-parallel overlap (step_time.cc).
-  w.push_back("--overlap-grad-reduce");
-  w.push_back("--overlap-param-gather");
-  return absl::StrJoin(w, " ");
+  std::vector<std::string> words = WriteJobFields(run, fields);
+  // The step-time model assumes the data-parallel overlap (step_time.cc);
+  // neither flag changes memory, so neither is a JobSpec field.
+  words.insert(words.end(), {"--overlap-grad-reduce", "--overlap-param-gather"});
+  return JoinShellWords(words);
 }
 
 v1::PlanCandidate DescribeCandidate(const v1::JobSpec& job, const ValidatedJob& j,

@@ -18,8 +18,10 @@ namespace oomguard {
 std::string RecomputeText(const ValidatedJob& j);
 
 // The Megatron-LM arguments that set `j`'s parallel sizes, batch, recompute
-// and optimizer (flag spellings from jobspec's flag table), with the
-// overlap flags the step-time model assumes.
+// and optimizer, written from `job` (the candidate's JobSpec, which sets its
+// sizes and batch; a field it leaves unset is left out) by the writer beside
+// the flag table (jobspec/megatron_args_writer.h), with the overlap flags
+// the step-time model assumes.
 std::string CandidateArgs(const ValidatedJob& j, const v1::JobSpec& job);
 
 // The candidate for `job`: `usable_bytes` is the GPU memory after the margin;

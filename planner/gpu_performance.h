@@ -1,8 +1,8 @@
 // The speed of a GPU and of its links, as the step-time model
 // (step_time.h) reads them: dense GEMM peaks, HBM bandwidth, the NVLink
 // domain's collective bandwidth, the per-GPU network bandwidth between nodes
-// and the host link. The GPU catalog (admission/gpu_catalog.h) holds memory;
-// this table holds speed, by the same names.
+// and the host link. The GPU catalog (admission/gpu_catalog.h) holds the
+// names, aliases and memory; this table holds speed, by catalog name.
 #ifndef OOMGUARD_PLANNER_GPU_PERFORMANCE_H_
 #define OOMGUARD_PLANNER_GPU_PERFORMANCE_H_
 
@@ -30,12 +30,15 @@ struct GpuPerformance {
 };
 
 // The NVLink domain the planner keeps TP and EP inside: the rack's for a
-// rack-scale GPU, else the node's `gpus_per_node` (0: unknown, 8 assumed).
+// rack-scale GPU, else the node's `gpus_per_node` (0: unknown,
+// kDefaultGpusPerNode assumed, estimator/job_defaults.h).
 uint32_t NvlinkDomain(const GpuPerformance& gpu, uint32_t gpus_per_node);
 
-// The entry for a catalog name or alias (every GPU of GpuCatalog::Builtin(),
-// e.g. H100-SXM-80GB, H100, H800, GB200), matched like the catalog matches (case-insensitive, '_' =
-// '-'). NotFound naming the known GPUs otherwise.
+// The entry of the GPU that the built-in catalog (GpuCatalog::Builtin(),
+// admission/gpu_catalog.h) finds by `name`, its name or an alias
+// ("H100-SXM-80GB", "H100", "h800"): the table holds one entry per catalog
+// GPU, under its catalog name. NotFound naming the GPUs with figures
+// otherwise.
 absl::StatusOr<GpuPerformance> FindGpuPerformance(std::string_view name);
 
 }  // namespace oomguard

@@ -18,6 +18,7 @@
 #include "estimator/shared_expert_overlap.h"
 #include "estimator/tp_comm_overlap.h"
 #include "estimator/validated_job.h"
+#include "jobspec/megatron_args_writer.h"
 #include "planner/candidate.h"
 #include "planner/search_space.h"
 #include "planner/step_time.h"
@@ -59,8 +60,7 @@ struct Counts {
 // setting: whether Megatron accepted it in some setting tried, and why it
 // refused it in the first one it refused it in.
 struct GivenOverlap {
-  const char* field;  // JobSpec path.
-  const char* flag;   // Megatron-LM flag.
+  const char* field;  // JobSpec path of the switch.
   bool given = false;
   bool accepted = false;
   std::optional<std::string> first_refusal = std::nullopt;
@@ -81,19 +81,20 @@ struct GivenOverlap {
 // InvalidArgument for a communication overlap `j` sets (a setting of the
 // job's) that Megatron-Core refuses whatever the plan chooses.
 absl::Status CheckJobOverlaps(const ValidatedJob& j) {
+  // "<field> = true: Megatron-Core refuses <its flag> for this job<whatever> (<why>); drop it".
+  const auto refused = [](const char* field, absl::string_view whatever, absl::string_view why) {
+    return absl::InvalidArgumentError(absl::StrCat(field, " = true: Megatron-Core refuses ",
+                                                   SwitchFlagFor(field), " for this job", whatever,
+                                                   " (", why, "); drop it"));
+  };
   if (j.parallelism.overlap_moe_ep) {
     if (std::optional<std::string> why = ExpertParallelOverlapJobConflict(j)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "parallelism.overlap_moe_expert_parallel_comm = true: Megatron-Core refuses "
-          "--overlap-moe-expert-parallel-comm for this job whatever its parallel sizes (",
-          *why, "); drop it"));
+      return refused("parallelism.overlap_moe_expert_parallel_comm", " whatever its parallel sizes",
+                     *why);
     }
   }
   if (std::optional<std::string> why = SharedExpertOverlapConflict(j)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("parallelism.moe_shared_expert_overlap = true: Megatron-Core refuses "
-                     "--moe-shared-expert-overlap for this job (",
-                     *why, "); drop it"));
+    return refused("parallelism.moe_shared_expert_overlap", "", *why);
   }
   return absl::OkStatus();
 }
@@ -271,9 +272,8 @@ class Search {
   std::priority_queue<double, std::vector<double>, std::greater<double>> best_;
   Counts counts_;
   bool job_overlaps_checked_ = false;
-  GivenOverlap ep_overlap_{"parallelism.overlap_moe_expert_parallel_comm",
-                           "--overlap-moe-expert-parallel-comm"};
-  GivenOverlap tp_overlap_{"parallelism.tp_comm_overlap", "--tp-comm-overlap"};
+  GivenOverlap ep_overlap_{"parallelism.overlap_moe_expert_parallel_comm"};
+  GivenOverlap tp_overlap_{"parallelism.tp_comm_overlap"};
 };
 
 // The size of `range` the job fixes: nullopt when it does not, 0 when it
@@ -489,7 +489,7 @@ absl::StatusOr<PlanResult> Plan(const v1::JobSpec& job, const PlanCluster& clust
   if (const GivenOverlap* refused = search.OverlapRefusedEverywhere();
       refused != nullptr && search.empty()) {
     return absl::InvalidArgumentError(
-        absl::StrCat(refused->field, " = true: Megatron refuses ", refused->flag,
+        absl::StrCat(refused->field, " = true: Megatron refuses ", SwitchFlagFor(refused->field),
                      " in every setting the plan may choose that could fit (the first: ",
                      *refused->first_refusal, "); drop it or relax the sizes fixed"));
   }

@@ -42,6 +42,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "common/deadline.h"
+#include "estimator/job_defaults.h"
 #include "estimator/peak_bound.h"
 #include "oomguard/v1/admission.pb.h"
 #include "oomguard/v1/job.pb.h"
@@ -63,9 +64,10 @@ inline constexpr int64_t kMinCpTokens = 2048;
 inline constexpr double kClearlyFaster = 1.10;
 
 struct PlanCluster {
-  uint32_t gpus_per_node = 8;  // The NVLink domain (NvlinkDomain(), gpu_performance.h).
-  v1::GpuSpec gpu;             // Memory (the catalog entry).
-  GpuPerformance speed;        // Speed (gpu_performance.h).
+  // The NVLink domain (NvlinkDomain(), gpu_performance.h).
+  uint32_t gpus_per_node = kDefaultGpusPerNode;
+  v1::GpuSpec gpu;       // Memory (the catalog entry).
+  GpuPerformance speed;  // Speed (gpu_performance.h).
 };
 
 struct PlanOptions {

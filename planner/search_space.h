@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "estimator/job_defaults.h"
 #include "oomguard/v1/job.pb.h"
 
 namespace oomguard {
@@ -79,7 +80,7 @@ inline constexpr SizeRangeName kSizeRangeNames[] = {
 };
 
 struct SearchBounds {
-  int64_t gpus_per_node = 8;
+  int64_t gpus_per_node = kDefaultGpusPerNode;  // The NVLink domain TP and EP stay in.
   SizeRanges sizes;
   bool allow_recompute = true;
   bool allow_offload = true;

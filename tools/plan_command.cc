@@ -41,7 +41,7 @@ struct PlanFlags {
   JobInputs source;
   std::string gpu;
   std::string hf_config_path;
-  uint32_t gpus_per_node = 0;  // 0: 8.
+  uint32_t gpus_per_node = 0;  // 0: not given (NvlinkDomain's default).
   bool json = false;
   PlanOptions options;
 };

@@ -1,11 +1,13 @@
 // Tests of the changes admission recommends (admission/recommendations.h):
-// each setting, spelled from the flag table, is exactly the one shown to
-// users, and the Megatron-LM flags in it, read back by the parser, make the
-// change the recommendation made.
+// each setting, written from the change by the flag table's writer, is
+// exactly the one shown to users, names every flag field the change made,
+// and the Megatron-LM flags in it, read back by the parser, make the change
+// the recommendation made.
 #include "admission/recommendations.h"
 
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -16,6 +18,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "jobspec/megatron_args.h"
+#include "jobspec/megatron_args_writer.h"
 #include "tests/testing/small_models.h"
 
 namespace oomguard {
@@ -53,7 +56,7 @@ std::map<std::string, std::string> Settings(const v1::JobSpec& job,
   std::map<std::string, std::string> settings;
   for (const RecommendedChange& change : changes) {
     v1::JobSpec changed = job;
-    if (std::optional<std::string> setting = change.apply(H100(), &changed)) {
+    if (std::optional<std::string> setting = change.Apply(H100(), &changed)) {
       settings[change.id] = *setting;
     }
   }
@@ -133,7 +136,7 @@ TEST(RecommendationsTest, ConfigSettingsReadBackAsTheChange) {
   for (const v1::JobSpec& job : {CrowdedJob(), PlainJob()}) {
     for (const RecommendedChange& change : LadderChanges()) {
       v1::JobSpec changed = job;
-      std::optional<std::string> setting = change.apply(H100(), &changed);
+      std::optional<std::string> setting = change.Apply(H100(), &changed);
       if (!setting || change.kind != v1::Recommendation::KIND_CONFIG_CHANGE ||
           absl::StrContains(*setting, ", and drop")) {
         continue;
@@ -143,12 +146,6 @@ TEST(RecommendationsTest, ConfigSettingsReadBackAsTheChange) {
       v1::JobSpec parsed = job;
       ASSERT_TRUE(ApplyMegatronArgs(*words, ArgsMode::kOverrides, &parsed, nullptr).ok())
           << *setting;
-      // The change leaves the offload fraction unset: 1.0 is Megatron-LM's
-      // default.
-      if (!changed.precision().has_optimizer_offload_fraction() &&
-          parsed.precision().optimizer_offload_fraction() == 1.0) {
-        parsed.mutable_precision()->clear_optimizer_offload_fraction();
-      }
       EXPECT_EQ(WithEveryPart(parsed).SerializeAsString(),
                 WithEveryPart(changed).SerializeAsString())
           << *setting;
@@ -156,6 +153,48 @@ TEST(RecommendationsTest, ConfigSettingsReadBackAsTheChange) {
     }
   }
   EXPECT_GE(read_back, 12);
+}
+
+// A setting is written from its change: every Megatron-LM flag field the
+// change set or turned off is named in it (so its text says the whole
+// change), and the flag fields it names are the changed job's.
+TEST(RecommendationsTest, EverySettingNamesEveryFlagFieldItsChangeSets) {
+  std::vector<RecommendedChange> changes = LadderChanges();
+  changes.insert(changes.end(), IncompatibilityFixes().begin(), IncompatibilityFixes().end());
+  v1::JobSpec full_with_graphs = CrowdedJob();
+  full_with_graphs.mutable_runtime()->set_expandable_segments(true);
+  full_with_graphs.mutable_recompute()->set_granularity(v1::RECOMPUTE_GRANULARITY_FULL);
+  auto preset_job = [](const std::string& preset, const std::string& args) {
+    return testing::JobFromArgs(
+        absl::StrSplit("--seq-length 4096 --global-batch-size 256 --micro-batch-size 1 " + args,
+                       ' ', absl::SkipEmpty()),
+        32, preset);
+  };
+  std::set<std::string> applied;
+  for (const v1::JobSpec& job :
+       {CrowdedJob(), PlainJob(), full_with_graphs,
+        preset_job("qwen3-30b-a3b",
+                   "--expert-model-parallel-size 8 --overlap-moe-expert-parallel-comm "
+                   "--moe-token-dispatcher-type allgather"),
+        preset_job("moonlight-16b-a3b",
+                   "--expert-model-parallel-size 8 --moe-shared-expert-overlap "
+                   "--moe-token-dispatcher-type allgather"),
+        preset_job("llama3-70b", "--tp-comm-overlap")}) {
+    for (const RecommendedChange& change : changes) {
+      v1::JobSpec changed = job;
+      const std::optional<JobChange> made = change.make(H100(), &changed);
+      if (!made) continue;
+      applied.insert(change.id);
+      std::set<std::string> named(made->fields.begin(), made->fields.end());
+      for (const JobChange::Dropped& dropped : made->dropped) named.emplace(dropped.field);
+      for (const std::string& path : ChangedFlagFields(job, changed)) {
+        EXPECT_TRUE(named.count(path) > 0) << change.id << " does not show " << path;
+      }
+    }
+  }
+  for (const RecommendedChange& change : changes) {
+    EXPECT_TRUE(applied.count(change.id) > 0) << change.id << " applied to none of the jobs";
+  }
 }
 
 // The change of `id` on `preset` over 32 GPUs with the Megatron-LM argument
@@ -170,7 +209,7 @@ std::pair<std::optional<std::string>, v1::JobSpec> Apply(
       32, preset);
   for (const RecommendedChange& change : changes) {
     if (change.id == id) {
-      std::optional<std::string> setting = change.apply(H100(), &job);
+      std::optional<std::string> setting = change.Apply(H100(), &job);
       return {setting, job};
     }
   }

@@ -3,6 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -58,6 +59,28 @@ TEST(FlagValuesTest, IsDigits) {
   EXPECT_TRUE(IsDigits("0123"));
   EXPECT_FALSE(IsDigits(""));
   EXPECT_FALSE(IsDigits("1a"));
+}
+
+// A real is written as Python writes a float, and read back the same.
+TEST(FlagValuesTest, FormatRealWritesWhatParseRealReadsBack) {
+  EXPECT_EQ(FormatReal(1.0), "1.0");
+  EXPECT_EQ(FormatReal(0.5), "0.5");
+  EXPECT_EQ(FormatReal(0.1), "0.1");
+  EXPECT_EQ(FormatReal(1e-05), "1e-05");
+  EXPECT_EQ(FormatReal(1.0 / 3), "0.3333333333333333");
+  for (double value : {1.0, 0.5, 0.1, 1e-05, 1.0 / 3, 123456.75}) {
+    const std::string text = FormatReal(value);
+    absl::StatusOr<double> back = ParseReal(Use(text.c_str()), kPositive);
+    ASSERT_TRUE(back.ok()) << text;
+    EXPECT_EQ(*back, value) << text;
+  }
+}
+
+TEST(FlagValuesTest, WordForGivesTheFirstWordOfAValue) {
+  const std::vector<FlagWord> words = {{"rope", 2}, {"yarn", 2}, {"none", 3}};
+  EXPECT_EQ(WordFor(words, 2), "rope");
+  EXPECT_EQ(WordFor(words, 3), "none");
+  EXPECT_EQ(WordFor(words, 1), std::nullopt);
 }
 
 }  // namespace

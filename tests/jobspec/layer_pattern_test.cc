@@ -102,5 +102,18 @@ TEST(MoeLayerFreqTest, RejectsOtherExpressions) {
   }
 }
 
+// A pattern is written one repetition per run, and read back the same.
+TEST(LayerPatternTest, FormatWritesWhatParseReadsBack) {
+  const std::vector<uint32_t> first_k_dense = {0, 0, 0, 1, 1, 1, 1};
+  EXPECT_EQ(FormatLayerPattern(first_k_dense), "([0]*3+[1]*4)");
+  EXPECT_EQ(FormatLayerPattern({1}), "([1]*1)");
+  for (const std::vector<uint32_t>& pattern : std::vector<std::vector<uint32_t>>{
+           first_k_dense, {1}, {0, 1, 0, 1, 1}, std::vector<uint32_t>(61, 1)}) {
+    absl::StatusOr<std::vector<uint32_t>> back = ParseLayerPattern(FormatLayerPattern(pattern));
+    ASSERT_TRUE(back.ok()) << FormatLayerPattern(pattern);
+    EXPECT_EQ(*back, pattern);
+  }
+}
+
 }  // namespace
 }  // namespace oomguard

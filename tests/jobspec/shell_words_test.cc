@@ -81,5 +81,29 @@ TEST(SplitArgumentLineTest, RejectsLinesOverOneMebibyte) {
   EXPECT_THAT(words.status().message(), HasSubstr("argument line longer than 1048576 bytes"));
 }
 
+// Joined words are split back into the same words; a word the shell would
+// change or split is single-quoted.
+TEST(JoinShellWordsTest, SplitsBackIntoTheSameWords) {
+  const std::vector<std::string> words = {"--pipeline-model-parallel-layout",
+                                          "Et|(tt|)*30mL",
+                                          "--moe-layer-freq",
+                                          "([0]*3+[1]*58)",
+                                          "two words",
+                                          "it's",
+                                          "",
+                                          "$HOME",
+                                          "--optimizer-offload-fraction",
+                                          "1.0",
+                                          "a=b,c:d/e"};
+  const std::string line = JoinShellWords(words);
+  EXPECT_EQ(line,
+            "--pipeline-model-parallel-layout 'Et|(tt|)*30mL' --moe-layer-freq '([0]*3+[1]*58)' "
+            "'two words' 'it'\\''s' '' '$HOME' --optimizer-offload-fraction 1.0 a=b,c:d/e");
+  absl::StatusOr<std::vector<std::string>> back = SplitArgumentLine(line);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(*back, words);
+  EXPECT_EQ(JoinShellWords({}), "");
+}
+
 }  // namespace
 }  // namespace oomguard

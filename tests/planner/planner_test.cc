@@ -15,6 +15,7 @@
 #include "google/protobuf/descriptor.h"
 #include "jobspec/job_builder.h"
 #include "jobspec/shell_words.h"
+#include "planner/candidate.h"
 
 namespace oomguard {
 namespace {
@@ -530,6 +531,63 @@ TEST(Plan, Gb200KeepsExpertParallelismInsideTheRack) {
   const v1::PlanCandidate& best = plan->candidates.front();
   EXPECT_GT(best.ep() * best.etp(), 8u) << best.megatron_args();
   EXPECT_LE(best.ep() * best.etp(), 72u) << best.megatron_args();
+}
+
+// A candidate's arguments are its JobSpec's fields written back by the flag
+// table's writer, in the order a candidate states them: the selective
+// modules named (the default core_attn where the job names none) in the
+// enum's order, the offload fraction Megatron-LM takes written as Python
+// writes a float, a layout quoted for the shell; and they read back as the
+// job's fields.
+TEST(PlannerTest, CandidateArgsAreTheJobsFieldsWrittenBack) {
+  struct Case {
+    std::string args, expected;
+  };
+  const std::string sizes =
+      "--tensor-model-parallel-size 2 --pipeline-model-parallel-size 2 --context-parallel-size 1 "
+      "--expert-model-parallel-size 1 --expert-tensor-parallel-size 1 ";
+  const std::string batch = "--micro-batch-size 2 --global-batch-size 64 --seq-length 4096 ";
+  for (const Case& c : std::vector<Case>{
+           {sizes + "--sequence-parallel --num-virtual-stages-per-pipeline-rank 2 " + batch +
+                "--recompute-activations --use-distributed-optimizer --optimizer-cpu-offload",
+            "--tensor-model-parallel-size 2 --pipeline-model-parallel-size 2 "
+            "--num-virtual-stages-per-pipeline-rank 2 --context-parallel-size 1 "
+            "--sequence-parallel --micro-batch-size 2 --global-batch-size 64 --seq-length 4096 "
+            "--recompute-granularity selective --recompute-modules core_attn "
+            "--use-distributed-optimizer --optimizer-cpu-offload --optimizer-offload-fraction 1.0 "
+            "--overlap-grad-reduce --overlap-param-gather"},
+           {sizes + "--sequence-parallel --pipeline-model-parallel-layout 'Et*16|t*16L' " + batch +
+                "--recompute-granularity selective --recompute-modules mlp layernorm "
+                "--optimizer-cpu-offload --optimizer-offload-fraction 0.5",
+            "--tensor-model-parallel-size 2 --pipeline-model-parallel-size 2 "
+            "--pipeline-model-parallel-layout 'Et*16|t*16L' --context-parallel-size 1 "
+            "--sequence-parallel --micro-batch-size 2 --global-batch-size 64 --seq-length 4096 "
+            "--recompute-granularity selective --recompute-modules layernorm mlp "
+            "--optimizer-cpu-offload --optimizer-offload-fraction 0.5 --overlap-grad-reduce "
+            "--overlap-param-gather"},
+           {sizes +
+                "--decoder-first-pipeline-num-layers 15 --decoder-last-pipeline-num-layers 17 " +
+                batch +
+                "--recompute-granularity full --recompute-method block "
+                "--recompute-num-layers 3",
+            "--tensor-model-parallel-size 2 --pipeline-model-parallel-size 2 "
+            "--decoder-first-pipeline-num-layers 15 --decoder-last-pipeline-num-layers 17 "
+            "--context-parallel-size 1 --micro-batch-size 2 --global-batch-size 64 "
+            "--seq-length 4096 --recompute-granularity full --recompute-method block "
+            "--recompute-num-layers 3 --overlap-grad-reduce --overlap-param-gather"},
+       }) {
+    const v1::JobSpec job = Job("llama3-8b", 8, c.args);
+    absl::StatusOr<ValidatedJob> j = ValidateJob(job, nullptr);
+    ASSERT_TRUE(j.ok()) << j.status() << ": " << c.args;
+    const std::string args = CandidateArgs(*j, job);
+    EXPECT_EQ(args, c.expected);
+    // Read back over the model, the arguments give the job it was.
+    absl::StatusOr<ValidatedJob> back = ValidateJob(Job("llama3-8b", 8, args), nullptr);
+    ASSERT_TRUE(back.ok()) << back.status() << ": " << args;
+    EXPECT_EQ(back->recompute.modules, j->recompute.modules) << args;
+    EXPECT_EQ(back->parallelism.vpp, j->parallelism.vpp) << args;
+    EXPECT_EQ(back->precision.offload_fraction, j->precision.offload_fraction) << args;
+  }
 }
 
 }  // namespace
