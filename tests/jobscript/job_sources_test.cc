@@ -3,6 +3,7 @@
 // the exact value, where it came from, and the note about the loser.
 #include "jobscript/job_sources.h"
 
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -30,12 +31,21 @@ JobSources AllSources() {
   return s;
 }
 
+using Source = JobValueSource;
+
+// What the rule chose for the sizes and the GPU, and from where.
 struct Chosen {
   uint32_t gpus;
   uint32_t gpus_per_node;
   std::string gpu;
-  JobValueSource gpus_from;
-  JobValueSource gpu_from;
+  Source gpus_from;
+  Source gpu_from;
+  bool operator==(const Chosen&) const = default;
+  friend void PrintTo(const Chosen& c, std::ostream* os) {
+    *os << c.gpus << " GPUs, " << c.gpus_per_node << " a node, gpu \"" << c.gpu
+        << "\", from sources " << static_cast<int>(c.gpus_from) << " and "
+        << static_cast<int>(c.gpu_from);
+  }
 };
 
 Chosen Choose(const JobSources& sources) {
@@ -46,43 +56,17 @@ Chosen Choose(const JobSources& sources) {
 // Drops the sources one at a time, from the strongest: each next one wins.
 TEST(ChooseLaunchTest, EachSourceBeatsTheOnesAfterIt) {
   JobSources s = AllSources();
-  Chosen c = Choose(s);
-  EXPECT_EQ(c.gpus, 1024u);
-  EXPECT_EQ(c.gpus_per_node, 4u);
-  EXPECT_EQ(c.gpu, "H200");
-  EXPECT_EQ(c.gpus_from, JobValueSource::kCaller);
-  EXPECT_EQ(c.gpu_from, JobValueSource::kCaller);
-
-  // Caller > scheduler.
-  s.caller = {};
-  c = Choose(s);
-  EXPECT_EQ(c.gpus, 512u);
-  EXPECT_EQ(c.gpus_per_node, 2u);
-  EXPECT_EQ(c.gpu, "h100");
-  EXPECT_EQ(c.gpus_from, JobValueSource::kScheduler);
-  EXPECT_EQ(c.gpu_from, JobValueSource::kScheduler);
-
-  // Scheduler > #OOMGUARD.
-  s.scheduler = StatedValues{};
-  c = Choose(s);
-  EXPECT_EQ(c.gpus, 256u);
-  EXPECT_EQ(c.gpus_per_node, 1u);
-  EXPECT_EQ(c.gpu, "A100");
-  EXPECT_EQ(c.gpus_from, JobValueSource::kDirective);
-  EXPECT_EQ(c.gpu_from, JobValueSource::kDirective);
-
+  EXPECT_EQ(Choose(s), (Chosen{1024, 4, "H200", Source::kCaller, Source::kCaller}));
+  s.caller = {};  // Caller > scheduler.
+  EXPECT_EQ(Choose(s), (Chosen{512, 2, "h100", Source::kScheduler, Source::kScheduler}));
+  s.scheduler = StatedValues{};  // Scheduler > #OOMGUARD.
+  EXPECT_EQ(Choose(s), (Chosen{256, 1, "A100", Source::kDirective, Source::kDirective}));
   // #OOMGUARD > the launch line. A scheduler descriptor, even an empty one,
-  // hides #SBATCH: no GPU from it, then the scheduler's default.
+  // hides #SBATCH: no size or GPU from it, then the scheduler's default GPU.
   s.directives = {};
-  c = Choose(s);
-  EXPECT_EQ(c.gpus, 128u);
-  EXPECT_EQ(c.gpus_per_node, 16u);
-  EXPECT_EQ(c.gpus_from, JobValueSource::kLaunch);
-  EXPECT_EQ(c.gpu, "MI300X");
-  EXPECT_EQ(c.gpu_from, JobValueSource::kDefault);
+  EXPECT_EQ(Choose(s), (Chosen{128, 16, "MI300X", Source::kLaunch, Source::kDefault}));
   s.launch = {};
-  EXPECT_EQ(Choose(s).gpus, 0u);
-  EXPECT_EQ(Choose(s).gpus_from, JobValueSource::kNone);
+  EXPECT_EQ(Choose(s), (Chosen{0, 0, "MI300X", Source::kNone, Source::kDefault}));
 
   // Without a scheduler: the launch line > #SBATCH for the sizes; #SBATCH's
   // GPU type > the default.
@@ -90,27 +74,13 @@ TEST(ChooseLaunchTest, EachSourceBeatsTheOnesAfterIt) {
   s.caller = {};
   s.scheduler.reset();
   s.directives = {};
-  c = Choose(s);
-  EXPECT_EQ(c.gpus, 128u);
-  EXPECT_EQ(c.gpus_per_node, 16u);
-  EXPECT_EQ(c.gpus_from, JobValueSource::kLaunch);
-  EXPECT_EQ(c.gpu, "b200");
-  EXPECT_EQ(c.gpu_from, JobValueSource::kRequest);
-
+  EXPECT_EQ(Choose(s), (Chosen{128, 16, "b200", Source::kLaunch, Source::kRequest}));
   // #SBATCH when the launch states no size; the default GPU last.
   s.launch = {};
   s.request_gpu = "";
-  c = Choose(s);
-  EXPECT_EQ(c.gpus, 64u);
-  EXPECT_EQ(c.gpus_per_node, 32u);
-  EXPECT_EQ(c.gpus_from, JobValueSource::kRequest);
-  EXPECT_EQ(c.gpu, "MI300X");
-  EXPECT_EQ(c.gpu_from, JobValueSource::kDefault);
-
+  EXPECT_EQ(Choose(s), (Chosen{64, 32, "MI300X", Source::kRequest, Source::kDefault}));
   s.default_gpu = "";
-  c = Choose(s);
-  EXPECT_EQ(c.gpu, "");
-  EXPECT_EQ(c.gpu_from, JobValueSource::kNone);
+  EXPECT_EQ(Choose(s), (Chosen{64, 32, "", Source::kRequest, Source::kNone}));
 }
 
 TEST(ChooseLaunchTest, EveryOverriddenValueIsNoted) {
