@@ -1,8 +1,9 @@
 // Fuzzes the job-script reader: the input is a Slurm batch script
 // (ParseJobScript: lexer, variables, directives, launch finder) and, split at
 // NUL bytes, a container's command words (ParseCommandWords). A launch found
-// becomes the CheckRequest the hooks send (BuildCheckRequest) and is resolved
-// as the service would (ResolveJobSource), without estimating.
+// becomes the CheckRequest the hooks send (ChooseLaunch, BuildCheckRequest)
+// and is resolved as the service would (ResolveJobSource), without
+// estimating.
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -12,6 +13,7 @@
 #include "fuzz/fuzz_checks.h"
 #include "jobscript/check_request.h"
 #include "jobscript/job_script.h"
+#include "jobscript/job_sources.h"
 #include "jobspec/megatron_args.h"
 #include "service/request_resolution.h"
 
@@ -22,14 +24,13 @@ void Resolve(const absl::StatusOr<ScriptJob>& script, const char* where) {
   ExpectAnswerCode(script.status(), where);
   if (!script.ok() || !script->found) return;
   for (const std::string& word : script->unresolved) (void)MayChangeMemory(word);
-  const v1::CheckRequest request =
-      BuildCheckRequest(LaunchCheck{.megatron_args = script->megatron_args,
-                                    .preset = script->preset,
-                                    .num_gpus = script->num_gpus > 0 ? script->num_gpus : 8,
-                                    .gpus_per_node = script->gpus_per_node,
-                                    .env = script->env,
-                                    .gpu_name = script->gpu.empty() ? "h100" : script->gpu,
-                                    .safety_margin = script->safety_margin});
+  // The script's own sources through the hooks' precedence rule; 8 GPUs
+  // and an H100 where it states none.
+  JobSources sources = ScriptSources(*script);
+  sources.default_gpu = "h100";
+  ChosenLaunch chosen = ChooseLaunch(sources, script->megatron_args);
+  if (chosen.launch.num_gpus == 0) chosen.launch.num_gpus = 8;
+  const v1::CheckRequest request = BuildCheckRequest(chosen.launch);
   ExpectAnswerCode(service::ResolveJobSource(request.job(), "job").status(), "ResolveJobSource");
 }
 

@@ -65,11 +65,13 @@ absl::Status Check(RequestHandlers& handlers, absl::string_view body, absl::Time
   return absl::OkStatus();
 }
 
-// {"request": the CheckRequest read from the script, "response": its
-// CheckResponse, "scriptNotes": what the reader noticed}.
+// CheckScriptRequest -> {"request": the CheckRequest read from the script,
+// "response": its CheckResponse, "scriptNotes": what the reader noticed}.
 absl::Status CheckScript(RequestHandlers& handlers, absl::string_view body, absl::Time deadline,
                          CallOutcome& outcome, std::string& json) {
-  OOMGUARD_ASSIGN_OR_RETURN(const ScriptCheck script, ReadScriptCheck(body));
+  v1::CheckScriptRequest request;
+  OOMGUARD_RETURN_IF_ERROR(ParseJsonBody(body, request));
+  OOMGUARD_ASSIGN_OR_RETURN(const ScriptCheck script, ReadScriptCheck(request));
   OOMGUARD_ASSIGN_OR_RETURN(const v1::CheckResponse response,
                             RunCheck(handlers, script.request, deadline, outcome));
   nlohmann::json answer = {{"request", nlohmann::json::parse(ToJson(script.request))},

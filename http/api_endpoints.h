@@ -6,8 +6,8 @@
 //
 //   POST /v1/estimate  EstimateRequest -> EstimateResponse
 //   POST /v1/check     CheckRequest    -> CheckResponse
-//   POST /v1/check_script  a job script -> the CheckRequest read from it
-//                      and its CheckResponse (script_check.h)
+//   POST /v1/check_script  CheckScriptRequest -> the CheckRequest read
+//                      from the script and its CheckResponse (script_check.h)
 //   GET  /v1/presets   ListPresetsResponse
 //   GET  /v1/gpus      ListGpusResponse
 //   POST /v1/plan      PlanRequest     -> a JSON array of the streamed

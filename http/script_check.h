@@ -1,14 +1,16 @@
 // POST /v1/check_script: a job script pasted on the page, read (never run)
 // by jobscript/ and turned into the CheckRequest the scheduler hooks would
-// send (jobscript/check_request.h). The body is JSON:
+// send. The body is a CheckScriptRequest (admission.proto) in protobuf's
+// JSON mapping:
 //
 //   {"script": "#!/bin/bash\n#SBATCH ...\ntorchrun ... pretrain_gpt.py ...",
-//    "gpu": "H100", "gpus": 256, "gpusPerNode": 8, "preset": "deepseek-v3"}
+//    "gpu": "H100", "gpus": 256, "gpusPerNode": 8, "preset": "deepseek-v3",
+//    "policy": {"safetyMargin": 0.1}}
 //
-// where only `script` is required: what the script states (its #OOMGUARD
-// directives, and whatever jobscript reads of its scheduler directives)
-// wins, and the other fields fill in what it leaves out, as the page's form
-// gives them.
+// where only `script` is required. The fields are the caller's, and win
+// over the script as `oomguard check`'s flags do; what they leave out the
+// script states (#OOMGUARD, the launch's world size, #SBATCH): the one rule
+// of jobscript/job_sources.h.
 #ifndef OOMGUARD_HTTP_SCRIPT_CHECK_H_
 #define OOMGUARD_HTTP_SCRIPT_CHECK_H_
 
@@ -16,22 +18,22 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "absl/strings/string_view.h"
 #include "oomguard/v1/admission.pb.h"
 
 namespace oomguard::http {
 
 struct ScriptCheck {
   v1::CheckRequest request;
-  // What the reader noticed (dropped words, assumptions), for people.
+  // What the reader noticed (dropped words, assumptions) and the values the
+  // request's fields override, for people.
   std::vector<std::string> notes;
 };
 
-// The CheckRequest of the script in `body`. InvalidArgument naming the body
-// field ("script", "gpus", "gpu", ...) for malformed JSON, a wrong type, an
-// unknown field, a script the reader refuses, no Megatron-LM launch in it,
-// or no GPU count or GPU type from either the script or the fields.
-absl::StatusOr<ScriptCheck> ReadScriptCheck(absl::string_view body);
+// The CheckRequest of `body`. InvalidArgument naming the field ("script",
+// "gpus", "gpu") for a missing script, one the reader refuses, no
+// Megatron-LM launch in it, or no GPU count or GPU type from either the
+// script or the fields.
+absl::StatusOr<ScriptCheck> ReadScriptCheck(const v1::CheckScriptRequest& body);
 
 }  // namespace oomguard::http
 

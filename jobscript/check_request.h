@@ -1,8 +1,8 @@
 // The one conversion from a launch read out of a job script (the Slurm
 // path, tools/check_command.h) or a Kubernetes workload (webhook/) to the
-// CheckRequest the service judges. The callers choose between their sources
-// (command line, scheduler, #OOMGUARD directives, annotations); this turns
-// what they chose into the request, words kept as words.
+// CheckRequest the service judges. job_sources.h chooses between the
+// sources (the caller, the scheduler, #OOMGUARD directives, the launch,
+// #SBATCH); this turns what it chose into the request, words kept as words.
 #ifndef OOMGUARD_JOBSCRIPT_CHECK_REQUEST_H_
 #define OOMGUARD_JOBSCRIPT_CHECK_REQUEST_H_
 

@@ -1,12 +1,9 @@
-// What `oomguard check` asks the service, from four sources of the same
-// values: the command line, the scheduler (the job file's header), the
-// script's `#OOMGUARD` directive and the script's own lines (the launch's
-// world size, which is what Megatron-LM sees; without the scheduler, what
-// the #SBATCH lines allocate and the GRES type they name; with it, its job
-// descriptor already holds them, command-line overrides included), first
-// found wins (then the header's default_gpu for the GPU). A value that
-// overrides a different one is noted, never silently dropped. Or why the job
-// is not judged at all.
+// What `oomguard check` asks the service: its command line (the caller), the
+// scheduler's job descriptor (the --job-file header, with its default_gpu)
+// and the job script, chosen between by the one precedence rule of
+// jobscript/job_sources.h (command line > scheduler > #OOMGUARD > the
+// launch's world size > #SBATCH). A value that overrides a different one is
+// noted, never silently dropped. Or why the job is not judged at all.
 #ifndef OOMGUARD_TOOLS_CHECK_PLAN_H_
 #define OOMGUARD_TOOLS_CHECK_PLAN_H_
 

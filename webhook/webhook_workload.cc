@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "jobscript/job_script.h"
+#include "jobscript/job_sources.h"
 #include "jobspec/megatron_args.h"
 
 namespace oomguard::webhook {
@@ -131,14 +132,6 @@ absl::StatusOr<WorkloadJob> ReadWorkload(const json& object_json, WorkloadKind k
   WorkloadJob job;
   job.judge = true;
   job.container = launch->container;
-  job.launch.megatron_args = script.megatron_args;
-  job.launch.safety_margin = script.safety_margin;
-  for (const char* name : {"PYTORCH_CUDA_ALLOC_CONF", "NCCL_GRAPH_REGISTER"}) {
-    if (auto it = launch->env.find(name); it != launch->env.end()) {
-      job.launch.env[name] = it->second;
-    }
-  }
-  for (const auto& [name, value] : script.env) job.launch.env[name] = value;
   for (const std::string& word : script.unresolved) {
     if (MayChangeMemory(word)) job.unresolved.push_back(word);
   }
@@ -149,15 +142,46 @@ absl::StatusOr<WorkloadJob> ReadWorkload(const json& object_json, WorkloadKind k
                                         job.container));
   }
 
-  // World size.
-  job.launch.num_gpus = static_cast<uint32_t>(world);
-  if (script.num_gpus > 0) {
-    if (kind != WorkloadKind::kPod && world > 0 && script.num_gpus != world) {
-      job.warnings.push_back(absl::StrCat("oomguard: judged with ", script.num_gpus,
-                                          " GPUs from #OOMGUARD gpus=; the object requests ", world,
-                                          " ", kGpuResource));
+  // The sources, chosen between by jobscript's one rule. The caller's are
+  // the annotations (the GPU's: the object's, then the launch template's).
+  // The launch line's world size is not one: in Kubernetes torchrun takes
+  // its sizes from the training operator's PET_NNODES / PET_NPROC_PER_NODE,
+  // which its words do not show; the object's GPUs are what the job
+  // requests.
+  JobSources sources = ScriptSources(script);
+  sources.launch = ScriptSize{};
+  sources.caller_name = "the annotations";
+  OOMGUARD_ASSIGN_OR_RETURN(const std::optional<std::string> preset,
+                            ReadAnnotation(metadata, kPresetAnnotation));
+  sources.caller.preset = preset.value_or("");
+  OOMGUARD_ASSIGN_OR_RETURN(sources.caller.gpus_per_node, ReadGpusPerNode(metadata));
+  std::string annotated_gpu_source;
+  for (const JsonNode* annotated : {&metadata, &launch_group->metadata}) {
+    OOMGUARD_ASSIGN_OR_RETURN(const std::optional<std::string> gpu,
+                              ReadAnnotation(*annotated, kGpuAnnotation));
+    if (gpu.has_value() && !gpu->empty()) {
+      sources.caller.gpu = *gpu;
+      annotated_gpu_source = annotated->Get("annotations").Get(kGpuAnnotation).path;
+      break;
     }
-    job.launch.num_gpus = script.num_gpus;
+  }
+  sources.request =
+      ScriptSize{static_cast<uint32_t>(world), static_cast<uint32_t>(launch->launch_gpus), ""};
+  sources.request_gpu = launch->gpu_product;
+  sources.request_name = "the object";
+  for (const char* name : {"PYTORCH_CUDA_ALLOC_CONF", "NCCL_GRAPH_REGISTER"}) {
+    if (auto it = launch->env.find(name); it != launch->env.end()) {
+      sources.start_env[name] = it->second;
+    }
+  }
+  const ChosenLaunch chosen = ChooseLaunch(sources, script.megatron_args);
+  job.launch = chosen.launch;
+
+  if (chosen.gpus_from == JobValueSource::kDirective && kind != WorkloadKind::kPod && world > 0 &&
+      script.num_gpus != world) {
+    job.warnings.push_back(absl::StrCat("oomguard: judged with ", script.num_gpus,
+                                        " GPUs from #OOMGUARD gpus=; the object requests ", world,
+                                        " ", kGpuResource));
   }
   if (job.launch.num_gpus == 0) {
     return absl::FailedPreconditionError(absl::StrCat(
@@ -165,41 +189,22 @@ absl::StatusOr<WorkloadJob> ReadWorkload(const json& object_json, WorkloadKind k
         " (set resources.limits[\"", kGpuResource, "\"] or an #OOMGUARD gpus=N directive)"));
   }
 
-  // Model and GPUs per node.
-  OOMGUARD_ASSIGN_OR_RETURN(const std::optional<std::string> preset,
-                            ReadAnnotation(metadata, kPresetAnnotation));
-  job.launch.preset = preset.value_or(script.preset);
-  OOMGUARD_ASSIGN_OR_RETURN(const uint32_t per_node, ReadGpusPerNode(metadata));
-  if (per_node > 0) {
-    job.launch.gpus_per_node = per_node;
-  } else if (script.gpus_per_node > 0) {
-    job.launch.gpus_per_node = script.gpus_per_node;
-  } else {
-    job.launch.gpus_per_node = static_cast<uint32_t>(launch->launch_gpus);
-  }
-
-  // GPU type.
-  for (const JsonNode* annotated : {&metadata, &launch_group->metadata}) {
-    OOMGUARD_ASSIGN_OR_RETURN(const std::optional<std::string> gpu,
-                              ReadAnnotation(*annotated, kGpuAnnotation));
-    if (gpu.has_value() && !gpu->empty()) {
-      job.gpu = *gpu;
-      job.gpu_source = annotated->Get("annotations").Get(kGpuAnnotation).path;
+  // The GPU stays a name until the catalog resolves it (CheckRequestFor).
+  job.gpu = std::exchange(job.launch.gpu_name, "");
+  switch (chosen.gpu_from) {
+    case JobValueSource::kCaller:
+      job.gpu_source = annotated_gpu_source;
       break;
-    }
-  }
-  if (job.gpu.empty() && !script.gpu.empty()) {
-    job.gpu = script.gpu;
-    job.gpu_source = absl::StrCat(job.container, " #OOMGUARD gpu=");
-  }
-  if (job.gpu.empty() && !launch->gpu_product.empty()) {
-    job.gpu = launch->gpu_product;
-    job.gpu_source = launch->gpu_product_source;
-  }
-  if (job.gpu.empty()) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("the GPU type is unknown: set annotation ", kGpuAnnotation,
-                     " (e.g. H100-SXM-80GB) or nodeSelector ", kGpuProductLabel));
+    case JobValueSource::kDirective:
+      job.gpu_source = absl::StrCat(job.container, " #OOMGUARD gpu=");
+      break;
+    case JobValueSource::kRequest:
+      job.gpu_source = launch->gpu_product_source;
+      break;
+    default:
+      return absl::FailedPreconditionError(
+          absl::StrCat("the GPU type is unknown: set annotation ", kGpuAnnotation,
+                       " (e.g. H100-SXM-80GB) or nodeSelector ", kGpuProductLabel));
   }
   return job;
 }

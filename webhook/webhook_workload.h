@@ -30,6 +30,11 @@
 //   per node (oomguard.io/gpus-per-node, `#OOMGUARD gpus-per-node=`, else
 //   the launching pod's GPUs) and the safety margin (`#OOMGUARD
 //   safety-margin=`).
+// These orders are jobscript's one rule (jobscript/job_sources.h): the
+// annotations are the caller's values, the object's GPUs and GPU product
+// what the job requests. The launch line's own world size is not read: in
+// Kubernetes torchrun takes its sizes from the training operator's
+// PET_NNODES / PET_NPROC_PER_NODE, which the container's words do not show.
 //
 // Not judged (and so allowed): objects annotated oomguard.io/skip: "true" or
 // whose script says `#OOMGUARD skip`, objects without a Megatron-LM launch,

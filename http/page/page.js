@@ -1,5 +1,6 @@
 // The oomguard page: reads the job from the form (or the URL's fragment),
-// asks the server's HTTP/JSON API (/v1/check for the verdict, /v1/estimate
+// asks the server's HTTP/JSON API (/v1/check for the verdict, or
+// /v1/check_script for a pasted script, which the server reads; /v1/estimate
 // for the module trees), and draws the answer: the verdict line, the
 // recommendations, one stacked SVG bar per pipeline rank against the GPU's
 // usable memory, and a module tree per rank. Loaded as a file (the page's
@@ -121,8 +122,18 @@ function isScript(text) {
   return /^#!/.test(text.trimStart()) || /^\s*#SBATCH/m.test(text);
 }
 
+// An empty count or GPU is the page's default for an argument line, and
+// the script's own for a pasted script: the form's fields are the caller's
+// values, which win over the script (CheckScriptRequest, admission.proto).
+const DEFAULT_GPUS = 8;
+
+function firstGpu() {
+  const options = $("gpu").options;
+  return options.length > 1 ? options[1].value : "";
+}
+
 function jobSource(state) {
-  const megatron = { numGpus: Number(state["num-gpus"] || 0) };
+  const megatron = { numGpus: state["num-gpus"] === "" ? DEFAULT_GPUS : Number(state["num-gpus"]) };
   if (state.preset) megatron.preset = state.preset;
   const args = [state.job.trim(), formFlags(state)].filter((s) => s !== "").join(" ");
   if (args) megatron.args = args;
@@ -341,17 +352,18 @@ async function submit() {
     let scriptNotes = [];
     if (isScript(state.job)) {
       // Read by the server (never run), as the scheduler's hook reads it.
-      const read = await callApi("/v1/check_script", {
-        script: state.job, gpu: state.gpu, preset: state.preset,
-        gpus: Number(state["num-gpus"] || 0), gpusPerNode: Number(state["gpus-per-node"] || 0),
-      });
+      const body = { script: state.job };
+      if (state.gpu) body.gpu = state.gpu;
+      if (state.preset) body.preset = state.preset;
+      if (state["num-gpus"] !== "") body.gpus = Number(state["num-gpus"]);
+      if (state["gpus-per-node"] !== "") body.gpusPerNode = Number(state["gpus-per-node"]);
+      const read = await callApi("/v1/check_script", body);
       check = read.response;
       job = read.request.job;
       scriptNotes = read.scriptNotes || [];
     } else {
       job = jobSource(state);
-      const request = { job };
-      if (state.gpu) request.gpuName = state.gpu;
+      const request = { job, gpuName: state.gpu || firstGpu() };
       check = await callApi("/v1/check", request);
     }
     const estimate = await callApi("/v1/estimate", { job, moduleTree: true }).catch(() => null);
@@ -374,6 +386,7 @@ async function fillChoices() {
   const [presets, gpus] = await Promise.all([fetch("/v1/presets").then((r) => r.json()), fetch("/v1/gpus").then((r) => r.json())]);
   for (const p of presets.presets || []) $("preset").append(el("option", { value: p.name, title: p.description }, p.name));
   for (const g of gpus.gpus || []) $("gpu").append(el("option", { value: g.name, title: g.description || "" }, `${g.name} (${gib(num(g, "memoryBytes"))})`));
+  if (firstGpu()) $("gpu-default").textContent = `a pasted script's, else ${firstGpu()}`;
 }
 
 async function main() {

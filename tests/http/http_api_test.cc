@@ -137,9 +137,13 @@ TEST_F(HttpApiTest, ChecksTheShippedExampleAndCachesIt) {
   EXPECT_EQ(again->body, check->body);
 }
 
-// The shipped example as an sbatch script; `directives` are its #OOMGUARD
-// lines.
-std::string DeepSeekScript(const std::string& directives) {
+// The shipped example as an sbatch script on 32 nodes; `directives` are its
+// #OOMGUARD lines, `launcher` what starts pretrain_gpt.py: by default
+// torchrun on each of the allocation's nodes (SLURM_NNODES, known from
+// #SBATCH --nodes) x 8 processes a node, 256 ranks.
+std::string DeepSeekScript(
+    const std::string& directives,
+    const std::string& launcher = "srun torchrun --nnodes $SLURM_NNODES --nproc-per-node 8") {
   std::string args = testing::ExampleArgsLine(testing::kDeepSeekV3With256Gpus);
   for (char& c : args) {
     if (c == '\n') c = ' ';
@@ -147,21 +151,21 @@ std::string DeepSeekScript(const std::string& directives) {
   // In a script the layout's '|' must be quoted.
   args = absl::StrReplaceAll(args, {{"Et|(tt|)*30mL", "'Et|(tt|)*30mL'"}});
   return absl::StrCat("#!/bin/bash\n#SBATCH --nodes=32\n", directives,
-                      "\nMEGATRON=/opt/Megatron-LM\n"
-                      "srun torchrun --nproc-per-node 8 $MEGATRON/pretrain_gpt.py ",
+                      "\nMEGATRON=/opt/Megatron-LM\n", launcher, " $MEGATRON/pretrain_gpt.py ",
                       args, "\n");
 }
 
 TEST_F(HttpApiTest, ChecksAPastedScript) {
   Start();
-  json request = {{"script", DeepSeekScript("#OOMGUARD preset=deepseek-v3 gpus=256")},
-                  {"gpu", "H100"},
-                  {"gpusPerNode", 8}};
+  // The world size from the script itself: #SBATCH --nodes=32 x torchrun
+  // --nproc-per-node 8, as `oomguard check --script` reads it.
+  json request = {{"script", DeepSeekScript("#OOMGUARD preset=deepseek-v3")}, {"gpu", "H100"}};
   httplib::Result check = Post("/v1/check_script", request.dump());
   ASSERT_TRUE(check);
   ASSERT_EQ(check->status, 200) << check->body;
-  const json answer = json::parse(check->body);
+  json answer = json::parse(check->body);
   EXPECT_EQ(answer["request"]["job"]["megatron"]["numGpus"], 256);
+  EXPECT_EQ(answer["request"]["job"]["gpusPerNode"], 8);
   EXPECT_EQ(answer["request"]["job"]["megatron"]["preset"], "deepseek-v3");
   EXPECT_EQ(answer["request"]["gpuName"], "H100");
   EXPECT_EQ(answer["response"]["verdict"], "VERDICT_DOES_NOT_FIT");
@@ -170,12 +174,32 @@ TEST_F(HttpApiTest, ChecksAPastedScript) {
   ASSERT_TRUE(direct);
   EXPECT_EQ(answer["response"]["summary"], json::parse(direct->body)["summary"]);
 
-  // The form's GPU count fills in what the script leaves out.
-  request["script"] = DeepSeekScript("#OOMGUARD preset=deepseek-v3");
-  request["gpus"] = 256;
+  // #OOMGUARD states the count where the launch does not.
+  request["script"] = DeepSeekScript("#OOMGUARD preset=deepseek-v3 gpus=256", "python");
   check = Post("/v1/check_script", request.dump());
   ASSERT_TRUE(check);
-  EXPECT_EQ(check->status, 200) << check->body;
+  ASSERT_EQ(check->status, 200) << check->body;
+  EXPECT_EQ(json::parse(check->body)["request"]["job"]["megatron"]["numGpus"], 256);
+
+  // The request's fields win over the script, and the notes say so.
+  request["script"] = DeepSeekScript("#OOMGUARD preset=deepseek-v3 gpus=128");
+  request["gpus"] = 256;
+  request["gpusPerNode"] = 4;
+  request["policy"] = {{"safetyMargin", 0.1}, {"peakBound", "PEAK_BOUND_POINT"}};
+  check = Post("/v1/check_script", request.dump());
+  ASSERT_TRUE(check);
+  ASSERT_EQ(check->status, 200) << check->body;
+  answer = json::parse(check->body);
+  EXPECT_EQ(answer["request"]["job"]["megatron"]["numGpus"], 256);
+  EXPECT_EQ(answer["request"]["job"]["gpusPerNode"], 4);
+  EXPECT_EQ(answer["request"]["policy"]["safetyMargin"], 0.1);
+  EXPECT_EQ(answer["request"]["policy"]["peakBound"], "PEAK_BOUND_POINT");
+  EXPECT_THAT(answer["scriptNotes"],
+              ::testing::Contains("#OOMGUARD gpus=128 ignored: the request says 256"));
+  EXPECT_THAT(answer["scriptNotes"],
+              ::testing::Contains("the job script's (torchrun --nnodes 32 x "
+                                  "--nproc-per-node 8) gpus-per-node=8 ignored: the request "
+                                  "says 4"));
 }
 
 TEST_F(HttpApiTest, PastedScriptErrorsNameTheField) {
@@ -184,19 +208,31 @@ TEST_F(HttpApiTest, PastedScriptErrorsNameTheField) {
     json request;
     std::string field;
   } cases[] = {
-      {{{"script", DeepSeekScript("#OOMGUARD preset=deepseek-v3")}, {"gpu", "H100"}}, "gpus"},
-      {{{"script", DeepSeekScript("#OOMGUARD preset=deepseek-v3 gpus=256")}}, "gpu"},
+      // Neither the launch nor #SBATCH nor #OOMGUARD states a GPU count.
+      {{{"script", DeepSeekScript("#OOMGUARD preset=deepseek-v3", "python")}, {"gpu", "H100"}},
+       "gpus"},
+      {{{"script", DeepSeekScript("#OOMGUARD preset=deepseek-v3")}}, "gpu"},
       {{{"script", "#!/bin/bash\necho hello\n"}, {"gpu", "H100"}, {"gpus", 8}}, "script"},
       {{{"script", ""}}, "script"},
-      {{{"script", DeepSeekScript("")}, {"gpus", -1}}, "gpus"},
-      {{{"script", DeepSeekScript("")}, {"scrip", "x"}}, "scrip"},
+      {{{"script", DeepSeekScript("#OOMGUARD gpus=x")}}, "script"},
   };
   for (const auto& c : cases) {
     httplib::Result check = Post("/v1/check_script", c.request.dump());
     ASSERT_TRUE(check);
     EXPECT_EQ(check->status, 400) << c.request.dump();
     const json error = json::parse(check->body);
+    ASSERT_TRUE(error.contains("details")) << check->body;
     EXPECT_EQ(error["details"][0]["fieldViolations"][0]["field"], c.field) << check->body;
+  }
+  // Not a CheckScriptRequest: protobuf's JSON parser names the field.
+  for (const auto& [body, field] : {std::pair{json{{"script", "x"}, {"gpus", -1}}, "gpus"},
+                                    std::pair{json{{"scrip", "x"}}, "scrip"}}) {
+    httplib::Result check = Post("/v1/check_script", body.dump());
+    ASSERT_TRUE(check);
+    EXPECT_EQ(check->status, 400) << body.dump();
+    const std::string message = json::parse(check->body)["message"];
+    EXPECT_THAT(message, StartsWith("request body: not a oomguard.v1.CheckScriptRequest in JSON"));
+    EXPECT_THAT(message, HasSubstr(field));
   }
   httplib::Result bad = Post("/v1/check_script", "[");
   ASSERT_TRUE(bad);

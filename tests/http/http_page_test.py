@@ -8,7 +8,8 @@ per pipeline rank), the line at the GPU's usable memory, the verdict line,
 a recommendation with the bytes it saves, the configurations that fit, the
 numbers on hover, a module tree per rank, a link that reproduces the job, and no Content-Security-Policy
 violation. Then a bad job (0 GPUs) shows the error naming the field, and the
-same job pasted as an sbatch script gives the same verdict, and a preset
+same job pasted as an sbatch script gives the same verdict (its GPU count
+from #OOMGUARD, then, the form's left empty, from its launch line), and a preset
 with the layout form (TP 2, PP 2, ...) gives 2 bars. Saves a
 screenshot of the answer and of the error to --out-dir and prints their
 paths.
@@ -196,6 +197,23 @@ def main():
         page.find_element(By.ID, "check").click()
         wait.until(ready.visibility_of_element_located((By.ID, "result")))
         wait.until(lambda p: len(p.find_elements(By.CSS_SELECTOR, "#chart svg g.rank-bar")) == 8)
+        assert page.find_element(By.ID, "verdict").text == verdict
+        assert not page.find_element(By.ID, "error").is_displayed()
+
+        # With the GPU count left empty, the script's own: none stated (a
+        # bare python launch) is an error naming the field; torchrun on each
+        # of #SBATCH's 32 nodes x 8 processes is 256 ranks.
+        page.find_element(By.ID, "num-gpus").clear()
+        sized = script.replace(" gpus=256", "")
+        for launch, shown in (("python", "error"),
+                              ("srun torchrun --nnodes $SLURM_NNODES --nproc-per-node 8", "result")):
+            text.clear()
+            text.send_keys(sized.replace("srun torchrun --nproc-per-node 8", launch))
+            page.find_element(By.ID, "check").click()
+            wait.until(ready.visibility_of_element_located((By.ID, shown)))
+            if shown == "error":
+                error = page.find_element(By.ID, "error").text
+                assert "gpus: the job's GPU count is unknown" in error, error
         assert page.find_element(By.ID, "verdict").text == verdict
         assert not page.find_element(By.ID, "error").is_displayed()
 

@@ -87,7 +87,8 @@ TEST(CheckPlanTest, GpuMemoryFromTheCommandLineOverridesAnyName) {
   EXPECT_EQ(plan.request.gpu_memory_bytes(), uint64_t{80} << 30);
   EXPECT_FALSE(plan.gpu_from_scheduler);
   EXPECT_THAT(plan.notes,
-              ElementsAre("the GPU named by the scheduler ignored: --gpu-memory-gib 80 given"));
+              ElementsAre("the GPU named by the scheduler ignored: the command line gives "
+                          "the GPU's memory"));
 }
 
 TEST(CheckPlanTest, EnvironmentAndSafetyMargin) {
@@ -194,8 +195,8 @@ TEST(CheckPlanTest, WithoutTheSchedulerTheScriptStatesItsSize) {
   CheckFlags memory;
   memory.gpu_memory_gib = 80;
   plan = MakeCheckPlan(memory, nullptr, SizedScript());
-  EXPECT_THAT(plan.notes,
-              ElementsAre("the GPU named by #SBATCH ignored: --gpu-memory-gib 80 given"));
+  EXPECT_THAT(plan.notes, ElementsAre("the GPU named by #SBATCH ignored: the command line gives "
+                                      "the GPU's memory"));
 }
 
 TEST(CheckPlanTest, WithTheSchedulerItsDescriptorIsTheAuthority) {
