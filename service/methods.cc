@@ -1,7 +1,9 @@
 // The table of the service's methods (see methods.h).
 #include "service/methods.h"
 
+#include <string>
 #include <utility>
+#include <vector>
 
 #include "common/status_macros.h"
 #include "oomguard/v1/service.pb.h"
@@ -77,17 +79,18 @@ constexpr RpcMethod kRpcMethods[] = {
 
 absl::Span<const RpcMethod> RpcMethods() { return kRpcMethods; }
 
-const RpcMethod* FindRpcMethod(absl::string_view name) {
-  for (const RpcMethod& method : kRpcMethods) {
-    if (method.name == name) return &method;
-  }
-  return nullptr;
-}
-
 const google::protobuf::MethodDescriptor& Declaration(const RpcMethod& method) {
-  static const google::protobuf::ServiceDescriptor* const service =
-      v1::EstimateRequest::descriptor()->file()->FindServiceByName("Oomguard");
-  return *service->FindMethodByName(std::string(method.name));
+  // Looked up once: the call loop asks at every call it awaits.
+  static const std::vector<const google::protobuf::MethodDescriptor*> declared = [] {
+    const google::protobuf::ServiceDescriptor& service =
+        *v1::EstimateRequest::descriptor()->file()->FindServiceByName("Oomguard");
+    std::vector<const google::protobuf::MethodDescriptor*> methods;
+    for (const RpcMethod& row : kRpcMethods) {
+      methods.push_back(service.FindMethodByName(std::string(row.name)));
+    }
+    return methods;
+  }();
+  return *declared[static_cast<size_t>(&method - kRpcMethods)];
 }
 
 }  // namespace oomguard::service

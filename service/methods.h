@@ -73,11 +73,9 @@ struct RpcMethod {
 // Every RPC of oomguard.v1.Oomguard, in service.proto's order.
 absl::Span<const RpcMethod> RpcMethods();
 
-// The RPC named `name`; nullptr when there is none.
-const RpcMethod* FindRpcMethod(absl::string_view name);
-
-// Its declaration in service.proto (request and response types, whether the
-// server streams, its index in the generated service).
+// The declaration in service.proto of `method`, a row of RpcMethods()
+// (request and response types, whether the server streams, its index in the
+// generated service).
 const google::protobuf::MethodDescriptor& Declaration(const RpcMethod& method);
 
 // The `method` label of the Kubernetes admission webhook's reviews (POST
