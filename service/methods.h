@@ -37,8 +37,10 @@ class CallRequest {
   // Parses it into `request` (the RPC's request type). InvalidArgument
   // naming what is wrong when it is not one.
   virtual absl::Status Parse(google::protobuf::Message& request) const = 0;
-  // Its protobuf encoding, the same for equal requests whatever the
-  // transport (the response cache's key).
+  // Its protobuf encoding, the response cache's key: the bytes received
+  // over gRPC; the deterministic encoding of a request read from JSON (as
+  // clients serialize, so that the same job sent either way shares its
+  // entry).
   virtual absl::StatusOr<std::string> Bytes() const = 0;
 };
 
