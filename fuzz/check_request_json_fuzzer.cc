@@ -1,7 +1,7 @@
 // Fuzzes a Check request given as protobuf JSON (what grpcurl, the Python
 // client's json_format and tools send): the input is the JSON text, parsed
 // into a CheckRequest by protobuf's JSON parser, then the same in-process
-// Check as a request from the wire (OomguardService::RunCheck).
+// Check as a request from the wire (RequestHandlers::RunCheck).
 #include <google/protobuf/util/json_util.h>
 
 #include <cstddef>

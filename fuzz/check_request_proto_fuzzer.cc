@@ -1,6 +1,6 @@
 // Fuzzes a Check call from its wire bytes: the input is the request body as
 // the service receives it (ParseRequest), then the whole in-process Check
-// (OomguardService::RunCheck: ResolveJobSource, ResolveGpu, the estimate,
+// (RequestHandlers::RunCheck: ResolveJobSource, ResolveGpu, the estimate,
 // the verdict and every recommendation's re-estimate). The same bytes are
 // also parsed as an EstimateRequest and its job resolved, as Estimate does.
 // A request with omit_report is checked again with the report: the answer

@@ -1,8 +1,12 @@
 // The HTTP/JSON API's endpoints (see api_endpoints.h).
 #include "http/api_endpoints.h"
 
+#include <iterator>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
@@ -10,32 +14,97 @@
 #include "common/status_macros.h"
 #include "http/json_transcoding.h"
 #include "http/script_check.h"
+#include "service/methods.h"
 
 namespace oomguard::http {
 
 using service::CallOutcome;
-using service::Method;
 using service::RequestHandlers;
-
-// One endpoint: its path, HTTP method, the service method it counts as,
-// and the call: request body in, response JSON out.
-struct ApiEndpoints::Endpoint {
-  absl::string_view path;
-  absl::string_view http_method;
-  Method method;
-  absl::Status (*call)(RequestHandlers& handlers, absl::string_view body, absl::Time deadline,
-                       CallOutcome& outcome, std::string& json);
-};
+using service::RpcMethod;
 
 namespace {
 
-absl::Status Estimate(RequestHandlers& handlers, absl::string_view body, absl::Time deadline,
-                      CallOutcome& outcome, std::string& json) {
-  v1::EstimateRequest request;
-  OOMGUARD_RETURN_IF_ERROR(ParseJsonBody(body, request));
-  OOMGUARD_ASSIGN_OR_RETURN(const v1::EstimateResponse response,
-                            handlers.Estimate(request, deadline, outcome));
-  json = ToJson(response);
+// An RPC's request as JSON, in protobuf's mapping; a GET has no body (the
+// empty request).
+class JsonRequest final : public service::CallRequest {
+ public:
+  JsonRequest(const google::protobuf::Message& prototype, absl::string_view verb,
+              absl::string_view body)
+      : prototype_(prototype), no_body_(verb == "GET"), body_(body) {}
+
+  absl::Status Parse(google::protobuf::Message& request) const override {
+    if (no_body_) {
+      request.Clear();
+      return absl::OkStatus();
+    }
+    return ParseJsonBody(body_, request);
+  }
+  // The same job sent as JSON or over gRPC has the same bytes (and so shares
+  // its response cache entry).
+  absl::StatusOr<std::string> Bytes() const override {
+    const std::unique_ptr<google::protobuf::Message> request(prototype_.New());
+    OOMGUARD_RETURN_IF_ERROR(Parse(*request));
+    return DeterministicBytes(*request);
+  }
+
+ private:
+  const google::protobuf::Message& prototype_;
+  const bool no_body_;
+  const absl::string_view body_;
+};
+
+// An RPC's responses as JSON.
+class JsonResponses final : public service::CallResponses {
+ public:
+  explicit JsonResponses(const google::protobuf::Message& prototype) : prototype_(prototype) {}
+
+  void Add(const google::protobuf::Message& response) override {
+    json_.push_back(ToJson(response));
+  }
+  void AddSerialized(const grpc::Slice& response) override {
+    const std::unique_ptr<google::protobuf::Message> parsed(prototype_.New());
+    if (!parsed->ParseFromArray(response.begin(), static_cast<int>(response.size()))) {
+      status_ = absl::InternalError(
+          absl::StrCat("a stored ", prototype_.GetTypeName(), " does not parse"));
+      return;
+    }
+    Add(*parsed);
+  }
+
+  // The messages' JSON, each in the order added; InternalError for a stored
+  // one that did not parse.
+  absl::StatusOr<std::vector<std::string>> Take() && {
+    if (!status_.ok()) return status_;
+    return std::move(json_);
+  }
+
+ private:
+  const google::protobuf::Message& prototype_;
+  std::vector<std::string> json_;
+  absl::Status status_;
+};
+
+// One call of `rpc`: the request body in protobuf's JSON mapping in, the
+// response's JSON out; a server stream as Envoy's gRPC-JSON transcoder maps
+// it: one JSON array of the messages, in order.
+absl::Status CallRpc(const RpcMethod& rpc, RequestHandlers& handlers, absl::string_view body,
+                     absl::Time deadline, CallOutcome& outcome, std::string& json) {
+  const google::protobuf::MethodDescriptor& declared = service::Declaration(rpc);
+  google::protobuf::MessageFactory& types = *google::protobuf::MessageFactory::generated_factory();
+  const JsonRequest request(*types.GetPrototype(declared.input_type()), rpc.http.verb, body);
+  JsonResponses responses(*types.GetPrototype(declared.output_type()));
+  OOMGUARD_RETURN_IF_ERROR(rpc.handler(handlers, request, deadline, outcome, responses));
+  OOMGUARD_ASSIGN_OR_RETURN(std::vector<std::string> messages, std::move(responses).Take());
+  if (!declared.server_streaming()) {
+    if (messages.size() != 1) {
+      return absl::InternalError(absl::StrCat(rpc.name, " answered other than one message"));
+    }
+    json = std::move(messages.front());
+    return absl::OkStatus();
+  }
+  nlohmann::json array = nlohmann::json::array();
+  for (const std::string& message : messages) array.push_back(nlohmann::json::parse(message));
+  json = array.dump();
   return absl::OkStatus();
 }
 
@@ -55,16 +124,6 @@ absl::StatusOr<v1::CheckResponse> RunCheck(RequestHandlers& handlers,
   return response;
 }
 
-absl::Status Check(RequestHandlers& handlers, absl::string_view body, absl::Time deadline,
-                   CallOutcome& outcome, std::string& json) {
-  v1::CheckRequest request;
-  OOMGUARD_RETURN_IF_ERROR(ParseJsonBody(body, request));
-  OOMGUARD_ASSIGN_OR_RETURN(const v1::CheckResponse response,
-                            RunCheck(handlers, request, deadline, outcome));
-  json = ToJson(response);
-  return absl::OkStatus();
-}
-
 // CheckScriptRequest -> {"request": the CheckRequest read from the script,
 // "response": its CheckResponse, "scriptNotes": what the reader noticed}.
 absl::Status CheckScript(RequestHandlers& handlers, absl::string_view body, absl::Time deadline,
@@ -78,39 +137,6 @@ absl::Status CheckScript(RequestHandlers& handlers, absl::string_view body, absl
                            {"response", nlohmann::json::parse(ToJson(response))},
                            {"scriptNotes", script.notes}};
   json = answer.dump();
-  return absl::OkStatus();
-}
-
-// The server-streaming Plan as Envoy's gRPC-JSON transcoder maps a stream:
-// one JSON array of the PlanResponse messages, in order (the candidates, best
-// first, then the summary).
-absl::Status Plan(RequestHandlers& handlers, absl::string_view body, absl::Time deadline,
-                  CallOutcome&, std::string& json) {
-  v1::PlanRequest request;
-  OOMGUARD_RETURN_IF_ERROR(ParseJsonBody(body, request));
-  PlanResult plan;
-  OOMGUARD_RETURN_IF_ERROR(handlers.RunPlan(request, deadline, &plan));
-  nlohmann::json messages = nlohmann::json::array();
-  v1::PlanResponse message;
-  for (v1::PlanCandidate& candidate : plan.candidates) {
-    *message.mutable_candidate() = std::move(candidate);
-    messages.push_back(nlohmann::json::parse(ToJson(message)));
-  }
-  *message.mutable_summary() = std::move(plan.summary);
-  messages.push_back(nlohmann::json::parse(ToJson(message)));
-  json = messages.dump();
-  return absl::OkStatus();
-}
-
-absl::Status ListPresets(RequestHandlers& handlers, absl::string_view, absl::Time, CallOutcome&,
-                         std::string& json) {
-  json = ToJson(handlers.ListPresets());
-  return absl::OkStatus();
-}
-
-absl::Status ListGpus(RequestHandlers& handlers, absl::string_view, absl::Time, CallOutcome&,
-                      std::string& json) {
-  json = ToJson(handlers.ListGpus());
   return absl::OkStatus();
 }
 
@@ -137,16 +163,24 @@ HttpAnswer MethodNotAllowed(absl::string_view method, absl::string_view path,
   return answer;
 }
 
-std::optional<HttpAnswer> ApiEndpoints::Serve(const ApiRequest& request) {
-  static constexpr Endpoint kEndpoints[] = {
-      {"/v1/estimate", "POST", Method::kEstimate, &Estimate},
-      {"/v1/check", "POST", Method::kCheck, &Check},
-      {"/v1/check_script", "POST", Method::kCheck, &CheckScript},
-      {"/v1/presets", "GET", Method::kListPresets, &ListPresets},
-      {"/v1/gpus", "GET", Method::kListGpus, &ListGpus},
-      {"/v1/plan", "POST", Method::kPlan, &Plan},
+ApiEndpoints::ApiEndpoints(RequestHandlers* handlers, net::CallLimiter* limiter)
+    : handlers_(handlers), limiter_(limiter) {
+  for (const RpcMethod& rpc : service::RpcMethods()) {
+    endpoints_.push_back({rpc.http.path, rpc.http.verb, rpc.name,
+                          [&rpc](RequestHandlers& h, absl::string_view body, absl::Time deadline,
+                                 CallOutcome& outcome, std::string& json) {
+                            return CallRpc(rpc, h, body, deadline, outcome, json);
+                          }});
+  }
+  // The API's own endpoints.
+  const Endpoint own[] = {
+      {"/v1/check_script", "POST", "Check", &CheckScript},
   };
-  for (const Endpoint& endpoint : kEndpoints) {
+  endpoints_.insert(endpoints_.end(), std::begin(own), std::end(own));
+}
+
+std::optional<HttpAnswer> ApiEndpoints::Serve(const ApiRequest& request) {
+  for (const Endpoint& endpoint : endpoints_) {
     if (endpoint.path != request.path) continue;
     if (endpoint.http_method != request.method) {
       return MethodNotAllowed(request.method, request.path, endpoint.http_method);

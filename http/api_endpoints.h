@@ -2,7 +2,9 @@
 // body in, the HTTP answer out, each call run by the service's own handlers
 // (service/request_handlers.h: same validation, errors, cache, metrics
 // labelled transport="http", and log) with protobuf's JSON mapping of the
-// same messages (json_transcoding.h).
+// same messages (json_transcoding.h). Each RPC's verb and path come from the
+// table of the service's methods (service/methods.h); /v1/check_script is
+// the API's own.
 //
 //   POST /v1/estimate  EstimateRequest -> EstimateResponse
 //   POST /v1/check     CheckRequest    -> CheckResponse
@@ -20,12 +22,14 @@
 #ifndef OOMGUARD_HTTP_API_ENDPOINTS_H_
 #define OOMGUARD_HTTP_API_ENDPOINTS_H_
 
+#include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
-#include "http/call_limiter.h"
+#include "net/call_limiter.h"
 #include "service/request_handlers.h"
 
 namespace oomguard::http {
@@ -57,19 +61,29 @@ HttpAnswer MethodNotAllowed(absl::string_view method, absl::string_view path,
 class ApiEndpoints {
  public:
   // Both must outlive the endpoints.
-  ApiEndpoints(service::RequestHandlers* handlers, CallLimiter* limiter)
-      : handlers_(handlers), limiter_(limiter) {}
+  ApiEndpoints(service::RequestHandlers* handlers, net::CallLimiter* limiter);
 
   // The answer when `request.path` is an API path; nullopt when it is not.
   std::optional<HttpAnswer> Serve(const ApiRequest& request);
 
  private:
-  struct Endpoint;
+  // One endpoint: its path, HTTP method, the `method` label it counts as,
+  // and the call: request body in, response JSON out.
+  struct Endpoint {
+    absl::string_view path;
+    absl::string_view http_method;
+    absl::string_view method;
+    std::function<absl::Status(service::RequestHandlers& handlers, absl::string_view body,
+                               absl::Time deadline, service::CallOutcome& outcome,
+                               std::string& json)>
+        call;
+  };
 
   HttpAnswer Run(const Endpoint& endpoint, const ApiRequest& request);
 
   service::RequestHandlers* const handlers_;
-  CallLimiter* const limiter_;
+  net::CallLimiter* const limiter_;
+  std::vector<Endpoint> endpoints_;  // The RPCs', then the API's own.
 };
 
 }  // namespace oomguard::http

@@ -2,19 +2,17 @@
 #include "http/http_api_server.h"
 
 #include <httplib.h>
-#include <sys/socket.h>
 
 #include <exception>
 #include <utility>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 #include "common/status_macros.h"
 #include "http/json_transcoding.h"
 #include "http/page_assets.h"
-#include "webhook/guarded_http_server.h"
+#include "net/guarded_http_server.h"
 
 namespace oomguard::http {
 namespace {
@@ -32,26 +30,6 @@ void Send(const HttpAnswer& answer, httplib::Response& response) {
 }
 
 }  // namespace
-
-absl::Status SplitHttpAddress(const std::string& address, absl::string_view flag, std::string* host,
-                              int* port) {
-  const size_t colon = address.rfind(':');
-  const std::string port_text = colon == std::string::npos ? address : address.substr(colon + 1);
-  if (colon == 0 || !absl::SimpleAtoi(port_text, port) || *port < 0 || *port > 65535) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(flag, " = ", address, ": expected host:port or a port"));
-  }
-  if (colon == std::string::npos) {
-    *host = "127.0.0.1";
-    return absl::OkStatus();
-  }
-  absl::string_view h(address.data(), colon);
-  if (absl::ConsumePrefix(&h, "[") && !absl::ConsumeSuffix(&h, "]")) {
-    return absl::InvalidArgumentError(absl::StrCat(flag, " = ", address, ": unbalanced '['"));
-  }
-  *host = std::string(h);
-  return absl::OkStatus();
-}
 
 std::optional<absl::Time> GrpcTimeoutDeadline(absl::string_view value, absl::Time now) {
   if (value.size() < 2 || value.size() > 9) return std::nullopt;
@@ -84,20 +62,16 @@ HttpApiServer::HttpApiServer(const HttpApiOptions& options, service::RequestHand
 
 absl::StatusOr<std::unique_ptr<HttpApiServer>> HttpApiServer::Start(
     HttpApiOptions options, service::RequestHandlers* handlers) {
-  std::string host;
-  int port = 0;
-  OOMGUARD_RETURN_IF_ERROR(SplitHttpAddress(options.address, "http_address", &host, &port));
-  if (options.threads < 1 || options.max_waiting < 0 || options.max_connections < 1) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "http threads = ", options.threads, ", max_waiting = ", options.max_waiting,
-        ", max_connections = ", options.max_connections, ": need >= 1, >= 0 and >= 1"));
+  if (options.threads < 1 || options.max_waiting < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("http threads = ", options.threads,
+                                                   ", max_waiting = ", options.max_waiting,
+                                                   ": need >= 1 and >= 0"));
   }
-  if (options.request_timeout <= absl::ZeroDuration() ||
-      options.header_timeout <= absl::ZeroDuration()) {
+  if (options.request_timeout <= absl::ZeroDuration()) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "http request_timeout = ", absl::FormatDuration(options.request_timeout),
-        ", header_timeout = ", absl::FormatDuration(options.header_timeout), ": must be > 0"));
+        "http_request_timeout = ", absl::FormatDuration(options.request_timeout), ": must be > 0"));
   }
+  OOMGUARD_RETURN_IF_ERROR(net::ValidateLimits("http", options.limits));
   const bool tls = !options.tls.cert_chain.empty() || !options.tls.key.empty();
   if (tls && (options.tls.cert_chain.empty() || options.tls.key.empty())) {
     return absl::InvalidArgumentError("tls_cert/tls_key: TLS needs both a certificate and a key");
@@ -107,30 +81,18 @@ absl::StatusOr<std::unique_ptr<HttpApiServer>> HttpApiServer::Start(
         "tls_client_ca: client certificates need TLS: set tls_cert and tls_key too");
   }
   std::unique_ptr<HttpApiServer> server(new HttpApiServer(options, handlers));
-  const webhook::ConnectionLimits limits{.max_connections = options.max_connections,
-                                         .header_timeout = options.header_timeout,
-                                         .max_header_bytes = options.max_header_bytes,
-                                         .io_timeout = options.io_timeout,
-                                         .keep_alive_timeout = options.keep_alive_timeout};
-  std::function<bool(SSL_CTX&)> configure_tls;
   if (tls) {
-    configure_tls = [pem = options.tls](SSL_CTX& ctx) { return ConfigureTls(pem, ctx); };
+    OOMGUARD_ASSIGN_OR_RETURN(server->tls_,
+                              net::ServerTls::FromPem(options.tls, {.cert_chain = "tls_cert",
+                                                                    .key = "tls_key",
+                                                                    .client_ca = "tls_client_ca"}));
   }
-  server->server_ = std::make_unique<webhook::GuardedHttpServer>(limits, configure_tls);
+  server->server_ = std::make_unique<net::GuardedHttpServer>(options.limits, server->tls_.get());
   if (!server->server_->is_valid()) {
-    return absl::InvalidArgumentError(
-        "tls_cert/tls_key/tls_client_ca: the HTTP API cannot use them (a PEM that does not "
-        "parse, or a key that does not match the certificate)");
+    return absl::InternalError("http: cannot set up the TLS context");
   }
 
   httplib::Server& http = *server->server_;
-  // SO_REUSEADDR only: httplib's default also sets SO_REUSEPORT, which would
-  // let a second server share (and steal requests from) the port.
-  http.set_socket_options([](int sock) {
-    const int yes = 1;
-    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
-  });
-  http.set_payload_max_length(options.max_body_bytes);
   http.set_default_headers({{"X-Content-Type-Options", "nosniff"},
                             {"Content-Security-Policy", kContentSecurityPolicy},
                             {"Referrer-Policy", "no-referrer"},
@@ -173,17 +135,17 @@ absl::StatusOr<std::unique_ptr<HttpApiServer>> HttpApiServer::Start(
   }
   // What httplib answers itself (413 for a body over the limit, 400 for a
   // request it cannot read) gets a google.rpc.Status body too.
-  http.set_error_handler(
-      [max_body = options.max_body_bytes](const httplib::Request&, httplib::Response& response) {
-        if (!response.body.empty()) return;
-        const grpc::Status status =
-            response.status == 413
-                ? grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
-                               absl::StrCat("request body: larger than ", max_body, " bytes"))
-                : grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                               absl::StrCat("HTTP ", response.status, ": malformed request"));
-        response.set_content(ErrorJson(status), "application/json");
-      });
+  http.set_error_handler([max_body = options.limits.max_body_bytes](const httplib::Request&,
+                                                                    httplib::Response& response) {
+    if (!response.body.empty()) return;
+    const grpc::Status status =
+        response.status == 413
+            ? grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                           absl::StrCat("request body: larger than ", max_body, " bytes"))
+            : grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                           absl::StrCat("HTTP ", response.status, ": malformed request"));
+    response.set_content(ErrorJson(status), "application/json");
+  });
   http.set_exception_handler(
       [](const httplib::Request&, httplib::Response& response, std::exception_ptr) {
         response.status = 500;
@@ -191,28 +153,16 @@ absl::StatusOr<std::unique_ptr<HttpApiServer>> HttpApiServer::Start(
                              "application/json");
       });
 
-  server->port_ = server->server_->Bind(host, port);
-  if (server->port_ <= 0) {
-    return absl::UnavailableError(
-        absl::StrCat("http_address = ", options.address, ": cannot listen there"));
-  }
-  server->thread_ = std::thread([self] { self->server_->listen_after_bind(); });
-  // stop() is a no-op until the loop runs: wait for it, so that a Stop()
-  // right after Start() is never lost.
-  const absl::Time give_up = absl::Now() + absl::Seconds(10);
-  while (!http.is_running() && absl::Now() < give_up) absl::SleepFor(absl::Milliseconds(1));
+  OOMGUARD_ASSIGN_OR_RETURN(server->port_, server->server_->Start("http_address", options.address));
   return server;
 }
 
 void HttpApiServer::Stop() {
-  if (server_ == nullptr) return;
-  server_->stop();
-  server_->CloseConnections();
+  if (server_ != nullptr) server_->Stop();
 }
 
 void HttpApiServer::Wait() {
-  if (thread_.joinable()) thread_.join();
-  if (server_ != nullptr) server_->WaitForConnections();
+  if (server_ != nullptr) server_->Wait();
 }
 
 HttpApiServer::~HttpApiServer() {

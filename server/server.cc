@@ -65,7 +65,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(ServerOptions options) {
                       .key = options.tls_key_pem,
                       .client_ca = options.tls_client_ca_pem};
   options.http.threads = options.threads;
-  options.http.max_body_bytes = static_cast<size_t>(options.max_request_bytes);
+  options.http.limits.max_body_bytes = static_cast<size_t>(options.max_request_bytes);
   options.webhook.log_requests = options.service.log_requests;
   server->metrics_ = std::make_unique<ServiceMetrics>(OOMGUARD_VERSION);
   server->service_ =
@@ -109,8 +109,8 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(ServerOptions options) {
   }
   if (!options.webhook.address.empty()) {
     absl::StatusOr<std::unique_ptr<WebhookServer>> webhook =
-        WebhookServer::Start(std::move(options.webhook), webhook_catalog, server->service_.get(),
-                             server->metrics_.get());
+        WebhookServer::Start(std::move(options.webhook), webhook_catalog,
+                             &server->service_->handlers(), server->metrics_.get());
     if (!webhook.ok()) return webhook.status();
     server->webhook_ = *std::move(webhook);
   }

@@ -4,11 +4,27 @@
 #include <utility>
 #include <vector>
 
-#include "grpcpp/server_context.h"
-#include "grpcpp/support/async_stream.h"
-#include "grpcpp/support/async_unary_call.h"
-
 namespace oomguard::service {
+
+AsyncOomguard::AsyncOomguard() {
+  for (const RpcMethod& method : RpcMethods()) MarkMethodRaw(Declaration(method).index());
+}
+
+void AsyncOomguard::RequestUnary(const RpcMethod& method, grpc::ServerContext* context,
+                                 grpc::ByteBuffer* request,
+                                 grpc::ServerAsyncResponseWriter<grpc::ByteBuffer>* writer,
+                                 grpc::ServerCompletionQueue* queue, void* tag) {
+  RequestAsyncUnary(Declaration(method).index(), context, request, writer, queue, queue, tag);
+}
+
+void AsyncOomguard::RequestServerStream(const RpcMethod& method, grpc::ServerContext* context,
+                                        grpc::ByteBuffer* request,
+                                        grpc::ServerAsyncWriter<grpc::ByteBuffer>* writer,
+                                        grpc::ServerCompletionQueue* queue, void* tag) {
+  RequestAsyncServerStreaming(Declaration(method).index(), context, request, writer, queue, queue,
+                              tag);
+}
+
 namespace {
 
 // The completion-queue tag of every call.
@@ -50,28 +66,20 @@ void TakeOver(void*) {}
 
 struct Endpoints {
   AsyncOomguard* async;
-  OomguardService* handlers;
+  OomguardService* service;
   grpc::ServerCompletionQueue* queue;
 };
 
 // One unary call: waits for a request, runs the handler on the worker that
 // received it, sends the response, then deletes itself.
-template <typename Request, typename Response>
 class UnaryCall final : public Call {
  public:
-  using Requester = void (AsyncOomguard::*)(grpc::ServerContext*, Request*,
-                                            grpc::ServerAsyncResponseWriter<Response>*,
-                                            grpc::CompletionQueue*, grpc::ServerCompletionQueue*,
-                                            void*);
-  using Handler = grpc::Status (OomguardService::*)(grpc::ServerContext&, const Request&,
-                                                    Response*);
-
-  // Asks the server for the next call of this method.
-  static void Await(const Endpoints& endpoints, Requester requester, Handler handler) {
-    auto* call = new UnaryCall(endpoints, requester, handler);
+  // Asks the server for the next call of `method`.
+  static void Await(const Endpoints& endpoints, const RpcMethod& method) {
+    auto* call = new UnaryCall(endpoints, method);
     HandOver(call, [&] {
-      (endpoints.async->*requester)(&call->context_, &call->request_, &call->writer_,
-                                    endpoints.queue, endpoints.queue, call);
+      endpoints.async->RequestUnary(method, &call->context_, &call->request_, &call->writer_,
+                                    endpoints.queue, call);
     });
   }
 
@@ -80,12 +88,16 @@ class UnaryCall final : public Call {
       delete this;
       return;
     }
-    Await(endpoints_, requester_, handler_);  // Keep a call of this method waiting.
-    const grpc::Status status = (endpoints_.handlers->*handler_)(context_, request_, &response_);
+    Await(endpoints_, method_);  // Keep a call of this method waiting.
+    grpc::Status status = endpoints_.service->Serve(method_, context_, request_, &responses_);
+    if (status.ok() && responses_.size() != 1) {
+      status = grpc::Status(grpc::StatusCode::INTERNAL,
+                            "a unary method answered other than one message");
+    }
     finishing_ = true;
     HandOver(this, [&] {
       if (status.ok()) {
-        writer_.Finish(response_, status, this);
+        writer_.Finish(responses_.front(), status, this);
       } else {
         writer_.FinishWithError(status, this);
       }
@@ -93,16 +105,15 @@ class UnaryCall final : public Call {
   }
 
  private:
-  UnaryCall(const Endpoints& endpoints, Requester requester, Handler handler)
-      : endpoints_(endpoints), requester_(requester), handler_(handler), writer_(&context_) {}
+  UnaryCall(const Endpoints& endpoints, const RpcMethod& method)
+      : endpoints_(endpoints), method_(method), writer_(&context_) {}
 
   const Endpoints endpoints_;
-  const Requester requester_;
-  const Handler handler_;
+  const RpcMethod& method_;
   grpc::ServerContext context_;
-  Request request_;
-  Response response_;
-  grpc::ServerAsyncResponseWriter<Response> writer_;
+  grpc::ByteBuffer request_;
+  std::vector<grpc::ByteBuffer> responses_;  // One, once served.
+  grpc::ServerAsyncResponseWriter<grpc::ByteBuffer> writer_;
   bool finishing_ = false;
 };
 
@@ -111,18 +122,11 @@ class UnaryCall final : public Call {
 // time, finishes, then deletes itself.
 class ServerStreamCall final : public Call {
  public:
-  using Requester = void (AsyncOomguard::*)(grpc::ServerContext*, grpc::ByteBuffer*,
-                                            grpc::ServerAsyncWriter<grpc::ByteBuffer>*,
-                                            grpc::CompletionQueue*, grpc::ServerCompletionQueue*,
-                                            void*);
-  using Handler = grpc::Status (OomguardService::*)(grpc::ServerContext&, const grpc::ByteBuffer&,
-                                                    std::vector<grpc::ByteBuffer>*);
-
-  static void Await(const Endpoints& endpoints, Requester requester, Handler handler) {
-    auto* call = new ServerStreamCall(endpoints, requester, handler);
+  static void Await(const Endpoints& endpoints, const RpcMethod& method) {
+    auto* call = new ServerStreamCall(endpoints, method);
     HandOver(call, [&] {
-      (endpoints.async->*requester)(&call->context_, &call->request_, &call->writer_,
-                                    endpoints.queue, endpoints.queue, call);
+      endpoints.async->RequestServerStream(method, &call->context_, &call->request_, &call->writer_,
+                                           endpoints.queue, call);
     });
   }
 
@@ -132,8 +136,9 @@ class ServerStreamCall final : public Call {
       return;
     }
     if (state_ == State::kWaiting) {
-      Await(endpoints_, requester_, handler_);  // Keep a call of this method waiting.
-      const grpc::Status status = (endpoints_.handlers->*handler_)(context_, request_, &responses_);
+      Await(endpoints_, method_);  // Keep a call of this method waiting.
+      const grpc::Status status =
+          endpoints_.service->Serve(method_, context_, request_, &responses_);
       if (!status.ok()) {
         Finish(status);
         return;
@@ -155,8 +160,8 @@ class ServerStreamCall final : public Call {
  private:
   enum class State { kWaiting, kWriting, kFinishing };
 
-  ServerStreamCall(const Endpoints& endpoints, Requester requester, Handler handler)
-      : endpoints_(endpoints), requester_(requester), handler_(handler), writer_(&context_) {}
+  ServerStreamCall(const Endpoints& endpoints, const RpcMethod& method)
+      : endpoints_(endpoints), method_(method), writer_(&context_) {}
 
   void Finish(const grpc::Status& status) {
     state_ = State::kFinishing;
@@ -164,8 +169,7 @@ class ServerStreamCall final : public Call {
   }
 
   const Endpoints endpoints_;
-  const Requester requester_;
-  const Handler handler_;
+  const RpcMethod& method_;
   grpc::ServerContext context_;
   grpc::ByteBuffer request_;
   std::vector<grpc::ByteBuffer> responses_;
@@ -175,12 +179,13 @@ class ServerStreamCall final : public Call {
 };
 
 void AwaitEveryMethod(const Endpoints& e) {
-  using RawCall = UnaryCall<grpc::ByteBuffer, grpc::ByteBuffer>;
-  RawCall::Await(e, &AsyncOomguard::RequestEstimate, &OomguardService::Estimate);
-  RawCall::Await(e, &AsyncOomguard::RequestCheck, &OomguardService::Check);
-  RawCall::Await(e, &AsyncOomguard::RequestListPresets, &OomguardService::ListPresets);
-  RawCall::Await(e, &AsyncOomguard::RequestListGpus, &OomguardService::ListGpus);
-  ServerStreamCall::Await(e, &AsyncOomguard::RequestPlan, &OomguardService::Plan);
+  for (const RpcMethod& method : RpcMethods()) {
+    if (Declaration(method).server_streaming()) {
+      ServerStreamCall::Await(e, method);
+    } else {
+      UnaryCall::Await(e, method);
+    }
+  }
 }
 
 void Work(grpc::ServerCompletionQueue* queue) {
@@ -194,14 +199,14 @@ void Work(grpc::ServerCompletionQueue* queue) {
 
 }  // namespace
 
-CallLoop::CallLoop(AsyncOomguard* async, OomguardService* handlers,
+CallLoop::CallLoop(AsyncOomguard* async, OomguardService* service,
                    std::vector<std::unique_ptr<grpc::ServerCompletionQueue>> queues, int threads)
     : queues_(std::move(queues)) {
   for (int i = 0; i < threads; ++i) {
     grpc::ServerCompletionQueue* queue = queues_[i % queues_.size()].get();
     // One waiting call per method per worker, so that workers sharing a
     // queue can each take a call at once.
-    AwaitEveryMethod({async, handlers, queue});
+    AwaitEveryMethod({async, service, queue});
     workers_.emplace_back(Work, queue);
   }
 }

@@ -11,23 +11,42 @@
 #include <vector>
 
 #include "grpcpp/completion_queue.h"
+#include "grpcpp/server_context.h"
+#include "grpcpp/support/async_stream.h"
+#include "grpcpp/support/async_unary_call.h"
+#include "grpcpp/support/byte_buffer.h"
 #include "oomguard/v1/service.grpc.pb.h"
+#include "service/methods.h"
 #include "service/oomguard_service.h"
 
 namespace oomguard::service {
 
-// The service as registered: every method asynchronous on serialized
-// messages, which the handlers parse themselves (see wire_message.h).
-using AsyncOomguard = v1::Oomguard::WithRawMethod_Estimate<v1::Oomguard::WithRawMethod_Check<
-    v1::Oomguard::WithRawMethod_ListPresets<v1::Oomguard::WithRawMethod_ListGpus<
-        v1::Oomguard::WithRawMethod_Plan<v1::Oomguard::Service>>>>>;
+// The service as registered: every RPC of the table of the service's methods
+// (methods.h) asynchronous on serialized messages, which the handlers parse
+// themselves (see wire_message.h).
+class AsyncOomguard : public v1::Oomguard::Service {
+ public:
+  AsyncOomguard();
+
+  // Asks for the next call of `method` (unary), announced on `queue` with
+  // `tag`.
+  void RequestUnary(const RpcMethod& method, grpc::ServerContext* context,
+                    grpc::ByteBuffer* request,
+                    grpc::ServerAsyncResponseWriter<grpc::ByteBuffer>* writer,
+                    grpc::ServerCompletionQueue* queue, void* tag);
+  // The same for a server-streaming `method`.
+  void RequestServerStream(const RpcMethod& method, grpc::ServerContext* context,
+                           grpc::ByteBuffer* request,
+                           grpc::ServerAsyncWriter<grpc::ByteBuffer>* writer,
+                           grpc::ServerCompletionQueue* queue, void* tag);
+};
 
 class CallLoop {
  public:
   // Starts `threads` workers, spread over `queues` (registered with the
-  // server that `async` belongs to). `async` and `handlers` must outlive the
+  // server that `async` belongs to). `async` and `service` must outlive the
   // loop.
-  CallLoop(AsyncOomguard* async, OomguardService* handlers,
+  CallLoop(AsyncOomguard* async, OomguardService* service,
            std::vector<std::unique_ptr<grpc::ServerCompletionQueue>> queues, int threads);
 
   // Shuts the queues down, drains them and joins the workers. Destroy the

@@ -5,6 +5,7 @@
 
 #include "absl/strings/strip.h"
 #include "prometheus/gauge.h"
+#include "service/methods.h"
 #include "service/status_mapping.h"
 
 namespace oomguard::service {
@@ -26,24 +27,6 @@ prometheus::Histogram::BucketBoundaries PeakBuckets() {
 
 }  // namespace
 
-absl::string_view MethodName(Method method) {
-  switch (method) {
-    case Method::kEstimate:
-      return "Estimate";
-    case Method::kCheck:
-      return "Check";
-    case Method::kListPresets:
-      return "ListPresets";
-    case Method::kListGpus:
-      return "ListGpus";
-    case Method::kWebhook:
-      return "Webhook";
-    case Method::kPlan:
-      return "Plan";
-  }
-  return "unknown";
-}
-
 absl::string_view TransportName(Transport transport) {
   switch (transport) {
     case Transport::kGrpc:
@@ -55,7 +38,7 @@ absl::string_view TransportName(Transport transport) {
 }
 
 ServiceMetrics::ServiceMetrics(absl::string_view version)
-    : registry_(std::make_shared<prometheus::Registry>()) {
+    : registry_(std::make_shared<prometheus::Registry>()), methods_(RpcMethods().size() + 1) {
   requests_family_ = &prometheus::BuildCounter()
                           .Name("oomguard_requests_total")
                           .Help("Requests handled, by method, status code and transport.")
@@ -64,10 +47,12 @@ ServiceMetrics::ServiceMetrics(absl::string_view version)
                        .Name("oomguard_request_duration_seconds")
                        .Help("Time to handle a request, in seconds, by method and transport.")
                        .Register(*registry_);
-  for (int m = 0; m < kNumMethods; ++m) {
+  for (size_t m = 0; m < RpcMethods().size(); ++m) methods_[m].name = RpcMethods()[m].name;
+  methods_.back().name = kWebhookMethod;
+  for (Method& method : methods_) {
     for (int t = 0; t < kNumTransports; ++t) {
-      methods_[m][t].duration =
-          &duration.Add({{"method", std::string(MethodName(static_cast<Method>(m)))},
+      method.series[t].duration =
+          &duration.Add({{"method", std::string(method.name)},
                          {"transport", std::string(TransportName(static_cast<Transport>(t)))}},
                         DurationBuckets());
     }
@@ -95,9 +80,13 @@ ServiceMetrics::ServiceMetrics(absl::string_view version)
       .Set(1);
 }
 
-void ServiceMetrics::RecordRequest(Method method, Transport transport, grpc::StatusCode code,
-                                   absl::Duration latency) {
-  MethodSeries& series = methods_[static_cast<int>(method)][static_cast<int>(transport)];
+void ServiceMetrics::RecordRequest(absl::string_view method, Transport transport,
+                                   grpc::StatusCode code, absl::Duration latency) {
+  // A handful of short names: a scan is as quick as a hash.
+  auto named = methods_.begin();
+  while (named != methods_.end() && named->name != method) ++named;
+  if (named == methods_.end()) return;  // Not a method of the table (methods_test checks).
+  MethodSeries& series = named->series[static_cast<int>(transport)];
   series.duration->Observe(absl::ToDoubleSeconds(latency));
   const int c = static_cast<int>(code) < kNumCodes ? static_cast<int>(code)
                                                    : static_cast<int>(grpc::StatusCode::INTERNAL);
@@ -105,7 +94,7 @@ void ServiceMetrics::RecordRequest(Method method, Transport transport, grpc::Sta
   if (counter == nullptr) {
     // Family::Add is thread-safe and returns the same series for the same
     // labels, so a race here only repeats the lookup.
-    counter = &requests_family_->Add({{"method", std::string(MethodName(method))},
+    counter = &requests_family_->Add({{"method", std::string(method)},
                                       {"code", StatusCodeName(static_cast<grpc::StatusCode>(c))},
                                       {"transport", std::string(TransportName(transport))}});
     series.requests[c].store(counter, std::memory_order_release);

@@ -1,6 +1,8 @@
 // The service's Prometheus metrics (prometheus-cpp): request counts and
 // latency per method and status code, verdict counts, the distribution of
-// estimated peaks, and the build info. Label sets are small and fixed.
+// estimated peaks, and the build info. Label sets are small and fixed:
+// `method` is an RPC's name from the table of the service's methods
+// (methods.h) or "Webhook" (the admission webhook's reviews).
 // `transport` says how a request came: "grpc" (the gRPC API) or "http" (the
 // HTTP/JSON API, http/, and the admission webhook); `code` is the canonical
 // status code the handler answered with, whatever the transport turned it
@@ -19,6 +21,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
@@ -30,14 +33,6 @@
 
 namespace oomguard::service {
 
-// The RPCs of oomguard.v1.Oomguard, and the Kubernetes admission webhook
-// (POST /validate, webhook/webhook_server.h).
-enum class Method { kEstimate, kCheck, kListPresets, kListGpus, kWebhook, kPlan };
-inline constexpr int kNumMethods = 6;
-
-// "Estimate", "Check", ...: the RPC name; "Webhook" for the webhook.
-absl::string_view MethodName(Method method);
-
 // How a request reached the service.
 enum class Transport { kGrpc, kHttp };
 inline constexpr int kNumTransports = 2;
@@ -48,9 +43,11 @@ absl::string_view TransportName(Transport transport);
 // Thread-safe; recording costs a few atomic operations.
 class ServiceMetrics {
  public:
+  // The series of every RPC in RpcMethods() (methods.h) and of the webhook.
   explicit ServiceMetrics(absl::string_view version);
 
-  void RecordRequest(Method method, Transport transport, grpc::StatusCode code,
+  // `method`: the name of one of those RPCs, or kWebhookMethod.
+  void RecordRequest(absl::string_view method, Transport transport, grpc::StatusCode code,
                      absl::Duration latency);
   // One successful Check (RPC or webhook).
   void RecordVerdict(v1::Verdict verdict);
@@ -69,10 +66,16 @@ class ServiceMetrics {
     // Created on first use so that only codes that happened are exported.
     std::array<std::atomic<prometheus::Counter*>, kNumCodes> requests{};
   };
+  // The series of one method, by transport.
+  struct Method {
+    absl::string_view name;
+    std::array<MethodSeries, kNumTransports> series;
+  };
 
   std::shared_ptr<prometheus::Registry> registry_;
   prometheus::Family<prometheus::Counter>* requests_family_;
-  std::array<std::array<MethodSeries, kNumTransports>, kNumMethods> methods_;
+  // The RPCs', in the table's order, then the webhook's; fixed at start.
+  std::vector<Method> methods_;
   std::array<prometheus::Counter*, v1::Verdict_ARRAYSIZE> verdicts_{};
   prometheus::Histogram* estimated_peak_;
 };

@@ -95,10 +95,13 @@ grpc::Status RequestHandlers::Handle(
 
   metrics_->RecordRequest(call.method, call.transport, result.error_code(), latency);
   if (result.ok() && outcome.peak_bytes > 0) metrics_->RecordEstimatedPeak(outcome.peak_bytes);
-  if (result.ok() && call.method == Method::kCheck) metrics_->RecordVerdict(outcome.verdict);
+  // Only a Check has a verdict.
+  if (result.ok() && outcome.verdict != v1::VERDICT_UNSPECIFIED) {
+    metrics_->RecordVerdict(outcome.verdict);
+  }
   if (config_.log_requests) {
     RequestRecord record;
-    record.method = MethodName(call.method);
+    record.method = call.method;
     record.status = &result;
     record.latency = latency;
     record.peak_bytes = outcome.peak_bytes;

@@ -2,9 +2,10 @@
 // takes a request message and a deadline and returns the response message or
 // an absl::Status naming the bad field; Handle runs one call under the
 // service's rules (deadline, exception guard) and records it in the metrics
-// and the log. The gRPC service (oomguard_service.h) and the HTTP/JSON API
-// (http/) both call these, so both give the same answers and errors.
-// Thread-safe.
+// and the log. The gRPC service (oomguard_service.h), the HTTP/JSON API
+// (http/) and the admission webhook (webhook/) all call these, so all give
+// the same answers and errors; each RPC's handler in the table of the
+// service's methods (methods.h) calls one of them. Thread-safe.
 #ifndef OOMGUARD_SERVICE_REQUEST_HANDLERS_H_
 #define OOMGUARD_SERVICE_REQUEST_HANDLERS_H_
 
@@ -58,7 +59,9 @@ struct CallOutcome {
 
 // One call as its transport received it.
 struct Call {
-  Method method = Method::kEstimate;
+  // The `method` label of the metrics and the log: the name of an RPC in the
+  // table of the service's methods (methods.h).
+  absl::string_view method;
   Transport transport = Transport::kGrpc;
   // absl::InfiniteFuture() when the client set none.
   absl::Time deadline = absl::InfiniteFuture();

@@ -20,9 +20,9 @@
 #include "absl/flags/usage_config.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/flag_file.h"
 #include "common/status_macros.h"
 #include "server/server.h"
-#include "service/flag_file.h"
 #include "service/protobuf_log.h"
 #include "service/request_log.h"
 #include "tools/serve_flags.h"
@@ -32,7 +32,6 @@ namespace oomguard {
 using server::Server;
 using server::ServerOptions;
 using service::FormatEventLine;
-using service::ReadFlagFile;
 using service::RouteProtobufLogging;
 using service::WriteLogLine;
 namespace {
@@ -90,8 +89,8 @@ absl::StatusOr<ServerOptions> OptionsFromFlags() {
   options.webhook.tls_key_file = absl::GetFlag(FLAGS_webhook_tls_key);
   options.webhook.insecure_http = absl::GetFlag(FLAGS_webhook_insecure_http_for_testing);
   options.webhook.check_timeout = absl::GetFlag(FLAGS_webhook_check_timeout);
-  options.webhook.max_connections = absl::GetFlag(FLAGS_webhook_max_connections);
-  options.webhook.header_timeout = absl::GetFlag(FLAGS_webhook_header_timeout);
+  options.webhook.limits.max_connections = absl::GetFlag(FLAGS_webhook_max_connections);
+  options.webhook.limits.header_timeout = absl::GetFlag(FLAGS_webhook_header_timeout);
   options.http.address = absl::GetFlag(FLAGS_http_address);
   options.http.request_timeout = absl::GetFlag(FLAGS_http_request_timeout);
   if (options.webhook.address.empty() &&

@@ -50,9 +50,10 @@ ABSL_FLAG(int32_t, plan_cache_mb, 16,
           "a clearly faster one), in MiB; 0 disables it. The checks of one model and shape "
           "share a plan whatever their layout, so it is computed once per shape.");
 ABSL_FLAG(std::string, webhook_address, "",
-          "host:port of the Kubernetes validating admission webhook (HTTPS, POST /validate "
-          "with an admission.k8s.io/v1 AdmissionReview; GET /healthz), e.g. 0.0.0.0:8443; "
-          "port 0: any free port, logged as webhook_port=. Empty disables it.");
+          "host:port (or a port: 127.0.0.1) of the Kubernetes validating admission webhook "
+          "(HTTPS, POST /validate with an admission.k8s.io/v1 AdmissionReview; GET /healthz), "
+          "e.g. 0.0.0.0:8443 to serve the API server; port 0: any free port, logged as "
+          "webhook_port=. Empty disables it.");
 ABSL_FLAG(std::string, webhook_tls_cert, "",
           "PEM file with the webhook's certificate chain (required with --webhook_address). "
           "Re-read when it changes, so a rotated Secret needs no restart.");

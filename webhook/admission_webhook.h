@@ -50,7 +50,7 @@ inline constexpr int kMaxJsonDepth = 64;
 // Longest warning sent; the API server may truncate longer ones.
 inline constexpr size_t kMaxWarningBytes = 256;
 
-// One Check, in-process (OomguardService::RunCheck in the server).
+// One Check, in-process (RequestHandlers::RunCheck in the server).
 using CheckFunction = absl::FunctionRef<absl::Status(
     const v1::CheckRequest& request, absl::Time deadline, v1::CheckResponse* response)>;
 

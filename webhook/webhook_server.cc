@@ -2,48 +2,39 @@
 #include "webhook/webhook_server.h"
 
 #include <httplib.h>
-#include <sys/socket.h>
 
 #include <algorithm>
-#include <chrono>
 #include <exception>
 #include <utility>
 
-#include "absl/strings/numbers.h"
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 #include "common/status_macros.h"
-#include "common/wait_until.h"
+#include "net/guarded_http_server.h"
+#include "service/methods.h"
 #include "service/request_log.h"
 #include "webhook/admission_webhook.h"
-#include "webhook/guarded_http_server.h"
 
 namespace oomguard::webhook {
 
 using service::FormatEventLine;
-using service::Method;
-using service::OomguardService;
+using service::RequestHandlers;
 using service::ServiceMetrics;
 using service::WriteLogLine;
 namespace {
 
-// "host:port" or "[v6]:port" -> host and port.
-absl::Status SplitAddress(const std::string& address, std::string* host, int* port) {
-  const size_t colon = address.rfind(':');
-  if (colon == std::string::npos || colon == 0 ||
-      !absl::SimpleAtoi(address.substr(colon + 1), port) || *port < 0 || *port > 65535) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("webhook_address = ", address, ": expected host:port"));
+// The log line of a certificate reload (OK) or of new files not taken.
+void LogReload(const absl::Status& reloaded, const std::string& cert_file) {
+  if (reloaded.ok()) {
+    WriteLogLine(
+        FormatEventLine("webhook certificate reloaded", {{"cert_file", cert_file}}, absl::Now()));
+  } else {
+    WriteLogLine(FormatEventLine("webhook certificate not reloaded",
+                                 {{"error", std::string(reloaded.message())}}, absl::Now()));
   }
-  absl::string_view h(address.data(), colon);
-  if (absl::ConsumePrefix(&h, "[") && !absl::ConsumeSuffix(&h, "]")) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("webhook_address = ", address, ": unbalanced '['"));
-  }
-  *host = std::string(h);
-  return absl::OkStatus();
 }
 
 // How long a check may take: the configured limit, less when the API
@@ -61,13 +52,18 @@ absl::Duration CheckBudget(const httplib::Request& request, absl::Duration limit
 
 }  // namespace
 
+WebhookServer::WebhookServer(WebhookServerOptions options, GpuCatalog catalog,
+                             RequestHandlers* handlers, ServiceMetrics* metrics)
+    : options_(std::move(options)),
+      catalog_(std::move(catalog)),
+      handlers_(handlers),
+      metrics_(metrics),
+      check_turns_(options_.threads, options_.limits.max_connections) {}
+
 absl::StatusOr<std::unique_ptr<WebhookServer>> WebhookServer::Start(WebhookServerOptions options,
                                                                     GpuCatalog catalog,
-                                                                    OomguardService* service,
+                                                                    RequestHandlers* handlers,
                                                                     ServiceMetrics* metrics) {
-  std::string host;
-  int port = 0;
-  OOMGUARD_RETURN_IF_ERROR(SplitAddress(options.address, &host, &port));
   if (options.threads < 1) {
     return absl::InvalidArgumentError(
         absl::StrCat("webhook threads = ", options.threads, ": must be >= 1"));
@@ -76,28 +72,14 @@ absl::StatusOr<std::unique_ptr<WebhookServer>> WebhookServer::Start(WebhookServe
     return absl::InvalidArgumentError(absl::StrCat(
         "webhook_check_timeout = ", absl::FormatDuration(options.check_timeout), ": must be > 0"));
   }
-  if (options.max_connections < 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("webhook max_connections = ", options.max_connections, ": must be >= 1"));
-  }
-  if (options.header_timeout <= absl::ZeroDuration()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("webhook header_timeout = ", absl::FormatDuration(options.header_timeout),
-                     ": must be > 0"));
-  }
-  std::unique_ptr<WebhookServer> server(new WebhookServer);
-  const ConnectionLimits limits{.max_connections = options.max_connections,
-                                .header_timeout = options.header_timeout,
-                                .max_header_bytes = options.max_header_bytes,
-                                .io_timeout = options.io_timeout,
-                                .keep_alive_timeout = options.keep_alive_timeout};
+  OOMGUARD_RETURN_IF_ERROR(net::ValidateLimits("webhook", options.limits));
+  std::unique_ptr<net::ServerTls> tls;
   if (options.insecure_http) {
     if (!options.tls_cert_file.empty() || !options.tls_key_file.empty()) {
       return absl::InvalidArgumentError(
           "webhook_insecure_http_for_testing: cannot be combined with "
           "webhook_tls_cert/key");
     }
-    server->server_ = std::make_unique<GuardedHttpServer>(limits, nullptr);
   } else {
     if (options.tls_cert_file.empty() || options.tls_key_file.empty()) {
       return absl::InvalidArgumentError(
@@ -106,29 +88,25 @@ absl::StatusOr<std::unique_ptr<WebhookServer>> WebhookServer::Start(WebhookServe
                        "server only calls HTTPS)"));
     }
     OOMGUARD_ASSIGN_OR_RETURN(
-        server->certificates_,
-        CertificateReloader::Create(options.tls_cert_file, options.tls_key_file,
-                                    options.tls_reload_interval));
-    CertificateReloader* reloader = server->certificates_.get();
-    server->server_ = std::make_unique<GuardedHttpServer>(
-        limits, [reloader](SSL_CTX& ctx) { return reloader->Configure(ctx); });
+        tls, net::ServerTls::FromFiles({.cert_flag = "webhook_tls_cert",
+                                        .cert_file = options.tls_cert_file,
+                                        .key_flag = "webhook_tls_key",
+                                        .key_file = options.tls_key_file},
+                                       options.tls_reload_interval,
+                                       [cert_file = options.tls_cert_file](const absl::Status& s) {
+                                         LogReload(s, cert_file);
+                                       }));
   }
+  std::unique_ptr<WebhookServer> server(
+      new WebhookServer(std::move(options), std::move(catalog), handlers, metrics));
+  server->tls_ = std::move(tls);
+  server->server_ =
+      std::make_unique<net::GuardedHttpServer>(server->options_.limits, server->tls_.get());
   if (!server->server_->is_valid()) {
     return absl::InternalError("webhook: cannot set up the TLS context");
   }
-  server->options_ = std::move(options);
-  server->catalog_ = std::move(catalog);
-  server->service_ = service;
-  server->metrics_ = metrics;
 
   httplib::Server& http = *server->server_;
-  // SO_REUSEADDR only: httplib's default also sets SO_REUSEPORT, which would
-  // let a second server share (and steal requests from) the port.
-  http.set_socket_options([](int sock) {
-    const int yes = 1;
-    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
-  });
-  http.set_payload_max_length(server->options_.max_body_bytes);
   WebhookServer* self = server.get();
   http.Post("/validate", [self](const httplib::Request& request, httplib::Response& response) {
     self->HandleValidate(request, response);
@@ -141,17 +119,8 @@ absl::StatusOr<std::unique_ptr<WebhookServer>> WebhookServer::Start(WebhookServe
         response.status = 500;
         response.set_content("internal error\n", "text/plain");
       });
-
-  server->port_ = server->server_->Bind(host, port);
-  if (server->port_ <= 0) {
-    return absl::UnavailableError(
-        absl::StrCat("webhook_address = ", server->options_.address, ": cannot listen there"));
-  }
-  server->thread_ = std::thread([self] { self->server_->listen_after_bind(); });
-  // stop() is a no-op until the loop runs: wait for it, so that a Stop()
-  // right after Start() is never lost.
-  const absl::Time give_up = absl::Now() + absl::Seconds(10);
-  while (!http.is_running() && absl::Now() < give_up) absl::SleepFor(absl::Milliseconds(1));
+  OOMGUARD_ASSIGN_OR_RETURN(server->port_,
+                            server->server_->Start("webhook_address", server->options_.address));
   return server;
 }
 
@@ -169,7 +138,7 @@ void WebhookServer::HandleValidate(const httplib::Request& request, httplib::Res
   const absl::Duration latency = absl::Now() - start;
 
   const AdmissionOutcome& o = answer.outcome;
-  metrics_->RecordRequest(Method::kWebhook, service::Transport::kHttp,
+  metrics_->RecordRequest(service::kWebhookMethod, service::Transport::kHttp,
                           static_cast<grpc::StatusCode>(o.code), latency);
   if (o.judged) {
     metrics_->RecordVerdict(o.verdict);
@@ -199,33 +168,17 @@ void WebhookServer::HandleValidate(const httplib::Request& request, httplib::Res
 
 absl::Status WebhookServer::RunCheck(const v1::CheckRequest& check, absl::Time deadline,
                                      v1::CheckResponse* checked) {
-  {
-    std::unique_lock<std::mutex> lock(checks_mu_);
-    if (!WaitUntil(check_turn_freed_, lock, deadline,
-                   [this]() ABSL_NO_THREAD_SAFETY_ANALYSIS { return CheckTurnFree(); })) {
-      return absl::DeadlineExceededError(
-          absl::StrCat("no check turn free (threads = ", options_.threads, ")"));
-    }
-    ++checks_running_;
-  }
-  absl::Status status = service_->RunCheck(check, deadline, checked);
-  {
-    std::lock_guard<std::mutex> lock(checks_mu_);
-    --checks_running_;
-  }
-  check_turn_freed_.notify_one();
-  return status;
+  OOMGUARD_RETURN_IF_ERROR(check_turns_.Acquire(deadline));
+  const absl::Cleanup release = [this] { check_turns_.Release(); };
+  return handlers_->RunCheck(check, deadline, checked);
 }
 
 void WebhookServer::Stop() {
-  if (server_ == nullptr) return;
-  server_->stop();
-  server_->CloseConnections();
+  if (server_ != nullptr) server_->Stop();
 }
 
 void WebhookServer::Wait() {
-  if (thread_.joinable()) thread_.join();
-  if (server_ != nullptr) server_->WaitForConnections();
+  if (server_ != nullptr) server_->Wait();
 }
 
 WebhookServer::~WebhookServer() {

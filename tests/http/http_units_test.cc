@@ -1,16 +1,15 @@
-// The HTTP/JSON API's parts without a server: the call limiter and the
-// endpoints with every turn taken (503, 504), the HTTP status of each gRPC code, the error body,
-// the address and Grpc-Timeout readings.
+// The HTTP/JSON API's parts without a server: the endpoints with every turn
+// of the call limiter (net/call_limiter.h) taken (503, 504), the HTTP status of
+// each gRPC code, the error body, the Grpc-Timeout reading.
 #include <nlohmann/json.hpp>
-#include <thread>
 
 #include "absl/time/clock.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "http/api_endpoints.h"
-#include "http/call_limiter.h"
 #include "http/http_api_server.h"
 #include "http/json_transcoding.h"
+#include "net/call_limiter.h"
 #include "oomguard/v1/service.pb.h"
 #include "service/metrics.h"
 #include "service/request_handlers.h"
@@ -19,41 +18,12 @@
 namespace oomguard::http {
 namespace {
 
-TEST(CallLimiterTest, RefusesAtOnceWhenNoneMayWait) {
-  CallLimiter limiter(/*running=*/1, /*waiting=*/0);
-  ASSERT_TRUE(limiter.Acquire(absl::InfiniteFuture()).ok());
-  const absl::Status refused = limiter.Acquire(absl::InfiniteFuture());
-  EXPECT_EQ(refused.code(), absl::StatusCode::kUnavailable) << refused;
-  EXPECT_THAT(refused.message(), ::testing::HasSubstr("server overloaded"));
-  EXPECT_EQ(HttpStatusOf(grpc::StatusCode::UNAVAILABLE), 503);
-  limiter.Release();
-  EXPECT_TRUE(limiter.Acquire(absl::InfiniteFuture()).ok());
-}
-
-TEST(CallLimiterTest, WaitersGetATurnOrTimeOut) {
-  CallLimiter limiter(/*running=*/1, /*waiting=*/1);
-  ASSERT_TRUE(limiter.Acquire(absl::InfiniteFuture()).ok());
-  const absl::Status waited = limiter.Acquire(absl::Now() + absl::Milliseconds(20));
-  EXPECT_EQ(waited.code(), absl::StatusCode::kDeadlineExceeded) << waited;
-  EXPECT_EQ(HttpStatusOf(grpc::StatusCode::DEADLINE_EXCEEDED), 504);
-
-  std::thread waiter([&] {
-    const absl::Status turn = limiter.Acquire(absl::Now() + absl::Seconds(30));
-    EXPECT_TRUE(turn.ok()) << turn;
-    limiter.Release();
-  });
-  absl::SleepFor(absl::Milliseconds(20));
-  limiter.Release();
-  waiter.join();
-  EXPECT_TRUE(limiter.Acquire(absl::Now() + absl::Seconds(1)).ok());
-}
-
 // The endpoints with every turn taken: a call that may not wait is 503, one
 // whose deadline passes while it waits is 504; both counted as http.
 TEST(ApiEndpointsTest, OverloadedIs503AndTimedOutWaitIs504) {
   service::ServiceMetrics metrics("test");
   service::RequestHandlers handlers(service::ServiceConfig{.log_requests = false}, &metrics);
-  CallLimiter no_waiting(/*running=*/1, /*waiting=*/0);
+  net::CallLimiter no_waiting(/*running=*/1, /*waiting=*/0);
   ApiEndpoints refusing(&handlers, &no_waiting);
   ASSERT_TRUE(no_waiting.Acquire(absl::InfiniteFuture()).ok());
   std::optional<HttpAnswer> answer =
@@ -65,7 +35,7 @@ TEST(ApiEndpointsTest, OverloadedIs503AndTimedOutWaitIs504) {
   answer = refusing.Serve(ApiRequest{.method = "GET", .path = "/v1/gpus"});
   EXPECT_EQ(answer->status, 200);
 
-  CallLimiter one_waiting(/*running=*/1, /*waiting=*/1);
+  net::CallLimiter one_waiting(/*running=*/1, /*waiting=*/1);
   ApiEndpoints waiting(&handlers, &one_waiting);
   ASSERT_TRUE(one_waiting.Acquire(absl::InfiniteFuture()).ok());
   answer = waiting.Serve(ApiRequest{.method = "POST",
@@ -87,6 +57,7 @@ TEST(JsonTranscodingTest, HttpStatusOfEachCode) {
   EXPECT_EQ(HttpStatusOf(grpc::StatusCode::NOT_FOUND), 404);
   EXPECT_EQ(HttpStatusOf(grpc::StatusCode::RESOURCE_EXHAUSTED), 429);
   EXPECT_EQ(HttpStatusOf(grpc::StatusCode::UNIMPLEMENTED), 501);
+  EXPECT_EQ(HttpStatusOf(grpc::StatusCode::UNAVAILABLE), 503);
   EXPECT_EQ(HttpStatusOf(grpc::StatusCode::DEADLINE_EXCEEDED), 504);
   EXPECT_EQ(HttpStatusOf(grpc::StatusCode::INTERNAL), 500);
 }
@@ -116,22 +87,6 @@ TEST(JsonTranscodingTest, ParsesProtobufJson) {
   EXPECT_EQ(request.gpu_memory_bytes(), 1000u);
   const absl::Status unknown = ParseJsonBody(R"({"gpu": "H100"})", request);
   EXPECT_EQ(unknown.code(), absl::StatusCode::kInvalidArgument);
-}
-
-TEST(HttpApiServerTest, SplitsAddresses) {
-  std::string host;
-  int port = -1;
-  ASSERT_TRUE(SplitHttpAddress("8080", "http_address", &host, &port).ok());
-  EXPECT_EQ(host, "127.0.0.1");
-  EXPECT_EQ(port, 8080);
-  ASSERT_TRUE(SplitHttpAddress("0.0.0.0:0", "http_address", &host, &port).ok());
-  EXPECT_EQ(host, "0.0.0.0");
-  EXPECT_EQ(port, 0);
-  ASSERT_TRUE(SplitHttpAddress("[::1]:80", "http_address", &host, &port).ok());
-  EXPECT_EQ(host, "::1");
-  for (const char* bad : {"", ":80", "host:", "host:70000", "[::1:80", "x"}) {
-    EXPECT_FALSE(SplitHttpAddress(bad, "http_address", &host, &port).ok()) << bad;
-  }
 }
 
 TEST(HttpApiServerTest, ReadsGrpcTimeout) {

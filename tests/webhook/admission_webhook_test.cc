@@ -19,7 +19,7 @@
 #include "jobscript/check_request.h"
 #include "jobspec/megatron_args.h"
 #include "service/metrics.h"
-#include "service/oomguard_service.h"
+#include "service/request_handlers.h"
 #include "tests/testing/service_test_jobs.h"
 #include "webhook/webhook_workload.h"
 
@@ -89,7 +89,7 @@ class WebhookAdmissionTest : public ::testing::Test {
   }
 
   service::ServiceMetrics metrics_;
-  service::OomguardService service_;
+  service::RequestHandlers service_;
   GpuCatalog catalog_ = GpuCatalog::Builtin();
   webhook::AdmissionAnswer last_;
 };

@@ -252,7 +252,7 @@ class WebhookHeldConnectionsTest : public testing::WebhookServerTest {
   // The webhook with a 1 s header deadline, so that a test sees it pass.
   void StartWithShortHeaderDeadline() {
     server::ServerOptions options = Options();
-    options.webhook.header_timeout = absl::Seconds(1);
+    options.webhook.limits.header_timeout = absl::Seconds(1);
     Start(std::move(options));
   }
 };
@@ -304,7 +304,7 @@ TEST_F(WebhookHeldConnectionsTest, SlowHeadersAfterTlsDelayNoReview) {
 
 TEST_F(WebhookHeldConnectionsTest, AFullServerClosesTheLongestIdleConnection) {
   server::ServerOptions options = Options();
-  options.webhook.max_connections = 8;
+  options.webhook.limits.max_connections = 8;
   Start(std::move(options));
   HeldConnections held(server_->webhook_port(), 16, Hold::kSilent, absl::Milliseconds(1000));
   ASSERT_EQ(held.WaitUntilHeld(), 16);
@@ -322,7 +322,7 @@ TEST_F(WebhookHeldConnectionsTest, OverlongHeadersCloseTheConnection) {
   options.webhook.tls_cert_file.clear();
   options.webhook.tls_key_file.clear();
   options.webhook.insecure_http = true;  // Raw bytes, no TLS.
-  options.webhook.max_header_bytes = 16 << 10;
+  options.webhook.limits.max_header_bytes = 16 << 10;
   Start(std::move(options));
   const int fd = Connect(server_->webhook_port());
   ASSERT_GE(fd, 0);

@@ -1,5 +1,5 @@
 // The webhook test fixture: the real server (server::Server with the webhook
-// on 127.0.0.1:0 and a self-signed certificate made here with OpenSSL) and
+// on 127.0.0.1:0 and a self-signed certificate, test_certificate.h) and
 // an httplib SSLClient that verifies the certificate. Shared by
 // webhook_server_test and webhook_held_connections_test.
 #ifndef OOMGUARD_TESTS_WEBHOOK_WEBHOOK_SERVER_FIXTURE_H_
@@ -12,19 +12,12 @@
 
 #include "gtest/gtest.h"
 #include "server/server.h"
+#include "tests/testing/test_certificate.h"
 
 namespace oomguard::testing {
 
 // tests/data/admission/`name`.
 std::string ReadAdmissionData(const std::string& name);
-
-// A self-signed EC P-256 certificate for 127.0.0.1 and localhost, valid for
-// a day: its own CA.
-struct TestCertificate {
-  std::string cert_pem;
-  std::string key_pem;
-};
-TestCertificate MakeCertificate(const std::string& common_name);
 
 class WebhookServerTest : public ::testing::Test {
  protected:

@@ -271,13 +271,13 @@ TEST_F(WebhookServerTest, BadOptionsAreRefused) {
   EXPECT_EQ(server::Server::Start(options).status().code(), absl::StatusCode::kInvalidArgument);
 
   options = Options();
-  options.webhook.max_connections = 0;
+  options.webhook.limits.max_connections = 0;
   status = server::Server::Start(options).status();
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(status.message(), HasSubstr("max_connections = 0"));
 
   options = Options();
-  options.webhook.header_timeout = absl::ZeroDuration();
+  options.webhook.limits.header_timeout = absl::ZeroDuration();
   status = server::Server::Start(options).status();
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(status.message(), HasSubstr("header_timeout = 0"));

@@ -1,10 +1,10 @@
-// How many HTTP/JSON calls run at once: a fixed number of turns, a bounded
-// number of calls waiting for one. A call beyond both is refused at once
-// (UNAVAILABLE, HTTP 503: overloaded) instead of queueing without bound; a
-// waiting call whose deadline passes gets DEADLINE_EXCEEDED (HTTP 504).
-// Thread-safe.
-#ifndef OOMGUARD_HTTP_CALL_LIMITER_H_
-#define OOMGUARD_HTTP_CALL_LIMITER_H_
+// How many calls of a guarded HTTP server (the HTTP/JSON API's calls, the
+// webhook's checks) run at once: a fixed number of turns, a bounded number of
+// calls waiting for one. A call beyond both is refused at once (UNAVAILABLE,
+// HTTP 503: overloaded) instead of queueing without bound; a waiting call
+// whose deadline passes gets DEADLINE_EXCEEDED (HTTP 504). Thread-safe.
+#ifndef OOMGUARD_NET_CALL_LIMITER_H_
+#define OOMGUARD_NET_CALL_LIMITER_H_
 
 #include <condition_variable>
 #include <mutex>
@@ -13,7 +13,7 @@
 #include "absl/status/status.h"
 #include "absl/time/time.h"
 
-namespace oomguard::http {
+namespace oomguard::net {
 
 class CallLimiter {
  public:
@@ -38,6 +38,6 @@ class CallLimiter {
   int waiting_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
-}  // namespace oomguard::http
+}  // namespace oomguard::net
 
-#endif  // OOMGUARD_HTTP_CALL_LIMITER_H_
+#endif  // OOMGUARD_NET_CALL_LIMITER_H_

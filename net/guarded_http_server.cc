@@ -1,5 +1,5 @@
-// The webhook's guarded HTTP(S) server (see guarded_http_server.h).
-#include "webhook/guarded_http_server.h"
+// The guarded HTTP(S) server (see guarded_http_server.h).
+#include "net/guarded_http_server.h"
 
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -14,10 +14,13 @@
 #include <thread>
 #include <utility>
 
+#include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "webhook/connection_stream.h"
+#include "common/status_macros.h"
+#include "net/connection_stream.h"
+#include "net/host_port.h"
 
-namespace oomguard::webhook {
+namespace oomguard::net {
 namespace {
 
 // httplib's accept loop hands each accepted socket to its task queue; this
@@ -31,23 +34,53 @@ class InlineTaskQueue : public httplib::TaskQueue {
 
 }  // namespace
 
-GuardedHttpServer::GuardedHttpServer(ConnectionLimits limits,
-                                     std::function<bool(SSL_CTX&)> configure_tls)
-    : limits_(limits), tls_(configure_tls != nullptr) {
+GuardedHttpServer::GuardedHttpServer(ConnectionLimits limits, ServerTls* tls)
+    : limits_(limits), tls_(tls != nullptr) {
   if (tls_) {
     tls_context_ = SSL_CTX_new(TLS_server_method());
-    if (tls_context_ != nullptr && !configure_tls(*tls_context_)) {
+    if (tls_context_ != nullptr && !tls->Configure(*tls_context_)) {
       SSL_CTX_free(tls_context_);
       tls_context_ = nullptr;
     }
   }
   new_task_queue = [] { return new InlineTaskQueue; };
+  // SO_REUSEADDR only: httplib's default also sets SO_REUSEPORT, which would
+  // let a second server share (and steal requests from) the port.
+  set_socket_options([](int sock) {
+    const int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+  });
+  set_payload_max_length(limits_.max_body_bytes);
 }
 
 GuardedHttpServer::~GuardedHttpServer() {
-  CloseConnections();
-  WaitForConnections();
+  Stop();
+  Wait();
   SSL_CTX_free(tls_context_);
+}
+
+absl::StatusOr<int> GuardedHttpServer::Start(absl::string_view flag, absl::string_view address) {
+  OOMGUARD_ASSIGN_OR_RETURN(const HostPort where, ParseHostPort(flag, address));
+  const int port = Bind(where.host, where.port);
+  if (port <= 0) {
+    return absl::UnavailableError(absl::StrCat(flag, " = ", address, ": cannot listen there"));
+  }
+  accept_thread_ = std::thread([this] { listen_after_bind(); });
+  // stop() is a no-op until the loop runs: wait for it, so that a Stop()
+  // right after Start() is never lost.
+  const absl::Time give_up = absl::Now() + absl::Seconds(10);
+  while (!is_running() && absl::Now() < give_up) absl::SleepFor(absl::Milliseconds(1));
+  return port;
+}
+
+void GuardedHttpServer::Stop() {
+  stop();
+  CloseConnections();
+}
+
+void GuardedHttpServer::Wait() {
+  if (accept_thread_.joinable()) accept_thread_.join();
+  WaitForConnections();
 }
 
 bool GuardedHttpServer::is_valid() const { return !tls_ || tls_context_ != nullptr; }
@@ -192,4 +225,4 @@ void GuardedHttpServer::WaitForConnections() {
   for (std::thread& thread : ended) thread.join();
 }
 
-}  // namespace oomguard::webhook
+}  // namespace oomguard::net

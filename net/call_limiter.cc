@@ -1,10 +1,10 @@
-// Turns for HTTP/JSON calls (see call_limiter.h).
-#include "http/call_limiter.h"
+// Turns for the calls of a guarded HTTP server (see call_limiter.h).
+#include "net/call_limiter.h"
 
 #include "absl/strings/str_cat.h"
 #include "common/wait_until.h"
 
-namespace oomguard::http {
+namespace oomguard::net {
 
 absl::Status CallLimiter::Acquire(absl::Time deadline) {
   std::unique_lock<std::mutex> lock(mu_);
@@ -35,4 +35,4 @@ void CallLimiter::Release() {
   turn_freed_.notify_one();
 }
 
-}  // namespace oomguard::http
+}  // namespace oomguard::net

@@ -5,8 +5,8 @@
 // connection, and the thread serving it, for ever). Also reads the request
 // line and headers ahead of httplib, so that they can be given a deadline of
 // their own (see guarded_http_server.h).
-#ifndef OOMGUARD_WEBHOOK_CONNECTION_STREAM_H_
-#define OOMGUARD_WEBHOOK_CONNECTION_STREAM_H_
+#ifndef OOMGUARD_NET_CONNECTION_STREAM_H_
+#define OOMGUARD_NET_CONNECTION_STREAM_H_
 
 #include <httplib.h>
 
@@ -15,7 +15,7 @@
 
 #include "absl/time/time.h"
 
-namespace oomguard::webhook {
+namespace oomguard::net {
 
 class ConnectionStream : public httplib::Stream {
  public:
@@ -66,6 +66,6 @@ class ConnectionStream : public httplib::Stream {
   absl::Duration write_timeout_ = absl::ZeroDuration();
 };
 
-}  // namespace oomguard::webhook
+}  // namespace oomguard::net
 
-#endif  // OOMGUARD_WEBHOOK_CONNECTION_STREAM_H_
+#endif  // OOMGUARD_NET_CONNECTION_STREAM_H_

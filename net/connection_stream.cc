@@ -1,5 +1,5 @@
 // A webhook connection with absolute deadlines (see connection_stream.h).
-#include "webhook/connection_stream.h"
+#include "net/connection_stream.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -15,7 +15,7 @@
 
 #include "absl/time/clock.h"
 
-namespace oomguard::webhook {
+namespace oomguard::net {
 namespace {
 
 // Milliseconds left until `deadline`, rounded up (0 once it has passed).
@@ -183,4 +183,4 @@ void ConnectionStream::get_local_ip_and_port(std::string& ip, int& port) const {
   }
 }
 
-}  // namespace oomguard::webhook
+}  // namespace oomguard::net

@@ -1,4 +1,5 @@
-// The webhook's HTTP(S) server: httplib's accept loop and request handling
+// The HTTP(S) server of the admission webhook and of the HTTP/JSON API:
+// httplib's accept loop and request handling
 // (routing, bodies, answers), with each connection served on a thread of
 // its own, deadlines that hold in total, and a bounded number of
 // connections, so that connections held open by slow or silent clients
@@ -10,10 +11,10 @@
 // headers one byte at a time, every wait bounded by the read timeout *per
 // read*. A client that sends nothing holds a worker for the whole timeout;
 // one that sends a byte within each timeout holds it for ever; a few such
-// clients hold every worker, and the API server's reviews wait in the queue
-// behind them until it gives up (and, with failurePolicy: Ignore, admits the
-// job unchecked). More workers only raise the number of connections needed,
-// and httplib has no hook before the handshake or a total deadline. So this
+// clients hold every worker, and the API server's reviews (or the API's
+// calls) wait in the queue behind them until it gives up (and, with
+// failurePolicy: Ignore, admits the job unchecked). More workers only raise the number of
+// connections needed, and httplib has no hook before the handshake or a total deadline. So this
 // class keeps httplib's accept loop (with a task queue that runs the hand-off
 // at once, on the accept thread) and process_request, and replaces what
 // happens to an accepted socket (process_and_close_socket):
@@ -29,8 +30,8 @@
 //    have one in progress, the new connection is closed at once. So clients
 //    that hold many connections can only cut short each other's waits, not
 //    keep a new connection out.
-#ifndef OOMGUARD_WEBHOOK_GUARDED_HTTP_SERVER_H_
-#define OOMGUARD_WEBHOOK_GUARDED_HTTP_SERVER_H_
+#ifndef OOMGUARD_NET_GUARDED_HTTP_SERVER_H_
+#define OOMGUARD_NET_GUARDED_HTTP_SERVER_H_
 
 #include <httplib.h>
 
@@ -44,42 +45,40 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "net/connection_limits.h"
+#include "net/server_tls.h"
 
-namespace oomguard::webhook {
+namespace oomguard::net {
 
 class ConnectionStream;
 
-// As documented, with their defaults, in WebhookServerOptions.
-struct ConnectionLimits {
-  int max_connections;
-  absl::Duration header_timeout;
-  size_t max_header_bytes;
-  absl::Duration io_timeout;
-  absl::Duration keep_alive_timeout;
-  // Then the connection is closed.
-  int keep_alive_max_requests = 1000;
-};
-
 class GuardedHttpServer : public httplib::Server {
  public:
-  // TLS when `configure_tls` is set: it sets up the OpenSSL context, and
-  // is_valid() is false when it fails. Plain HTTP otherwise.
-  GuardedHttpServer(ConnectionLimits limits, std::function<bool(SSL_CTX&)> configure_tls);
-  ~GuardedHttpServer() override;  // CloseConnections() and WaitForConnections().
+  // TLS when `tls` is set (it must outlive the server); is_valid() is false
+  // when the OpenSSL context cannot be set up. Plain HTTP otherwise. The
+  // handlers are httplib's (Get, Post, ...), set before Start().
+  GuardedHttpServer(ConnectionLimits limits, ServerTls* tls);
+  ~GuardedHttpServer() override;  // Stop() and Wait().
 
   bool is_valid() const override;
 
-  // Binds to host:`port` (0: any free port) and listens, with a backlog of
-  // SOMAXCONN: httplib's is 5, which a burst of connections overflows, and a
-  // dropped SYN costs a client a 1 s retransmit. The port, or -1.
-  int Bind(const std::string& host, int port);
+  // Binds to `address`, the value of `flag` (host:port or a port,
+  // host_port.h; port 0: any free port), and serves on a thread of its own.
+  // The port bound. InvalidArgument for a bad address, Unavailable when it
+  // cannot be bound.
+  absl::StatusOr<int> Start(absl::string_view flag, absl::string_view address);
 
-  // After stop(): closes the connections without a request in progress; the
-  // others close once their request is answered.
-  void CloseConnections();
-  // Returns once every connection is closed and its thread gone.
-  void WaitForConnections();
+  // Stops accepting connections and closes those without a request in
+  // progress (the others close once their request is answered); returns at
+  // once.
+  void Stop();
+  // Returns once every connection is closed and the threads are gone (after
+  // Stop()).
+  void Wait();
 
  private:
   struct Connection {
@@ -90,6 +89,16 @@ class GuardedHttpServer : public httplib::Server {
     std::thread thread;  // Serving it.
   };
   using ConnectionList = std::list<Connection>;
+
+  // Binds to host:`port` (0: any free port) and listens, with a backlog of
+  // SOMAXCONN: httplib's is 5, which a burst of connections overflows, and a
+  // dropped SYN costs a client a 1 s retransmit. The port, or -1.
+  int Bind(const std::string& host, int port);
+  // After stop(): closes the connections without a request in progress; the
+  // others close once their request is answered.
+  void CloseConnections();
+  // Returns once every connection is closed and its thread gone.
+  void WaitForConnections();
 
   // On the accept thread: admits `sock` and starts its thread, or closes it.
   bool process_and_close_socket(int sock) override;
@@ -119,8 +128,9 @@ class GuardedHttpServer : public httplib::Server {
   // Of connections that are gone: threads that have ended, or are about to,
   // to be joined.
   std::vector<std::thread> ended_ ABSL_GUARDED_BY(mu_);
+  std::thread accept_thread_;  // listen_after_bind(), from Start().
 };
 
-}  // namespace oomguard::webhook
+}  // namespace oomguard::net
 
-#endif  // OOMGUARD_WEBHOOK_GUARDED_HTTP_SERVER_H_
+#endif  // OOMGUARD_NET_GUARDED_HTTP_SERVER_H_
