@@ -45,8 +45,19 @@ std::string CandidateArgs(const ValidatedJob& j, const v1::JobSpec& job) {
   for (const v1::RecomputeModule m : modules) r->add_modules(m);
   v1::PrecisionSpec* precision = run.mutable_precision();
   precision->set_optimizer_offload_fraction(OptimizerOffloadFraction(*precision));
+  // The parallel sizes always, as validated: the arguments take the place
+  // of the job's own, so a size left out would leave the job's.
+  v1::ParallelismSpec* p = run.mutable_parallelism();
+  p->set_tensor_model_parallel_size(static_cast<uint32_t>(j.parallelism.tp));
+  p->set_pipeline_model_parallel_size(static_cast<uint32_t>(j.parallelism.pp));
+  p->set_context_parallel_size(static_cast<uint32_t>(j.parallelism.cp));
+  if (j.is_moe_model()) {
+    p->set_expert_model_parallel_size(static_cast<uint32_t>(j.parallelism.ep));
+    p->set_expert_tensor_parallel_size(static_cast<uint32_t>(j.parallelism.etp));
+  }
 
-  // The fields the arguments set, in the order shown; an unset one is left out.
+  // The fields the arguments set, in the order shown; an unset one (of the
+  // rest) is left out.
   std::vector<std::string_view> fields = {
       "parallelism.tensor_model_parallel_size",
       "parallelism.pipeline_model_parallel_size",

@@ -395,7 +395,7 @@ double Sample(const ServiceMetrics& metrics, const std::string& family,
 // method, transport and code, and a Check's verdict too.
 TEST_F(RequestHandlersTest, HandleGuardsMapsAndCounts) {
   bool ran = false;
-  grpc::Status status = handlers_.Handle(Call{.method = Method::kCheck,
+  grpc::Status status = handlers_.Handle(Call{.method = "Check",
                                               .transport = Transport::kGrpc,
                                               .deadline = absl::Now() - absl::Seconds(1),
                                               .peer = "test"},
@@ -407,7 +407,7 @@ TEST_F(RequestHandlersTest, HandleGuardsMapsAndCounts) {
   EXPECT_EQ(status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
 
   status = handlers_.Handle(
-      Call{.method = Method::kEstimate,
+      Call{.method = "Estimate",
            .transport = Transport::kGrpc,
            .deadline = absl::InfiniteFuture(),
            .peer = "test"},
@@ -416,7 +416,7 @@ TEST_F(RequestHandlersTest, HandleGuardsMapsAndCounts) {
   EXPECT_THAT(status.error_message(), HasSubstr("unexpected exception: boom"));
 
   status = handlers_.Handle(
-      Call{.method = Method::kEstimate,
+      Call{.method = "Estimate",
            .transport = Transport::kGrpc,
            .deadline = absl::InfiniteFuture(),
            .peer = "test"},
@@ -427,7 +427,7 @@ TEST_F(RequestHandlersTest, HandleGuardsMapsAndCounts) {
   EXPECT_THAT(BadRequestFields(status), ElementsAre("limit"));
 
   const std::string request = CheckOnBytes(uint64_t{80} << 30).SerializeAsString();
-  status = handlers_.Handle(Call{.method = Method::kCheck,
+  status = handlers_.Handle(Call{.method = "Check",
                                  .transport = Transport::kHttp,
                                  .deadline = absl::InfiniteFuture(),
                                  .peer = "test"},
