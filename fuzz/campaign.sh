@@ -24,19 +24,12 @@ build=$1
 seconds=${2:-600}
 out=${3:-$(mktemp -d /tmp/oomguard-fuzz.XXXXXX)}
 root=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=fuzz/fuzz_target.sh
+source "$root/fuzz/fuzz_target.sh"
 
 findings=0
 for corpus in "$root"/fuzz/corpus/*/; do
-  target=$(basename "$corpus")
-  binary="$build/fuzz/$target"
-  if [[ ! -x $binary ]]; then
-    echo "missing $binary (build the oomguard_fuzzers target)" >&2
-    exit 1
-  fi
-  dict=()
-  if [[ -f $root/fuzz/dicts/${target%_fuzzer}.dict ]]; then
-    dict=(-dict="$root/fuzz/dicts/${target%_fuzzer}.dict")
-  fi
+  fuzz_target "$root" "$build" "$corpus"
   mkdir -p "$out/$target/new" "$out/$target/artifacts"
   echo "== $target: ${seconds}s (log: $out/$target/fuzz.log)"
   "$binary" -timeout=25 -rss_limit_mb=2048 -print_final_stats=1 "${dict[@]}" \

@@ -22,22 +22,15 @@ fi
 build=$1
 runs=${2:-2000}
 root=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=fuzz/fuzz_target.sh
+source "$root/fuzz/fuzz_target.sh"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
 common=(-timeout=60 -rss_limit_mb=2048 -print_final_stats=1)
 targets=0
 for corpus in "$root"/fuzz/corpus/*/; do
-  target=$(basename "$corpus")
-  binary="$build/fuzz/$target"
-  if [[ ! -x $binary ]]; then
-    echo "missing $binary (build the oomguard_fuzzers target)" >&2
-    exit 1
-  fi
-  dict=()
-  if [[ -f $root/fuzz/dicts/${target%_fuzzer}.dict ]]; then
-    dict=(-dict="$root/fuzz/dicts/${target%_fuzzer}.dict")
-  fi
+  fuzz_target "$root" "$build" "$corpus"
   mkdir -p "$work/$target/new" "$work/$target/artifacts"
   echo "== $target: replay of $(find "$corpus" -type f | wc -l) seeds"
   "$binary" "${common[@]}" -runs=0 -artifact_prefix="$work/$target/artifacts/" "$corpus" \
