@@ -1,6 +1,6 @@
-// Calibration against measured runs: loads the measured cases shipped in
-// ../shared/calibration (Megatron-LM's H100 functional-test runs and the
-// single-GPU H100 sweep), estimates each through the same path as
+// Calibration against measured runs: loads the measured cases of
+// ../shared/calibration, copied into tests/data/calibration (Megatron-LM's
+// H100 functional-test runs and the single-GPU H100 sweep), estimates each through the same path as
 // `oomguard estimate`, and summarises the errors.
 #ifndef OOMGUARD_TOOLS_CALIBRATION_H_
 #define OOMGUARD_TOOLS_CALIBRATION_H_
