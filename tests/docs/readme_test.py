@@ -40,7 +40,7 @@ def main():
     setup, tests, output = blocks[0].strip(), blocks[1].strip(), blocks[2]
     # The test command: CI runs it after the same install step.
     install, _, test_command = tests.partition(" && ")
-    if install != "sudo bash .ci/install test":
+    if install != "bash .ci/install test":
         failures.append(f"the test command does not start with the tests' install: {install!r}")
     if test_command not in ci.splitlines():
         failures.append(f".ci/run does not run the README's test command: {test_command!r}")
@@ -48,7 +48,7 @@ def main():
         failures.append(".ci/run does not install with .ci/install test")
     # The set-up command: the build's install, a build, then the example.
     steps = setup.split(" && ")
-    if steps[0] != "sudo bash .ci/install":
+    if steps[0] != "bash .ci/install":
         failures.append(f"the set-up command does not start with .ci/install: {steps[0]!r}")
     run = steps[-1]
     if not run.startswith("./build-release/tools/oomguard estimate "):
