@@ -56,8 +56,9 @@ absl::StatusOr<uint64_t> ContainerGpus(const JsonNode& container) {
 }
 
 // The container's literal env values, each expanded with the ones before it
-// (as the kubelet does).
-absl::StatusOr<std::map<std::string, std::string>> ReadEnv(const JsonNode& container) {
+// (as the kubelet does), taking what they produce from `budget`.
+absl::StatusOr<std::map<std::string, std::string>> ReadEnv(const JsonNode& container,
+                                                           size_t& budget) {
   std::map<std::string, std::string> env;
   const JsonNode list = container.Get("env");
   OOMGUARD_RETURN_IF_ERROR(ExpectArray(list));
@@ -69,7 +70,13 @@ absl::StatusOr<std::map<std::string, std::string>> ReadEnv(const JsonNode& conta
     OOMGUARD_ASSIGN_OR_RETURN(const std::optional<std::string> value,
                               ReadString(entry.Get("value")));
     if (!name.has_value() || entry.Get("valueFrom")) continue;
-    env[*name] = ExpandKubernetesReferences(value.value_or(""), env);
+    absl::StatusOr<std::string> expanded =
+        ExpandKubernetesReferences(value.value_or(""), env, budget);
+    if (!expanded.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(entry.path, " (\"", *name, "\"): ", expanded.status().message()));
+    }
+    env[*name] = *std::move(expanded);
   }
   return env;
 }
@@ -155,7 +162,8 @@ absl::StatusOr<PodScan> ScanPodSpec(const JsonNode& spec) {
     OOMGUARD_RETURN_IF_ERROR(ExpectObject(container));
     OOMGUARD_ASSIGN_OR_RETURN(const uint64_t gpus, ContainerGpus(container));
     scan.total_gpus += gpus;
-    OOMGUARD_ASSIGN_OR_RETURN(auto env, ReadEnv(container));
+    size_t budget = kMaxExpandedBytes;
+    OOMGUARD_ASSIGN_OR_RETURN(auto env, ReadEnv(container, budget));
     OOMGUARD_ASSIGN_OR_RETURN(const std::vector<std::string> command,
                               ReadStringList(container.Get("command")));
     OOMGUARD_ASSIGN_OR_RETURN(const std::vector<std::string> args,
@@ -163,10 +171,17 @@ absl::StatusOr<PodScan> ScanPodSpec(const JsonNode& spec) {
     std::vector<std::string> words = command;
     words.insert(words.end(), args.begin(), args.end());
     if (words.empty()) continue;
-    for (std::string& word : words) word = ExpandKubernetesReferences(word, env);
     OOMGUARD_ASSIGN_OR_RETURN(const std::optional<std::string> name,
                               ReadString(container.Get("name")));
     const std::string where = absl::StrCat(container.path, " (\"", name.value_or(""), "\")");
+    for (std::string& word : words) {
+      absl::StatusOr<std::string> expanded = ExpandKubernetesReferences(word, env, budget);
+      if (!expanded.ok()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(where, " command/args: ", expanded.status().message()));
+      }
+      word = *std::move(expanded);
+    }
     absl::StatusOr<ScriptJob> script = ReadLaunch(words, env);
     // No command: the image's entrypoint is often a shell running the one
     // argument as a script.
@@ -203,11 +218,18 @@ absl::StatusOr<PodScan> ScanPodSpec(const JsonNode& spec) {
   return scan;
 }
 
-std::string ExpandKubernetesReferences(absl::string_view text,
-                                       const std::map<std::string, std::string>& env) {
+absl::StatusOr<std::string> ExpandKubernetesReferences(
+    absl::string_view text, const std::map<std::string, std::string>& env, size_t& budget) {
   std::string out;
-  out.reserve(text.size());
+  const auto over = [&] {
+    return absl::InvalidArgumentError(
+        absl::StrCat("its $(NAME) references expand past ", kMaxExpandedBytes,
+                     " bytes (the limit of one container's expanded env values and command "
+                     "words)"));
+  };
+  out.reserve(std::min(text.size(), budget));
   for (size_t i = 0; i < text.size(); ++i) {
+    if (out.size() >= budget) return over();
     if (text[i] != '$' || i + 1 == text.size()) {
       out.push_back(text[i]);
       continue;
@@ -224,13 +246,14 @@ std::string ExpandKubernetesReferences(absl::string_view text,
     }
     const std::string name(text.substr(i + 2, close - i - 2));
     auto it = env.find(name);
-    if (it != env.end()) {
-      out += it->second;
-    } else {
-      absl::StrAppend(&out, text.substr(i, close - i + 1));
-    }
+    const absl::string_view piece =
+        it != env.end() ? absl::string_view(it->second) : text.substr(i, close - i + 1);
+    if (piece.size() > budget - out.size()) return over();
+    absl::StrAppend(&out, piece);
     i = close;
   }
+  if (out.size() > budget) return over();
+  budget -= out.size();
   return out;
 }
 

@@ -56,11 +56,20 @@ struct PodScan {
 // command/args the job script reader refuses.
 absl::StatusOr<PodScan> ScanPodSpec(const JsonNode& spec);
 
+// How many bytes the `$(NAME)` expansions of one container may produce, its
+// env values and command words together: 1 MiB, the limit on the words the
+// job script reader takes (jobscript/job_script.h). Each value references
+// the ones before it, so a few hundred bytes of doubling references would
+// otherwise grow without bound; the expansion stops as it passes the limit,
+// its work linear in what it produced.
+inline constexpr size_t kMaxExpandedBytes = size_t{1} << 20;
+
 // Kubernetes' expansion of `$(NAME)` in command, args and env values:
 // references to names in `env` are replaced, `$$` is a literal `$`, anything
-// else stays as written.
-std::string ExpandKubernetesReferences(absl::string_view text,
-                                       const std::map<std::string, std::string>& env);
+// else stays as written. What it produces is taken from `budget`;
+// InvalidArgument (naming the limit) once the expansion would pass it.
+absl::StatusOr<std::string> ExpandKubernetesReferences(
+    absl::string_view text, const std::map<std::string, std::string>& env, size_t& budget);
 
 }  // namespace oomguard::webhook
 

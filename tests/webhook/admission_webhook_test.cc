@@ -254,6 +254,30 @@ TEST_F(WebhookAdmissionTest, MalformedGpuQuantityIsAllowedWithAWarningNamingTheF
   EXPECT_EQ(last_.outcome.code, absl::StatusCode::kInvalidArgument);
 }
 
+// A Pod whose env references double at each step (V0=x, Vi=$(Vi-1)$(Vi-1)
+// to V40, args ending in $(V40)) took the replica's memory without bound
+// and never answered; it is answered at once, naming the value that passes
+// the expansion limit (webhook/pod_scan.h), like any Pod oomguard cannot
+// read.
+TEST_F(WebhookAdmissionTest, DoublingEnvReferencesAreAnsweredNamingTheValue) {
+  json review = Load("pod_deepseek_v3_8gpu.json");
+  json& container = PodSpecOf(review)["containers"][0];
+  json env = json::array({{{"name", "V0"}, {"value", "x"}}});
+  for (int i = 1; i <= 40; ++i) {
+    env.push_back({{"name", absl::StrCat("V", i)},
+                   {"value", absl::StrCat("$(V", i - 1, ")$(V", i - 1, ")")}});
+  }
+  container["env"] = env;
+  container["args"].push_back("--data-path");
+  container["args"].push_back("$(V40)");
+  const json r = Review(review);
+  EXPECT_EQ(r["allowed"], true);
+  EXPECT_THAT(r["warnings"][0].get<std::string>(),
+              AllOf(HasSubstr("spec.containers[0].env[20] (\"V20\")"),
+                    HasSubstr("expand past 1048576 bytes")));
+  EXPECT_EQ(last_.outcome.code, absl::StatusCode::kInvalidArgument);
+}
+
 TEST_F(WebhookAdmissionTest, WrongTypesAreReportedByPath) {
   json review = Load("pod_deepseek_v3_8gpu.json");
   PodSpecOf(review)["containers"] = "megatron";

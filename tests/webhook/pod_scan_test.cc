@@ -23,8 +23,53 @@ using ::testing::StartsWith;
 
 TEST(PodScanTest, KubernetesReferences) {
   const std::map<std::string, std::string> env = {{"A", "x"}, {"B", "$(A)y"}};
-  EXPECT_EQ(ExpandKubernetesReferences("$(A)-$(B)-$(C)-$$(A)-$-$(A", env),
-            "x-$(A)y-$(C)-$(A)-$-$(A");
+  size_t budget = 100;
+  const absl::StatusOr<std::string> expanded =
+      ExpandKubernetesReferences("$(A)-$(B)-$(C)-$$(A)-$-$(A", env, budget);
+  ASSERT_TRUE(expanded.ok()) << expanded.status();
+  EXPECT_EQ(*expanded, "x-$(A)y-$(C)-$(A)-$-$(A");
+  EXPECT_EQ(budget, 100 - expanded->size());
+}
+
+// What the expansions produce is bounded: exactly the budget passes, one
+// byte more does not, and a value that doubles the one before it stops
+// there rather than grow without end.
+TEST(PodScanTest, KubernetesReferencesStopAtTheirBudget) {
+  const std::map<std::string, std::string> env = {{"A", "xyz"}};
+  size_t budget = 7;
+  EXPECT_EQ(*ExpandKubernetesReferences("$(A)-$(A)", env, budget), "xyz-xyz");
+  EXPECT_EQ(budget, 0u);
+  budget = 6;
+  const absl::StatusOr<std::string> over = ExpandKubernetesReferences("$(A)-$(A)", env, budget);
+  EXPECT_EQ(over.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(over.status().message(), HasSubstr("expand past 1048576 bytes"));
+  budget = 2;
+  EXPECT_FALSE(ExpandKubernetesReferences("abc", {}, budget).ok());  // Literal text counts too.
+}
+
+// The attack of the hardening issue: V0=x, Vi=$(Vi-1)$(Vi-1) up to V40 and
+// args ending in $(V40), about 4 KB of Pod that expanded as written would
+// need 2^40 bytes (depth 30 alone is 1 GiB). It is refused at the value
+// that passes 1 MiB, naming it.
+TEST(PodScanTest, DoublingEnvReferencesAreRefusedNotExpanded) {
+  json env = json::array({{{"name", "V0"}, {"value", "x"}}});
+  for (int i = 1; i <= 40; ++i) {
+    env.push_back({{"name", absl::StrCat("V", i)},
+                   {"value", absl::StrCat("$(V", i - 1, ")$(V", i - 1, ")")}});
+  }
+  const json spec = {
+      {"containers", json::array({{{"name", "trainer"},
+                                   {"command", json::array({"torchrun", "pretrain_gpt.py"})},
+                                   {"args", json::array({"--data-path", "$(V40)"})},
+                                   {"env", env},
+                                   {"resources", {{"limits", {{"nvidia.com/gpu", 8}}}}}}})}};
+  ASSERT_LT(spec.dump().size(), 4096u);
+  const absl::StatusOr<PodScan> scan = ScanPodSpec(JsonNode{&spec, "spec"});
+  EXPECT_EQ(scan.status().code(), absl::StatusCode::kInvalidArgument);
+  // V0..V19 produce 2^20 - 1 bytes of the container's 1 MiB; V20 (2^20
+  // bytes) would pass it.
+  EXPECT_THAT(scan.status().message(), AllOf(HasSubstr("spec.containers[0].env[20] (\"V20\")"),
+                                             HasSubstr("expand past 1048576 bytes")));
 }
 
 TEST(PodScanTest, TheLaunchingContainerAmongSidecars) {
