@@ -22,6 +22,8 @@
 # hang, not a slow shared machine) or out-of-memory (2 GiB).
 #
 # Usage (from the repository root): fuzz/run_corpus.sh BUILD_DIR [RUNS]
+# (BUILD_DIR relative to the root, as CI gives it, keeps the arguments'
+# lengths the same in every clone).
 set -euo pipefail
 
 if [[ $# -lt 1 ]]; then
@@ -31,16 +33,21 @@ fi
 build=$1
 runs=${2:-20000}
 root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
 # shellcheck source=fuzz/fuzz_target.sh
 source "$root/fuzz/fuzz_target.sh"
-work=$(mktemp -d)
+work=$(mktemp -d /tmp/oomguard-fuzz.XXXXXXXXXX)
 trap 'rm -rf "$work"' EXIT
 
 common=(-timeout=60 -rss_limit_mb=2048 -print_final_stats=1)
-# The same order and inputs every run: a fixed seed, no reload of the corpus folders on a timer
-# (-reload=0), and no address randomisation, whose code addresses libFuzzer's
-# comparison tables hash (setarch -R), where the kernel allows it.
-fixed=(-reload=0)
+# The same order and inputs every run: a fixed seed; no reload of the
+# corpus folders on a timer (-reload=0); no comparison operands fed back
+# into the mutations (-use_cmp=0: they include pointers, which move with the
+# environment's size); no address randomisation (setarch -R, where the
+# kernel allows it); a fixed environment and arguments of fixed lengths
+# (relative paths from the repository root, mktemp's fixed-length names).
+fixed=(-reload=0 -use_cmp=0)
+run_fixed() { env -i PATH=/usr/bin:/bin "${same_addresses[@]}" "$@"; }
 seeded=" estimator_fuzzer hf_config_fuzzer layout_pattern_fuzzer megatron_args_fuzzer "
 same_addresses=()
 if setarch "$(uname -m)" -R true 2>/dev/null; then
@@ -49,11 +56,11 @@ else
   echo "note: setarch -R is refused here: the fuzzing runs may differ between machines" >&2
 fi
 targets=0
-for corpus in "$root"/fuzz/corpus/*/; do
-  fuzz_target "$root" "$build" "$corpus"
+for corpus in fuzz/corpus/*/; do
+  fuzz_target . "$build" "$corpus"
   mkdir -p "$work/$target/new" "$work/$target/artifacts"
   echo "== $target: replay of $(find "$corpus" -type f | wc -l) seeds"
-  "${same_addresses[@]}" "$binary" "${common[@]}" "${fixed[@]}" -seed=1 -runs=0 \
+  run_fixed "$binary" "${common[@]}" "${fixed[@]}" -seed=1 -runs=0 \
     -artifact_prefix="$work/$target/artifacts/" "$corpus" \
     >"$work/$target/replay.log" 2>&1 || {
     tail -40 "$work/$target/replay.log"
@@ -65,7 +72,7 @@ for corpus in "$root"/fuzz/corpus/*/; do
     continue
   fi
   echo "== $target: $runs inputs from seed 1"
-  "${same_addresses[@]}" "$binary" "${common[@]}" "${fixed[@]}" "${dict[@]}" -seed=1 -runs="$runs" \
+  run_fixed "$binary" "${common[@]}" "${fixed[@]}" "${dict[@]}" -seed=1 -runs="$runs" \
     -artifact_prefix="$work/$target/artifacts/" "$work/$target/new" "$corpus" \
     >"$work/$target/fuzz.log" 2>&1 || {
     tail -40 "$work/$target/fuzz.log"
