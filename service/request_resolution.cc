@@ -21,10 +21,13 @@ absl::Status InvalidField(absl::string_view field, absl::string_view message) {
 
 // `status` (from a parser or a lookup) as InvalidArgument about `field`;
 // Unimplemented (a valid job oomguard does not model, e.g. FSDP) stays so,
-// without a BadRequest detail: nothing in the request is wrong.
+// without a BadRequest detail (nothing in the request is wrong) and with the
+// reason JOB_NOT_MODELLED, which tells clients it is oomguard's answer.
 absl::Status FieldError(absl::string_view field, const absl::Status& status) {
   const std::string message = absl::StrCat(field, ": ", status.message());
-  if (absl::IsUnimplemented(status)) return absl::UnimplementedError(message);
+  if (absl::IsUnimplemented(status)) {
+    return WithErrorReason(absl::UnimplementedError(message), kJobNotModelledReason);
+  }
   return InvalidField(field, message);
 }
 

@@ -22,6 +22,14 @@ absl::Status WithBadField(absl::Status status, absl::string_view field) {
   return status;
 }
 
+absl::Status WithErrorReason(absl::Status status, absl::string_view reason) {
+  v1::ErrorInfo info;
+  info.set_reason(std::string(reason));
+  info.set_domain(std::string(kErrorDomain));
+  status.SetPayload(kErrorInfoTypeUrl, absl::Cord(info.SerializeAsString()));
+  return status;
+}
+
 grpc::Status ToGrpcStatus(const absl::Status& status) {
   if (status.ok()) return grpc::Status::OK;
   // absl and gRPC share the canonical code numbers.
@@ -43,12 +51,34 @@ grpc::Status ToGrpcStatus(const absl::Status& status) {
   return grpc::Status(code, std::move(message), details.SerializeAsString());
 }
 
-std::vector<std::string> BadRequestFields(const grpc::Status& status) {
-  std::vector<std::string> fields;
+namespace {
+
+// The details of `status`; empty when it has none or they do not parse.
+v1::RpcStatus Details(const grpc::Status& status) {
   v1::RpcStatus details;
   if (status.error_details().empty() || !details.ParseFromString(status.error_details())) {
-    return fields;
+    details.Clear();
   }
+  return details;
+}
+
+}  // namespace
+
+std::string ErrorReason(const grpc::Status& status) {
+  const v1::RpcStatus details = Details(status);
+  for (const google::protobuf::Any& detail : details.details()) {
+    v1::ErrorInfo info;
+    if (detail.type_url() == kErrorInfoTypeUrl && info.ParseFromString(detail.value()) &&
+        info.domain() == kErrorDomain) {
+      return info.reason();
+    }
+  }
+  return "";
+}
+
+std::vector<std::string> BadRequestFields(const grpc::Status& status) {
+  std::vector<std::string> fields;
+  const v1::RpcStatus details = Details(status);
   for (const google::protobuf::Any& detail : details.details()) {
     v1::BadRequest bad_request;
     if (detail.type_url() != kBadRequestTypeUrl || !bad_request.ParseFromString(detail.value())) {

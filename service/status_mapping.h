@@ -24,6 +24,20 @@ namespace oomguard::service {
 // wire-compatible with it).
 inline constexpr absl::string_view kBadRequestTypeUrl = "type.googleapis.com/google.rpc.BadRequest";
 
+// The type URL of a google.rpc.ErrorInfo detail (oomguard.v1.ErrorInfo is
+// wire-compatible with it), the domain of oomguard's reasons, and the reason
+// of a job oomguard does not model (error.proto).
+inline constexpr absl::string_view kErrorInfoTypeUrl = "type.googleapis.com/google.rpc.ErrorInfo";
+inline constexpr absl::string_view kErrorDomain = "oomguard.io";
+inline constexpr absl::string_view kJobNotModelledReason = "JOB_NOT_MODELLED";
+
+// `status` with an ErrorInfo payload: oomguard's `reason`.
+absl::Status WithErrorReason(absl::Status status, absl::string_view reason);
+
+// The reason of an ErrorInfo detail of oomguard's domain in `status`, a
+// call's status as the client sees it; empty when it has none.
+std::string ErrorReason(const grpc::Status& status);
+
 // `status` with a BadRequest payload naming `field`, the request field path
 // it is about (e.g. "gpu_name", "job.megatron.args"); its message is the
 // violation's description. Adds to a BadRequest payload already there.

@@ -43,9 +43,13 @@ enum CheckExitCode : int {
   kCheckDoesNotFit = 4,
   // Nothing to judge: no Megatron-LM launch, `#OOMGUARD skip`, no GPU count
   // or type known, a GPU the service does not know from the scheduler, or a
-  // job oomguard does not model (the service's UNIMPLEMENTED, e.g. FSDP).
+  // job oomguard does not model (the service's UNIMPLEMENTED with the reason
+  // JOB_NOT_MODELLED, e.g. FSDP).
   kCheckNotJudged = 5,
-  // The service is unavailable, too slow (deadline exceeded) or failed.
+  // The service did not answer: unavailable, too slow (deadline exceeded),
+  // overloaded or over its size limit (RESOURCE_EXHAUSTED), failed, or not
+  // oomguard at all (an UNIMPLEMENTED without oomguard's reason). The Slurm
+  // hook's policy decides.
   kCheckUnavailable = 6,
 };
 

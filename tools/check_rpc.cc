@@ -79,8 +79,12 @@ CheckFailure ClassifyCheckFailure(const grpc::Status& status, const CheckPlan& p
                                   absl::string_view server) {
   const std::string message = ShownValue(status.error_message());
   switch (status.error_code()) {
-    case grpc::StatusCode::UNIMPLEMENTED:  // A job oomguard does not model.
-      return NotJudged(message);
+    case grpc::StatusCode::UNIMPLEMENTED:
+      // A job oomguard does not model, when oomguard says so; any other
+      // UNIMPLEMENTED is a server that cannot answer (e.g. `server` names
+      // another gRPC service), which the policy decides like any outage.
+      if (service::ErrorReason(status) == service::kJobNotModelledReason) return NotJudged(message);
+      break;
     case grpc::StatusCode::INVALID_ARGUMENT:
       if (plan.gpu_from_scheduler && IsAboutField(status, "gpu_name")) {
         return NotJudged(absl::StrCat("the service does not know the GPU \"",
@@ -94,16 +98,18 @@ CheckFailure ClassifyCheckFailure(const grpc::Status& status, const CheckPlan& p
                                       ") the job is incomplete: ", message));
       }
       [[fallthrough]];
-    case grpc::StatusCode::RESOURCE_EXHAUSTED:
     case grpc::StatusCode::OUT_OF_RANGE:
       return Failed(kCheckUsage, absl::StrCat("invalid job: ", message));
     default:
-      return Failed(
-          kCheckUnavailable,
-          absl::StrCat("service ", ShownValue(server), " unavailable: ",
-                       absl::StatusCodeToString(static_cast<absl::StatusCode>(status.error_code())),
-                       ": ", message));
+      // Everything else the server could not answer, RESOURCE_EXHAUSTED
+      // (overloaded, or a request over its limit) included.
+      break;
   }
+  return Failed(
+      kCheckUnavailable,
+      absl::StrCat("service ", ShownValue(server), " unavailable: ",
+                   absl::StatusCodeToString(static_cast<absl::StatusCode>(status.error_code())),
+                   ": ", message));
 }
 
 }  // namespace oomguard

@@ -442,8 +442,11 @@ TEST_F(ServiceTest, FsdpJobIsUnimplementedNotInvalid) {
   const grpc::Status status = Estimate(request, &response);
   EXPECT_EQ(status.error_code(), grpc::StatusCode::UNIMPLEMENTED);
   EXPECT_THAT(status.error_message(), HasSubstr("--use-torch-fsdp2"));
-  // Nothing in the request is wrong: no BadRequest.
-  EXPECT_EQ(status.error_details(), "");
+  // Nothing in the request is wrong: no BadRequest; the reason says it is
+  // oomguard's own answer (a client tells it from another server's
+  // UNIMPLEMENTED by that).
+  EXPECT_THAT(service::BadRequestFields(status), ::testing::IsEmpty());
+  EXPECT_EQ(service::ErrorReason(status), service::kJobNotModelledReason);
 }
 
 // The google.rpc.BadRequest violations in the `grpc-status-details-bin` of

@@ -81,18 +81,33 @@ TEST(ClassifyCheckFailureTest, InvalidWithRunTimeWordsIsNotJudged) {
 
 TEST(ClassifyCheckFailureTest, OtherCodes) {
   const CheckPlan plan = PlanOnTesla(false);
-  CheckFailure failure = ClassifyCheckFailure(
-      grpc::Status(grpc::StatusCode::UNIMPLEMENTED, "job.megatron: FSDP\n is not modelled"), plan,
-      "h:1");
+  // oomguard's own UNIMPLEMENTED: a job it does not model, not judged.
+  CheckFailure failure =
+      ClassifyCheckFailure(Sent(service::WithErrorReason(
+                               absl::UnimplementedError("job.megatron: FSDP\n is not modelled"),
+                               service::kJobNotModelledReason)),
+                           plan, "h:1");
   EXPECT_EQ(failure.exit_code, kCheckNotJudged);
   EXPECT_EQ(failure.out, "oomguard: not judged: job.megatron: FSDP\\x0a is not modelled\n");
 
-  for (const grpc::StatusCode code :
-       {grpc::StatusCode::RESOURCE_EXHAUSTED, grpc::StatusCode::OUT_OF_RANGE}) {
-    failure = ClassifyCheckFailure(grpc::Status(code, "too big"), plan, "h:1");
-    EXPECT_EQ(failure.exit_code, kCheckUsage);
-    EXPECT_EQ(failure.error, "invalid job: too big");
+  // Any other UNIMPLEMENTED (another gRPC service at `server`: no such
+  // method) and RESOURCE_EXHAUSTED (overloaded, or a request over the
+  // server's limit): the server did not answer, and the policy decides.
+  // Before, the first was "not judged" (admitted under policy=closed) and
+  // the second an invalid job (refused under policy=open).
+  for (const grpc::Status& status :
+       {grpc::Status(grpc::StatusCode::UNIMPLEMENTED, "unknown service oomguard.v1.Oomguard"),
+        grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED, "too big")}) {
+    failure = ClassifyCheckFailure(status, plan, "h:1");
+    EXPECT_EQ(failure.exit_code, kCheckUnavailable) << status.error_message();
+    EXPECT_THAT(failure.out, IsEmpty());
   }
+  EXPECT_EQ(failure.error, "service h:1 unavailable: RESOURCE_EXHAUSTED: too big");
+
+  failure =
+      ClassifyCheckFailure(grpc::Status(grpc::StatusCode::OUT_OF_RANGE, "too big"), plan, "h:1");
+  EXPECT_EQ(failure.exit_code, kCheckUsage);
+  EXPECT_EQ(failure.error, "invalid job: too big");
 
   failure = ClassifyCheckFailure(grpc::Status(grpc::StatusCode::UNAVAILABLE, "connect failed"),
                                  plan, "h:1");
