@@ -23,4 +23,9 @@ std::string LabelledPeak(uint64_t bytes, const v1::CheckResponse& r) {
   return absl::StrCat(FormatBytes(static_cast<double>(bytes)), " (", r.compared_peak_label(), ")");
 }
 
+std::string StepOutcome(const v1::Recommendation& rec, const v1::CheckResponse& r) {
+  return absl::StrCat(LabelledPeak(rec.peak_device_bytes_after(), r),
+                      rec.sufficient() ? ", fits" : ", still over");
+}
+
 }  // namespace oomguard

@@ -24,6 +24,10 @@ std::string ComparedPeakLabel(v1::PeakBound bound, double coverage);
 // `bytes` of a peak compared as in `r`: "272.2 GiB (95% bound)".
 std::string LabelledPeak(uint64_t bytes, const v1::CheckResponse& r);
 
+// Where a ladder step `rec` of `r` leaves the worst rank:
+// "264.7 GiB (95% bound), still over" or "..., fits".
+std::string StepOutcome(const v1::Recommendation& rec, const v1::CheckResponse& r);
+
 }  // namespace oomguard
 
 #endif  // OOMGUARD_ADMISSION_PEAK_WORDING_H_

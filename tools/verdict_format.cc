@@ -45,8 +45,7 @@ std::string FormatVerdict(const v1::CheckResponse& r) {
       for (const v1::Recommendation& rec : r.recommendations()) {
         if (rec.kind() == v1::Recommendation::KIND_INCOMPATIBILITY) continue;
         absl::StrAppend(&out, "oomguard: step ", ++step, ": ", rec.setting(), " -> worst rank ",
-                        LabelledPeak(rec.peak_device_bytes_after(), r),
-                        rec.sufficient() ? ", fits" : ", still over", "\n");
+                        StepOutcome(rec, r), "\n");
       }
     }
   }

@@ -140,8 +140,7 @@ void AddVerdict(const v1::CheckResponse& r, const WorkloadJob& job, absl::string
         const v1::Recommendation& rec = *ladder[i];
         answer->warnings.push_back(
             Warning(absl::StrCat("oomguard: ", i == 0 ? "try " : "then ", rec.setting(),
-                                 " -> peak ", LabelledPeak(rec.peak_device_bytes_after(), r),
-                                 rec.sufficient() ? ", fits" : ", still over")));
+                                 " -> peak ", StepOutcome(rec, r))));
       }
       break;
     }
