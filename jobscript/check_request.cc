@@ -1,5 +1,7 @@
 #include "jobscript/check_request.h"
 
+#include "common/valid_utf8.h"
+
 namespace oomguard {
 
 v1::CheckRequest BuildCheckRequest(const LaunchCheck& launch) {
@@ -19,6 +21,9 @@ v1::CheckRequest BuildCheckRequest(const LaunchCheck& launch) {
   if (launch.safety_margin.has_value()) {
     request.mutable_policy()->set_safety_margin(*launch.safety_margin);
   }
+  // A script's or a command line's words are bytes; the request's strings
+  // must be UTF-8 (common/valid_utf8.h).
+  MakeStringsValidUtf8(request);
   return request;
 }
 

@@ -38,6 +38,9 @@ struct LaunchCheck {
   std::optional<double> safety_margin;
 };
 
+// The request of `launch`. Its words may be any bytes (a path is bytes): the
+// request's strings are made valid UTF-8 by common/valid_utf8.h's rule
+// (each invalid byte becomes U+FFFD), so it can be sent and is judged.
 v1::CheckRequest BuildCheckRequest(const LaunchCheck& launch);
 
 }  // namespace oomguard

@@ -295,6 +295,43 @@ TEST_F(CheckCommandTest, InvalidJobs) {
   EXPECT_THAT(err_, HasSubstr("#OOMGUARD gpus=x"));
 }
 
+// A Linux path is bytes (issue 25, item 8): a script or an argument after
+// `--` with bytes that are not UTF-8 is judged like the same job without
+// them (their bytes do not change memory), where the request used to fail
+// to serialize ("libprotobuf ERROR", exit 2 with the server's parse error).
+// A value that matters is refused naming its flag.
+TEST_F(CheckCommandTest, BytesThatAreNotUtf8AreJudged) {
+  const std::string launch =
+      "torchrun --nproc_per_node 8 pretrain_gpt.py --use-distributed-optimizer --seq-length 4096 "
+      "--micro-batch-size 1 --global-batch-size 128 --recompute-granularity full "
+      "--recompute-method uniform --recompute-num-layers 1";
+  const std::string header = "#!/bin/bash\n#OOMGUARD preset=llama3-8b gpu=H100 gpus=8\n";
+  ASSERT_EQ(Run({"--script", File("plain.sh", header + launch + "\n")}), kCheckFits) << err_;
+  const std::string judged = out_;
+  ASSERT_THAT(judged, StartsWith("oomguard: Fits: PP rank 0 peaks at "));
+
+  EXPECT_EQ(Run({"--script", File("bytes.sh", header + launch +
+                                                  " --data-path /data/\xff\xfe/text_document "
+                                                  "--tokenizer-model '/tok/\xc3(.model'\n")}),
+            kCheckFits)
+      << err_;
+  EXPECT_EQ(out_, judged);
+  EXPECT_THAT(err_, Not(HasSubstr("invalid job")));
+
+  std::vector<std::string> args = {"--gpu", "H100", "--gpus", "8", "--preset", "llama3-8b", "--"};
+  for (const std::string& a : Split(kFitsArgs)) args.push_back(a);
+  std::vector<std::string> with_path = args;
+  with_path.insert(with_path.end(), {"--data-path", "/data/\xff"});
+  EXPECT_EQ(Run(with_path), kCheckFits) << err_;
+  EXPECT_THAT(out_, StartsWith("oomguard: Fits: PP rank 0 peaks at "));
+
+  // A number with such a byte: the server's INVALID_ARGUMENT names the flag.
+  std::vector<std::string> bad_number = args;
+  bad_number.insert(bad_number.end(), {"--num-layers", "32\xff"});
+  EXPECT_EQ(Run(bad_number), kCheckUsage);
+  EXPECT_THAT(err_, AllOf(StartsWith("oomguard check: invalid job: "), HasSubstr("--num-layers")));
+}
+
 TEST_F(CheckCommandTest, IncompleteOnlyBecauseOfRuntimeValuesIsNotJudged) {
   const std::string script = File("rt.sh", R"sh(#OOMGUARD preset=llama3-70b gpu=H100 gpus=8
 torchrun pretrain_gpt.py --seq-length 8192 --micro-batch-size $(touch /tmp/oomguard_never) --bf16
