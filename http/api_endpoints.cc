@@ -104,7 +104,7 @@ absl::Status CallRpc(const RpcMethod& rpc, RequestHandlers& handlers, absl::stri
   }
   nlohmann::json array = nlohmann::json::array();
   for (const std::string& message : messages) array.push_back(nlohmann::json::parse(message));
-  json = array.dump();
+  json = DumpJson(array);
   return absl::OkStatus();
 }
 
@@ -136,7 +136,7 @@ absl::Status CheckScript(RequestHandlers& handlers, absl::string_view body, absl
   nlohmann::json answer = {{"request", nlohmann::json::parse(ToJson(script.request))},
                            {"response", nlohmann::json::parse(ToJson(response))},
                            {"scriptNotes", script.notes}};
-  json = answer.dump();
+  json = DumpJson(answer);
   return absl::OkStatus();
 }
 

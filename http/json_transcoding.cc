@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/str_cat.h"
+#include "common/valid_utf8.h"
 #include "google/protobuf/any.pb.h"
 #include "google/protobuf/util/json_util.h"
 #include "oomguard/v1/error.pb.h"
@@ -12,11 +13,19 @@
 namespace oomguard::http {
 
 absl::Status ParseJsonBody(absl::string_view body, google::protobuf::Message& message) {
+  // Protobuf's JSON parser refuses bytes that are not UTF-8; a caller's
+  // path may hold some (common/valid_utf8.h).
+  std::string valid;
+  if (!IsValidUtf8(body)) body = valid = ValidUtf8(body);
   const auto status = google::protobuf::util::JsonStringToMessage(
       google::protobuf::StringPiece(body.data(), body.size()), &message);
   if (status.ok()) return absl::OkStatus();
   return absl::InvalidArgumentError(absl::StrCat("request body: not a ", message.GetTypeName(),
                                                  " in JSON: ", std::string(status.message())));
+}
+
+std::string DumpJson(const nlohmann::json& value) {
+  return value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 std::string ToJson(const google::protobuf::Message& message) {
@@ -76,7 +85,7 @@ std::string ErrorJson(const grpc::Status& status) {
       list.push_back(std::move(shown));
     }
   }
-  return body.dump();
+  return DumpJson(body);
 }
 
 }  // namespace oomguard::http

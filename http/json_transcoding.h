@@ -7,6 +7,7 @@
 #ifndef OOMGUARD_HTTP_JSON_TRANSCODING_H_
 #define OOMGUARD_HTTP_JSON_TRANSCODING_H_
 
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "absl/status/status.h"
@@ -16,10 +17,16 @@
 
 namespace oomguard::http {
 
-// Parses the JSON `body` into `message`. InvalidArgument ("request body:
-// ...") when it is not JSON, or names a field, enum value or type that
-// `message` does not have.
+// Parses the JSON `body` into `message`. Bytes of `body` that are not UTF-8
+// become U+FFFD first (common/valid_utf8.h: a path's bytes leave the job
+// judged). InvalidArgument ("request body: ...") when it is not JSON, or
+// names a field, enum value or type that `message` does not have.
 absl::Status ParseJsonBody(absl::string_view body, google::protobuf::Message& message);
+
+// `value` as JSON text. Never throws: a string that is not UTF-8 (an echoed
+// value cut inside a character) is written with U+FFFD for its bad bytes.
+// Every answer the API builds with nlohmann is written by this.
+std::string DumpJson(const nlohmann::json& value);
 
 // `message` as JSON.
 std::string ToJson(const google::protobuf::Message& message);

@@ -6,11 +6,14 @@
 // transport="http".
 #include <httplib.h>
 
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -25,6 +28,7 @@ namespace {
 
 using nlohmann::json;
 using ::testing::HasSubstr;
+using ::testing::Not;
 using ::testing::StartsWith;
 
 // The shipped DeepSeek-V3 job on 256 H100s, as a CheckRequest in JSON.
@@ -299,6 +303,112 @@ TEST_F(HttpApiTest, BadFieldIs400NamingIt) {
   ASSERT_TRUE(check);
   EXPECT_EQ(check->status, 400);
   EXPECT_EQ(json::parse(check->body)["details"][0]["fieldViolations"][0]["field"], "gpu_name");
+}
+
+// `request` as JSON with each "@BYTES@" replaced by `bytes` (which need
+// not be UTF-8, so nlohmann cannot write them itself).
+std::string WithBytes(const json& request, const std::string& bytes) {
+  return absl::StrReplaceAll(request.dump(), {{"@BYTES@", bytes}});
+}
+
+// Bytes that are not UTF-8 in a body (issue 25, item 8: a path is bytes):
+// the job is judged (a path's bytes do not change memory) or, where the
+// value matters, refused with 400 naming the field; never 500, and the
+// metrics say what the answer says.
+TEST_F(HttpApiTest, BytesThatAreNotUtf8AreJudgedOrRefusedNeverInternal) {
+  Start();
+  const json argv = {"--seq-length",
+                     "4096",
+                     "--micro-batch-size",
+                     "1",
+                     "--global-batch-size",
+                     "128",
+                     "--recompute-granularity",
+                     "full",
+                     "--recompute-method",
+                     "uniform",
+                     "--recompute-num-layers",
+                     "1",
+                     "--use-distributed-optimizer"};
+  const json job = {{"megatron", {{"preset", "llama3-8b"}, {"numGpus", 8}, {"argv", argv}}}};
+  const json check = {{"job", job}, {"gpuName", "H100"}};
+  httplib::Result plain = Post("/v1/check", check.dump());
+  ASSERT_TRUE(plain);
+  ASSERT_EQ(plain->status, 200) << plain->body;
+  const json judged = json::parse(plain->body);
+  ASSERT_EQ(judged["verdict"], "VERDICT_FITS");
+
+  json with_path = check;
+  with_path["job"]["megatron"]["argv"].push_back("--data-path");
+  with_path["job"]["megatron"]["argv"].push_back("/data/@BYTES@/text_document");
+  for (const std::string bytes : {"\xff", "\xc3(", "\xed\xa0\x80", "\xf4\x90\x80\x80"}) {
+    httplib::Result answer = Post("/v1/check", WithBytes(with_path, bytes));
+    ASSERT_TRUE(answer);
+    ASSERT_EQ(answer->status, 200) << answer->body;
+    const json response = json::parse(answer->body);
+    EXPECT_EQ(response["verdict"], judged["verdict"]);
+    EXPECT_EQ(response["peakDeviceBytes"], judged["peakDeviceBytes"]);
+  }
+
+  // A number with such a byte, in argv: 400 naming the flag and the field.
+  json bad_number = check;
+  bad_number["job"]["megatron"]["argv"].push_back("--num-layers");
+  bad_number["job"]["megatron"]["argv"].push_back("32@BYTES@");
+  httplib::Result refused = Post("/v1/check", WithBytes(bad_number, "\xff"));
+  ASSERT_TRUE(refused);
+  EXPECT_EQ(refused->status, 400) << refused->body;
+  json error = json::parse(refused->body);
+  EXPECT_EQ(error["code"], 3);
+  EXPECT_THAT(error["message"].get<std::string>(), HasSubstr("--num-layers"));
+  EXPECT_EQ(error["details"][0]["fieldViolations"][0]["field"], "job.megatron");
+
+  // Another string field: the GPU's name.
+  json bad_gpu = check;
+  bad_gpu["gpuName"] = "H100@BYTES@";
+  refused = Post("/v1/check", WithBytes(bad_gpu, "\xff"));
+  ASSERT_TRUE(refused);
+  EXPECT_EQ(refused->status, 400) << refused->body;
+  error = json::parse(refused->body);
+  EXPECT_EQ(error["details"][0]["fieldViolations"][0]["field"], "gpu_name");
+
+  // /v1/estimate: the path judged, a setting in `env` refused naming it.
+  httplib::Result estimate_plain = Post("/v1/estimate", json{{"job", job}}.dump());
+  ASSERT_TRUE(estimate_plain);
+  ASSERT_EQ(estimate_plain->status, 200) << estimate_plain->body;
+  httplib::Result estimate =
+      Post("/v1/estimate", WithBytes(json{{"job", with_path["job"]}}, "\xff"));
+  ASSERT_TRUE(estimate);
+  ASSERT_EQ(estimate->status, 200) << estimate->body;
+  EXPECT_EQ(json::parse(estimate->body)["report"]["ranks"],
+            json::parse(estimate_plain->body)["report"]["ranks"]);
+  json bad_env = {{"job", job}};
+  bad_env["job"]["env"] = {{"PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True@BYTES@"}};
+  estimate = Post("/v1/estimate", WithBytes(bad_env, "\xff"));
+  ASSERT_TRUE(estimate);
+  EXPECT_EQ(estimate->status, 400) << estimate->body;
+  EXPECT_THAT(json::parse(estimate->body)["message"].get<std::string>(),
+              HasSubstr("PYTORCH_CUDA_ALLOC_CONF"));
+
+  // A pasted script with such bytes: judged as the same job.
+  const std::string script =
+      "#OOMGUARD preset=llama3-8b gpu=H100 gpus=8\n"
+      "torchrun pretrain_gpt.py " +
+      std::string(absl::StrJoin(argv.get<std::vector<std::string>>(), " ")) +
+      " --data-path /data/@BYTES@\n";
+  httplib::Result pasted = Post("/v1/check_script", WithBytes(json{{"script", script}}, "\xff"));
+  ASSERT_TRUE(pasted);
+  ASSERT_EQ(pasted->status, 200) << pasted->body;
+  EXPECT_EQ(json::parse(pasted->body)["response"]["verdict"], judged["verdict"]);
+
+  // The metrics agree with the answers: no INTERNAL, ever.
+  const std::map<std::string, double> counts = RequestCounts();
+  EXPECT_EQ(counts.at("Check/OK/http"), 6);
+  EXPECT_EQ(counts.at("Check/INVALID_ARGUMENT/http"), 2);
+  EXPECT_EQ(counts.at("Estimate/OK/http"), 2);
+  EXPECT_EQ(counts.at("Estimate/INVALID_ARGUMENT/http"), 1);
+  for (const auto& [key, count] : counts) {
+    EXPECT_THAT(key, Not(HasSubstr("INTERNAL"))) << count;
+  }
 }
 
 TEST_F(HttpApiTest, MalformedJsonIs400) {

@@ -74,6 +74,34 @@ TEST(JsonTranscodingTest, ErrorBodyIsGoogleRpcStatusJson) {
                    .contains("details"));
 }
 
+// An error that echoes bytes that are not UTF-8 (a protobuf parse error's
+// excerpt cut inside a character) is still a JSON answer, with U+FFFD for
+// them, never an exception (the HTTP API's 500).
+TEST(JsonTranscodingTest, ErrorBodyOfBytesThatAreNotUtf8IsJson) {
+  const std::string body =
+      ErrorJson(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "request body: \xc3 at \xff"));
+  EXPECT_EQ(nlohmann::json::parse(body)["message"], "request body: \xEF\xBF\xBD at \xEF\xBF\xBD");
+  EXPECT_EQ(DumpJson(nlohmann::json::array({"/data/\xff"})), "[\"/data/\xEF\xBF\xBD\"]");
+}
+
+// A body that is not UTF-8 is read with U+FFFD for its bad bytes
+// (common/valid_utf8.h), where protobuf's parser would refuse it.
+TEST(JsonTranscodingTest, BodyBytesThatAreNotUtf8BecomeReplacementCharacters) {
+  v1::CheckRequest request;
+  ASSERT_TRUE(ParseJsonBody("{\"gpuName\": \"H100\", \"job\": {\"megatron\": {\"argv\": "
+                            "[\"--data-path\", \"/d/\xff\xc3\"]}}}",
+                            request)
+                  .ok());
+  ASSERT_EQ(request.job().megatron().argv_size(), 2);
+  EXPECT_EQ(request.job().megatron().argv(1), "/d/\xEF\xBF\xBD\xEF\xBF\xBD");
+  // An escaped lone surrogate is not a character: 400, not 500.
+  const absl::Status surrogate =
+      ParseJsonBody(R"({"job": {"megatron": {"argv": ["\udcff"]}}})", request);
+  EXPECT_EQ(surrogate.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NO_THROW(nlohmann::json::parse(ErrorJson(
+      grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, std::string(surrogate.message())))));
+}
+
 TEST(JsonTranscodingTest, ParsesProtobufJson) {
   v1::CheckRequest request;
   ASSERT_TRUE(ParseJsonBody(R"({"gpuName": "H100", "job": {"megatron": {"numGpus": 8}},
