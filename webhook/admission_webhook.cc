@@ -15,6 +15,7 @@
 #include "absl/strings/str_replace.h"
 #include "absl/strings/strip.h"
 #include "admission/peak_wording.h"
+#include "common/valid_utf8.h"
 #include "jobscript/check_request.h"
 
 namespace oomguard::webhook {
@@ -28,6 +29,10 @@ constexpr char kApiVersion[] = "admission.k8s.io/v1";
 struct TooDeep {};
 
 absl::StatusOr<json> ParseBody(absl::string_view body) {
+  // The API server writes a Pod's bytes that are not UTF-8 as U+FFFD; a body
+  // that holds them raw is read by the same rule (common/valid_utf8.h).
+  std::string valid;
+  if (!IsValidUtf8(body)) body = valid = ValidUtf8(body);
   try {
     // Thrown from the callback to stop at once: a deep body is refused
     // before it is built.

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "absl/time/clock.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -512,6 +513,40 @@ TEST_F(WebhookAdmissionTest, NotAnAdmissionReviewIs400) {
     EXPECT_THAT(answer.body, HasSubstr(c.error)) << c.body.substr(0, 80);
     EXPECT_EQ(answer.outcome.code, absl::StatusCode::kInvalidArgument);
   }
+}
+
+// A Pod whose command holds bytes that are not UTF-8 (issue 25, item 8: a
+// path is bytes). The API server writes them as U+FFFD ("\ufffd" or its
+// UTF-8), which is judged like the Pod without them; a body that holds them
+// raw is read by the same rule (common/valid_utf8.h) and judged the same,
+// where it was refused as "not JSON". An escaped lone surrogate is not JSON:
+// 400 naming it, never 500 or a crash.
+TEST_F(WebhookAdmissionTest, CommandBytesThatAreNotUtf8AreJudged) {
+  const json base = Load("pod_deepseek_v3_8gpu.json");
+  const json plain = Review(base);
+  ASSERT_EQ(plain["allowed"], false);
+  json review = base;
+  json& args = PodSpecOf(review)["containers"][0]["args"];
+  ASSERT_EQ(args.back(), "/data/dsv3/text_document");
+  args.back() = "/data/@BYTES@/text_document";
+  const std::string text = review.dump();
+  const auto with = [&](const std::string& bytes) {
+    return absl::StrReplaceAll(text, {{"@BYTES@", bytes}});
+  };
+  for (const std::string bytes : {"\\ufffd", "\xEF\xBF\xBD", "\xff", "\xc3("}) {
+    last_ = ReviewText(with(bytes));
+    ASSERT_EQ(last_.http_status, 200) << bytes << ": " << last_.body;
+    const json r = json::parse(last_.body)["response"];
+    EXPECT_EQ(r["allowed"], false) << bytes;
+    EXPECT_EQ(r["auditAnnotations"]["verdict"], "DOES_NOT_FIT") << bytes;
+    EXPECT_EQ(r["auditAnnotations"]["peak-device-bytes"],
+              plain["auditAnnotations"]["peak-device-bytes"])
+        << bytes;
+  }
+  last_ = ReviewText(with("\\udcff"));
+  EXPECT_EQ(last_.http_status, 400);
+  EXPECT_THAT(last_.body, HasSubstr("body: not JSON"));
+  EXPECT_EQ(last_.outcome.code, absl::StatusCode::kInvalidArgument);
 }
 
 TEST_F(WebhookAdmissionTest, DeepNestingIsRefusedAndModerateNestingIsFine) {
