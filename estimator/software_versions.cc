@@ -7,6 +7,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "common/quoted_value.h"
 
 namespace oomguard {
 namespace {
@@ -28,8 +29,6 @@ absl::StatusOr<SoftwareVersion> ParseSoftwareVersion(absl::string_view field,
                                                      absl::string_view text, SoftwareVersion oldest,
                                                      SoftwareVersion newest) {
   if (text.empty()) return newest;
-  const std::string shown =
-      text.size() > 40 ? absl::StrCat(text.substr(0, 40), "...") : std::string(text);
   const std::vector<absl::string_view> parts = absl::StrSplit(text, absl::MaxSplits('.', 2));
   SoftwareVersion v;
   const bool parsed = parts.size() >= 2 && parts[0].size() <= 6 &&
@@ -38,11 +37,11 @@ absl::StatusOr<SoftwareVersion> ParseSoftwareVersion(absl::string_view field,
                       absl::SimpleAtoi(LeadingDigits(parts[1]), &v.minor);
   if (!parsed) {
     return absl::InvalidArgumentError(absl::StrCat(
-        field, " = \"", shown, "\": expected MAJOR.MINOR, e.g. \"", Shown(newest), "\""));
+        field, " = ", Quote(text), ": expected MAJOR.MINOR, e.g. \"", Shown(newest), "\""));
   }
   if (v < oldest || v > newest) {
-    return absl::InvalidArgumentError(absl::StrCat(field, " = \"", shown,
-                                                   "\": outside the versions modelled, ",
+    return absl::InvalidArgumentError(absl::StrCat(field, " = ", Quote(text),
+                                                   ": outside the versions modelled, ",
                                                    Shown(oldest), " to ", Shown(newest)));
   }
   return v;

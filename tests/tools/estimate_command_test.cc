@@ -44,6 +44,21 @@ TEST(EstimateCommandTest, TableJsonAndTree) {
   EXPECT_THAT(out, HasSubstr("\n\npp_rank_0: GPTModel /* n_params="));
 }
 
+// A Linux path is bytes (issue 25, item 8): an argument that is not UTF-8
+// leaves the job judged as without it; a value that matters is refused
+// naming its flag and showing the byte.
+TEST(EstimateCommandTest, BytesThatAreNotUtf8AreJudged) {
+  std::string plain, out, err;
+  ASSERT_EQ(RunEstimateCommand(With({"--gpus", "8", "--json"}), plain, err), 0) << err;
+  EXPECT_EQ(RunEstimateCommand(With({"--gpus", "8", "--json", "--data-path", "/data/\xff\xfe"}),
+                               out, err),
+            0)
+      << err;
+  EXPECT_EQ(out, plain);
+  EXPECT_EQ(RunEstimateCommand(With({"--gpus", "8", "--num-layers", "32\xff"}), out, err), 2);
+  EXPECT_EQ(err, "--num-layers: expected a non-negative integer, got \"32\\xff\"");
+}
+
 TEST(EstimateCommandTest, HelpPrintsTheUsage) {
   std::string out, err;
   EXPECT_EQ(RunEstimateCommand({"--gpus", "8", "-h", "--bogus"}, out, err), 0);
