@@ -79,7 +79,15 @@ def main():
         "--moe-layer-freq '([0]*1+[1]*3)' --moe-router-topk 2 --expert-model-parallel-size 2 "
         "--seq-length 512 --max-position-embeddings 512 --micro-batch-size 1",
     ]
-    write("megatron_args_fuzzer", lines + raw_strings("tests/jobspec/shell_words_test.cc"))
+    # Bytes that are not UTF-8 (a Linux path is bytes; common/valid_utf8.h):
+    # in a path, in a value that matters, cut inside a character.
+    not_utf8 = [b"/data/\xff\xfe/text_document", b"32\xff", b"/tok/\xc3(.model", b"\xed\xa0\x80",
+                b"\xf4\x90\x80\x80"]
+    lines_not_utf8 = [lines[-2].encode("utf-8") + b" --data-path " + not_utf8[0] +
+                      b" --tokenizer-model '" + not_utf8[2] + b"'",
+                      lines[-2].encode("utf-8") + b" --num-layers " + not_utf8[1]]
+    write("megatron_args_fuzzer",
+          lines + raw_strings("tests/jobspec/shell_words_test.cc") + lines_not_utf8)
     write("layout_pattern_fuzzer", layouts + patterns)
 
     configs = raw_strings("jobspec/preset_configs.inc") + raw_strings(
@@ -94,10 +102,20 @@ def main():
     scripts.append("\0".join(["torchrun", "--nproc-per-node=8", "pretrain_gpt.py"] +
                              cases[0]["argv"]))
     scripts.append("\0".join(["bash", "-c", "python pretrain_gpt.py " + lines[0]]))
+    scripts.append(b"#OOMGUARD preset=llama3-8b gpu=H100\xff gpus=8\ntorchrun pretrain_gpt.py " +
+                   lines_not_utf8[0] + b"\n")
+    scripts.append(b"\0".join([b"torchrun", b"pretrain_gpt.py", b"--data-path", not_utf8[0],
+                                b"--num-layers", not_utf8[1]]))
     write("job_script_fuzzer", scripts)
 
     reviews = [read("tests/data/admission/" + f)
                for f in sorted(os.listdir("tests/data/admission"))]
+    # The API server writes bytes that are not UTF-8 as U+FFFD; raw bytes and
+    # an escaped lone surrogate are what a hostile or broken client sends.
+    pod = read("tests/data/admission/pod_deepseek_v3_8gpu.json")
+    reviews += [pod.replace("/data/dsv3/text_document", "/data/\ufffd").encode("utf-8"),
+                pod.encode("utf-8").replace(b"/data/dsv3/text_document", not_utf8[0]),
+                pod.replace("/data/dsv3/text_document", "/data/\\udcff")]
     write("admission_review_fuzzer", reviews)
 
     requests = []
@@ -119,8 +137,20 @@ def main():
                           "training": {"microBatchSize": 1, "seqLength": 128}}},
          "gpuName": "a100-80gb"},
     ]
-    write("check_request_json_fuzzer", [json.dumps(r) for r in requests])
-    write("check_request_proto_fuzzer", [encode(r) for r in requests])
+    llama = {"job": {"megatron": {"preset": "llama3-8b", "numGpus": 8,
+                                  "argv": ["--seq-length", "4096", "--micro-batch-size", "1",
+                                           "--data-path", "@0", "--num-layers", "@1"]},
+                     "env": {"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True@2"}},
+             "gpuName": "H100@3"}
+    json_not_utf8 = json.dumps(llama).encode("utf-8")
+    for i, bytes_ in enumerate(not_utf8[:4]):
+        json_not_utf8 = json_not_utf8.replace(b"@%d" % i, bytes_)
+    write("check_request_json_fuzzer", [json.dumps(r) for r in requests] +
+          [json_not_utf8, json.dumps(llama).replace("@0", "\\udcff")])
+    # On the wire a string that is not UTF-8 does not parse: a gpu_name (field
+    # 2) appended to a request, the last one read.
+    write("check_request_proto_fuzzer", [encode(r) for r in requests] +
+          [encode(requests[0]) + b"\x12\x05H100\xff"])
     # FuzzedDataProvider input: fixed pseudo-random bytes.
     write("estimator_fuzzer", [hashlib.sha256(bytes([i])).digest() * 4 for i in range(16)])
     write_dicts()
