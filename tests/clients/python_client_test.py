@@ -267,6 +267,29 @@ class ClientTest(unittest.TestCase):
         self.assertIn("job.megatron: --micro-batch-size: ", error.message)
         self.assertIn('"-1"', error.message)
 
+    def test_bytes_that_are_not_utf8_are_judged(self):
+        # A path is bytes: os.fsdecode and sys.argv give its bytes that are
+        # not UTF-8 as surrogate escapes, which protobuf cannot send
+        # (UnicodeEncodeError); a bytes token was sent as its repr. Each such
+        # byte becomes U+FFFD (common/valid_utf8.h): the job is judged as
+        # without it, and a value that matters is refused naming its flag.
+        tokens = LLAMA_FITS_LINE.split()
+        plain = self.client.check(args=tokens, num_gpus=8, preset="llama3-8b")
+        for path in (os.fsdecode(b"/data/\xff\xfe/text"), b"/data/\xc3(/text"):
+            with self.subTest(path=path):
+                judged = self.client.check(args=tokens + ["--data-path", path], num_gpus=8,
+                                           preset="llama3-8b")
+                self.assertEqual(judged.verdict, plain.verdict)
+                self.assertEqual(judged.peak_bytes, plain.peak_bytes)
+        self.assertEqual(megatron_args(["--data-path", b"/d/\xff", os.fsdecode(b"\xe2\x82")]),
+                         "--data-path '/d/\ufffd' '\ufffd\ufffd'")
+        with self.assertRaises(OomguardError) as caught:
+            self.client.check(args=tokens + ["--num-layers", os.fsdecode(b"32\xff")], num_gpus=8,
+                              preset="llama3-8b")
+        self.assertEqual(caught.exception.code, grpc.StatusCode.INVALID_ARGUMENT)
+        self.assertEqual(caught.exception.field, "job.megatron")
+        self.assertIn("--num-layers", caught.exception.message)
+
     def test_invalid_fields_of_the_request(self):
         cases = [
             (dict(args=LLAMA_FITS, num_gpus=0, preset="llama3-8b"), "job.megatron.num_gpus"),

@@ -7,6 +7,7 @@
         if result.verdict == "DOES_NOT_FIT": ...
 """
 
+import codecs
 import dataclasses
 import json
 import os
@@ -22,7 +23,48 @@ from oomguard_client import _stubs
 (_job_pb2, _report_pb2, _admission_pb2, _service_pb2, _service_pb2_grpc,
  _error_pb2) = _stubs.load()
 
-Args = Union[None, str, Sequence[str], Mapping]
+Args = Union[None, str, bytes, Sequence[Union[str, bytes]], Mapping]
+
+
+def _surrogates_as_bytes(error):
+    """Encoding error handler: a surrogate escape (U+DC80..U+DCFF, as
+    os.fsdecode and sys.argv give a byte that is not UTF-8) as that byte, any
+    other surrogate as its three bytes (not UTF-8 either)."""
+    out = b""
+    for char in error.object[error.start:error.end]:
+        code = ord(char)
+        out += (bytes([code - 0xDC00]) if 0xDC80 <= code <= 0xDCFF
+                else char.encode("utf-8", "surrogatepass"))
+    return out, error.end
+
+
+def _replace_each_byte(error):
+    """Decoding error handler: U+FFFD for each byte that is not UTF-8."""
+    return "\ufffd" * (error.end - error.start), error.end
+
+
+codecs.register_error("oomguard.surrogates_as_bytes", _surrogates_as_bytes)
+codecs.register_error("oomguard.replace_each_byte", _replace_each_byte)
+
+
+def valid_text(value: Union[str, bytes]) -> str:
+    """`value` as text a request may carry.
+
+    A path is bytes, and a protobuf string must be UTF-8 (protobuf cannot
+    send a surrogate escape). Each byte that is not UTF-8 becomes U+FFFD,
+    the server's rule (common/valid_utf8.h; MegatronJob.argv in
+    admission.proto): the job is judged as it would be without it, and a
+    value that matters is refused naming its flag.
+    """
+    if isinstance(value, str):
+        value = value.encode("utf-8", "oomguard.surrogates_as_bytes")
+    return value.decode("utf-8", "oomguard.replace_each_byte")
+
+
+def _text(value) -> str:
+    """A token or setting as text: bytes as they are, anything else by str(),
+    then valid_text."""
+    return valid_text(value if isinstance(value, bytes) else str(value))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -94,12 +136,14 @@ def megatron_args(args: Args) -> str:
     as in Megatron's argparse namespace). Values: True -> the bare flag;
     False or None -> the flag is left out (for flags that default to on,
     pass their "no-..." form as True); a list or tuple -> the flag followed
-    by each item; anything else -> the flag and str(value).
+    by each item; anything else -> the flag and str(value). Bytes, and
+    bytes that are not UTF-8 in a str (surrogate escapes), are read by
+    valid_text.
     """
     if args is None:
         return ""
-    if isinstance(args, str):
-        return args
+    if isinstance(args, (str, bytes)):
+        return valid_text(args)
     if isinstance(args, Mapping):
         tokens = []
         for key, value in args.items():
@@ -117,7 +161,7 @@ def megatron_args(args: Args) -> str:
                 tokens.append(_token(flag, value))
         return shlex.join(tokens)
     if isinstance(args, (list, tuple)):
-        return shlex.join(str(token) for token in args)
+        return shlex.join(_text(token) for token in args)
     raise TypeError(f"megatron args: expected a str, a list of tokens or a dict, not "
                     f"{type(args).__name__}")
 
@@ -125,7 +169,7 @@ def megatron_args(args: Args) -> str:
 def _token(flag, value):
     if isinstance(value, bool) or isinstance(value, (Mapping, list, tuple)) or value is None:
         raise TypeError(f"megatron args: {flag}: unsupported value {value!r}")
-    return str(value)
+    return _text(value)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -271,7 +315,7 @@ class Client:
         if isinstance(gpu, bool) or not isinstance(gpu, (str, int)):
             raise TypeError(f"gpu: expected a name or a number of bytes, not {gpu!r}")
         if isinstance(gpu, str):
-            request.gpu_name = gpu
+            request.gpu_name = valid_text(gpu)
         else:
             request.gpu_memory_bytes = gpu
         if safety_margin is not None:
@@ -360,11 +404,11 @@ def _job_source(args, num_gpus, preset, hf_config, env, gpus_per_node):
     if preset is not None and hf_config is not None:
         raise ValueError("give preset or hf_config, not both")
     if preset is not None:
-        megatron.preset = preset
+        megatron.preset = valid_text(preset)
     if hf_config is not None:
         megatron.hf_config_json = _hf_config_text(hf_config)
     for name, value in (env or {}).items():
-        source.env[name] = str(value)
+        source.env[valid_text(name)] = _text(value)
     if gpus_per_node is not None:
         source.gpus_per_node = gpus_per_node
     return source
