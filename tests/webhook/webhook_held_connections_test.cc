@@ -6,25 +6,15 @@
 // review (the fixture: webhook_server_fixture.h) must still be answered
 // within 1 s. The trickling ones are cut off by the header deadline however
 // often they send, a full server makes room for a new connection, held
-// connections do not hold up a shutdown, and overlong headers are cut off. Only 127.0.0.1; every
-// loop is bounded in time and count.
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <openssl/err.h>
-#include <openssl/ssl.h>
+// connections do not hold up a shutdown, and overlong headers are cut off.
+// The held connections: tests/testing/held_connections.h; every loop is
+// bounded in time and count.
 #include <poll.h>
-#include <pthread.h>
-#include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <algorithm>
-#include <cerrno>
-#include <future>
 #include <iostream>
 #include <string>
-#include <thread>
-#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -32,197 +22,23 @@
 #include "absl/time/time.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/testing/held_connections.h"
 #include "tests/webhook/webhook_server_fixture.h"
 
 namespace oomguard {
 namespace {
 
+using testing::Connect;
 using ::testing::HasSubstr;
+using testing::HeldConnections;
+using testing::HeldOutcome;
+using testing::Hold;
+using testing::HoldSpec;
 
 constexpr int kHeld = 64;
 // Longer than the API server waits for a review; a hold ends early once the
 // server has closed every connection.
 constexpr absl::Duration kHold = absl::Seconds(4);
-constexpr absl::Duration kTrickleInterval = absl::Milliseconds(200);
-
-// A nonblocking TCP connection to 127.0.0.1:`port`; -1 when it is not up
-// within 2 s.
-int Connect(int port) {
-  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-  if (fd < 0) return -1;
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_port = htons(static_cast<uint16_t>(port));
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  int error = 0;
-  socklen_t length = sizeof(error);
-  pollfd ready{fd, POLLOUT, 0};
-  if ((connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0 &&
-       errno != EINPROGRESS) ||
-      poll(&ready, 1, 2000) != 1 || getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length) != 0 ||
-      error != 0) {
-    close(fd);
-    return -1;
-  }
-  return fd;
-}
-
-// How a held connection behaves.
-enum class Hold {
-  kSilent,          // TCP only: never sends a byte.
-  kTrickleTls,      // Sends the start of a TLS record, one byte every 200 ms.
-  kTrickleHeaders,  // Completes TLS, sends a request line, then one header
-                    // byte every 200 ms.
-};
-
-struct HeldOutcome {
-  int held = 0;     // Connected (kTrickleHeaders: TLS completed too).
-  int hung_up = 0;  // Closed by the server while held.
-  // The longest a connection stayed open before the server closed it.
-  absl::Duration longest_until_hung_up;
-};
-
-// `count` connections to 127.0.0.1:`port`, held for `hold` once they are
-// all up (or until the server has closed them all) on a thread of their own,
-// which notes when the server closes each one.
-class HeldConnections {
- public:
-  HeldConnections(int port, int count, Hold kind, absl::Duration hold)
-      : thread_([=, this] { outcome_.set_value(Run(port, count, kind, hold)); }) {}
-  ~HeldConnections() { Finish(); }
-
-  // How many are held, once they all are.
-  int WaitUntilHeld() { return held_.get_future().get(); }
-
-  // Waits for the hold to end; the connections are then closed.
-  HeldOutcome Finish() {
-    if (thread_.joinable()) thread_.join();
-    return outcome_future_.valid() ? outcome_future_.get() : HeldOutcome{};
-  }
-
- private:
-  struct Connection {
-    int fd = -1;
-    SSL* ssl = nullptr;
-    absl::Time opened;
-    bool hung_up = false;
-    size_t sent = 0;
-  };
-
-  static bool HungUp(const Connection& c) {
-    char byte;
-    if (c.ssl == nullptr) {
-      // The server sends these nothing but its close.
-      const ssize_t n = recv(c.fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
-      return n >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK);
-    }
-    const int n = SSL_read(c.ssl, &byte, 1);  // TLS 1.3 session tickets are read here.
-    const int error = SSL_get_error(c.ssl, n);
-    ERR_clear_error();
-    return n > 0 || (error != SSL_ERROR_WANT_READ && error != SSL_ERROR_WANT_WRITE);
-  }
-
-  // One more byte; false when it cannot be sent.
-  static bool Trickle(Connection& c) {
-    // A TLS handshake record of 512 bytes, of which only the first few come.
-    static constexpr char kTlsRecord[] = "\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03";
-    static constexpr char kHeader[] = "X-Slow: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
-    if (c.ssl == nullptr) {
-      const char byte = kTlsRecord[c.sent % (sizeof(kTlsRecord) - 1)];
-      if (send(c.fd, &byte, 1, MSG_NOSIGNAL | MSG_DONTWAIT) != 1) return false;
-    } else {
-      const char byte = kHeader[c.sent % (sizeof(kHeader) - 1)];
-      const int n = SSL_write(c.ssl, &byte, 1);
-      ERR_clear_error();
-      if (n != 1) return false;
-    }
-    ++c.sent;
-    return true;
-  }
-
-  // Completes the TLS handshakes side by side, within 3 s; sends each the
-  // start of a request. The number done.
-  static int Handshake(SSL_CTX* context, std::vector<Connection>& connections) {
-    static constexpr char kRequestLine[] =
-        "POST /validate?timeout=3s HTTP/1.1\r\nHost: 127.0.0.1\r\n";
-    std::vector<bool> pending(connections.size(), true);
-    int done = 0;
-    for (Connection& c : connections) {
-      c.ssl = SSL_new(context);
-      SSL_set_fd(c.ssl, c.fd);
-      SSL_set_connect_state(c.ssl);
-    }
-    const absl::Time give_up = absl::Now() + absl::Seconds(3);
-    int left = static_cast<int>(connections.size());
-    while (left > 0 && absl::Now() < give_up) {
-      for (size_t i = 0; i < connections.size(); ++i) {
-        if (!pending[i]) continue;
-        const int r = SSL_do_handshake(connections[i].ssl);
-        const int error = SSL_get_error(connections[i].ssl, r);
-        ERR_clear_error();
-        if (r == 1) {
-          ++done;
-          SSL_write(connections[i].ssl, kRequestLine, sizeof(kRequestLine) - 1);
-          ERR_clear_error();
-        }
-        if (r == 1 || (error != SSL_ERROR_WANT_READ && error != SSL_ERROR_WANT_WRITE)) {
-          pending[i] = false;
-          --left;
-        }
-      }
-      absl::SleepFor(absl::Milliseconds(2));
-    }
-    return done;
-  }
-
-  HeldOutcome Run(int port, int count, Hold kind, absl::Duration hold) {
-    // A write to a connection the server closed must fail, not kill the
-    // test: SIGPIPE is blocked on this thread only (and dropped with it).
-    sigset_t pipe;
-    sigemptyset(&pipe);
-    sigaddset(&pipe, SIGPIPE);
-    pthread_sigmask(SIG_BLOCK, &pipe, nullptr);
-
-    SSL_CTX* context = SSL_CTX_new(TLS_client_method());  // Trusts anything.
-    std::vector<Connection> connections;
-    HeldOutcome outcome;
-    for (int i = 0; i < count; ++i) {
-      Connection c;
-      c.fd = Connect(port);
-      c.opened = absl::Now();
-      if (c.fd >= 0) connections.push_back(c);
-    }
-    outcome.held = kind == Hold::kTrickleHeaders ? Handshake(context, connections)
-                                                 : static_cast<int>(connections.size());
-    held_.set_value(outcome.held);
-    const absl::Time end = absl::Now() + hold;
-
-    while (absl::Now() < end && outcome.hung_up < static_cast<int>(connections.size())) {
-      for (Connection& c : connections) {
-        if (c.hung_up) continue;
-        if (HungUp(c) || (kind != Hold::kSilent && !Trickle(c))) {
-          c.hung_up = true;
-          ++outcome.hung_up;
-          outcome.longest_until_hung_up =
-              std::max(outcome.longest_until_hung_up, absl::Now() - c.opened);
-        }
-      }
-      absl::SleepFor(std::min(kind == Hold::kSilent ? absl::Milliseconds(20) : kTrickleInterval,
-                              end - absl::Now()));
-    }
-    for (Connection& c : connections) {
-      SSL_free(c.ssl);
-      close(c.fd);
-    }
-    SSL_CTX_free(context);
-    return outcome;
-  }
-
-  std::promise<int> held_;
-  std::promise<HeldOutcome> outcome_;
-  std::future<HeldOutcome> outcome_future_ = outcome_.get_future();
-  std::thread thread_;  // Last: it uses the members above.
-};
 
 class WebhookHeldConnectionsTest : public testing::WebhookServerTest {
  protected:
@@ -259,7 +75,7 @@ class WebhookHeldConnectionsTest : public testing::WebhookServerTest {
 
 TEST_F(WebhookHeldConnectionsTest, SilentConnectionsDelayNoReviewNorTheShutdown) {
   Start();  // The default header deadline (2 s) outlasts this test's hold.
-  HeldConnections held(server_->webhook_port(), kHeld, Hold::kSilent, kHold);
+  HeldConnections held({.port = server_->webhook_port(), .count = kHeld, .hold = kHold});
   ASSERT_EQ(held.WaitUntilHeld(), kHeld);
   absl::SleepFor(absl::Milliseconds(300));  // All accepted.
 
@@ -274,7 +90,8 @@ TEST_F(WebhookHeldConnectionsTest, SilentConnectionsDelayNoReviewNorTheShutdown)
 
 TEST_F(WebhookHeldConnectionsTest, TricklingBeforeTlsDelaysNoReview) {
   StartWithShortHeaderDeadline();
-  HeldConnections held(server_->webhook_port(), kHeld, Hold::kTrickleTls, kHold);
+  HeldConnections held(
+      {.port = server_->webhook_port(), .count = kHeld, .kind = Hold::kTrickleTls, .hold = kHold});
   ASSERT_EQ(held.WaitUntilHeld(), kHeld);
   absl::SleepFor(absl::Milliseconds(500));  // A few bytes each.
 
@@ -289,7 +106,11 @@ TEST_F(WebhookHeldConnectionsTest, TricklingBeforeTlsDelaysNoReview) {
 
 TEST_F(WebhookHeldConnectionsTest, SlowHeadersAfterTlsDelayNoReview) {
   StartWithShortHeaderDeadline();
-  HeldConnections held(server_->webhook_port(), kHeld, Hold::kTrickleHeaders, kHold);
+  HeldConnections held({.port = server_->webhook_port(),
+                        .count = kHeld,
+                        .kind = Hold::kTrickleHeaders,
+                        .hold = kHold,
+                        .tls = true});
   // Every handshake is answered at once.
   ASSERT_EQ(held.WaitUntilHeld(), kHeld);
   absl::SleepFor(absl::Milliseconds(500));  // A few header bytes each.
@@ -306,7 +127,8 @@ TEST_F(WebhookHeldConnectionsTest, AFullServerClosesTheLongestIdleConnection) {
   server::ServerOptions options = Options();
   options.webhook.limits.max_connections = 8;
   Start(std::move(options));
-  HeldConnections held(server_->webhook_port(), 16, Hold::kSilent, absl::Milliseconds(1000));
+  HeldConnections held(
+      {.port = server_->webhook_port(), .count = 16, .hold = absl::Milliseconds(1000)});
   ASSERT_EQ(held.WaitUntilHeld(), 16);
   absl::SleepFor(absl::Milliseconds(200));  // All accepted.
 
