@@ -49,6 +49,7 @@ struct HttpApiOptions {
   absl::Duration request_timeout = absl::Seconds(10);
   // Connections, headers, bodies (larger ones get 413) and their timeouts.
   net::ConnectionLimits limits = {.max_connections = 512,
+                                  .max_connections_per_source = 128,
                                   .header_timeout = absl::Seconds(5),
                                   .max_header_bytes = size_t{64} << 10,
                                   .max_body_bytes = size_t{1} << 20,

@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <climits>
 #include <cstring>
+#include <utility>
 
 #include "absl/time/clock.h"
 
@@ -64,6 +65,13 @@ bool ConnectionStream::WaitFor(short events, absl::Time deadline) const {
   }
 }
 
+bool ConnectionStream::WaitForBody(short events, absl::Time deadline) const {
+  if (!after_head_ || !body_wait_observer_) return WaitFor(events, deadline);
+  if (!body_wait_observer_(true)) return false;
+  const bool ready = WaitFor(events, deadline);
+  return body_wait_observer_(false) && ready;
+}
+
 bool ConnectionStream::Handshake(absl::Time deadline) {
   for (;;) {
     ERR_clear_error();
@@ -82,12 +90,12 @@ ssize_t ConnectionStream::Receive(char* ptr, size_t size, absl::Time deadline) {
       if (n > 0) return n;
       if (SSL_get_error(ssl_, n) == SSL_ERROR_ZERO_RETURN) return 0;
       const short wants = SslWants(ssl_, n);
-      if (wants == 0 || !WaitFor(wants, deadline)) return -1;
+      if (wants == 0 || !WaitForBody(wants, deadline)) return -1;
     } else {
       const ssize_t n = recv(fd_, ptr, size, 0);
       if (n >= 0) return n;
       if (errno == EINTR) continue;
-      if ((errno != EAGAIN && errno != EWOULDBLOCK) || !WaitFor(POLLIN, deadline)) return -1;
+      if ((errno != EAGAIN && errno != EWOULDBLOCK) || !WaitForBody(POLLIN, deadline)) return -1;
     }
   }
 }
@@ -99,6 +107,7 @@ bool ConnectionStream::WaitForRequest(absl::Time deadline) {
 
 bool ConnectionStream::ReadHead(absl::Time deadline, size_t max_bytes) {
   constexpr size_t kChunk = 4096;
+  after_head_ = false;
   buffer_.erase(0, buffer_offset_);
   buffer_offset_ = 0;
   size_t search_from = 0;
@@ -119,11 +128,16 @@ bool ConnectionStream::ReadHead(absl::Time deadline, size_t max_bytes) {
 void ConnectionStream::SetDeadlines(absl::Time read_deadline, absl::Duration write_timeout) {
   read_deadline_ = read_deadline;
   write_timeout_ = write_timeout;
+  after_head_ = true;
+}
+
+void ConnectionStream::SetBodyWaitObserver(std::function<bool(bool waiting)> observer) {
+  body_wait_observer_ = std::move(observer);
 }
 
 bool ConnectionStream::is_readable() const {
   return buffered() > 0 || (ssl_ != nullptr && SSL_pending(ssl_) > 0) ||
-         WaitFor(POLLIN, read_deadline_);
+         WaitForBody(POLLIN, read_deadline_);
 }
 
 bool ConnectionStream::is_writable() const {

@@ -11,6 +11,7 @@
 #include <httplib.h>
 
 #include <cstddef>
+#include <functional>
 #include <string>
 
 #include "absl/time/time.h"
@@ -37,6 +38,11 @@ class ConnectionStream : public httplib::Stream {
   // then the body) must be done by `read_deadline`; each write gets
   // `write_timeout`.
   void SetDeadlines(absl::Time read_deadline, absl::Duration write_timeout);
+  // Called with true before a read after the head waits for the peer's
+  // bytes (the body's), and with false when the wait ends; when it answers
+  // false, the read fails (-1). So the server knows which connections are
+  // waiting for their body rather than being handled.
+  void SetBodyWaitObserver(std::function<bool(bool waiting)> observer);
 
   // httplib::Stream. read() is -1 once the read deadline passes; write()
   // writes all of `size` or returns -1.
@@ -55,6 +61,8 @@ class ConnectionStream : public httplib::Stream {
   // What has arrived (waiting for it until `deadline`), up to `size` bytes:
   // the count, 0 at the end of the stream, -1 on an error or at the deadline.
   ssize_t Receive(char* ptr, size_t size, absl::Time deadline);
+  // WaitFor(`events`, `deadline`) after the head, told to the observer.
+  bool WaitForBody(short events, absl::Time deadline) const;
   size_t buffered() const { return buffer_.size() - buffer_offset_; }
 
   const int fd_;
@@ -64,6 +72,9 @@ class ConnectionStream : public httplib::Stream {
   size_t buffer_offset_ = 0;
   absl::Time read_deadline_ = absl::InfinitePast();
   absl::Duration write_timeout_ = absl::ZeroDuration();
+  // Set once the head is read.
+  bool after_head_ = false;
+  std::function<bool(bool waiting)> body_wait_observer_;
 };
 
 }  // namespace oomguard::net

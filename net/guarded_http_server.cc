@@ -32,6 +32,24 @@ class InlineTaskQueue : public httplib::TaskQueue {
   void shutdown() override {}
 };
 
+// The peer's address, family and bytes (no port); empty when unknown.
+std::string PeerAddress(int sock) {
+  sockaddr_storage address{};
+  socklen_t length = sizeof(address);
+  if (getpeername(sock, reinterpret_cast<sockaddr*>(&address), &length) != 0) return "";
+  if (address.ss_family == AF_INET) {
+    const auto& v4 = reinterpret_cast<const sockaddr_in&>(address);
+    return std::string("4") +
+           std::string(reinterpret_cast<const char*>(&v4.sin_addr), sizeof(v4.sin_addr));
+  }
+  if (address.ss_family == AF_INET6) {
+    const auto& v6 = reinterpret_cast<const sockaddr_in6&>(address);
+    return std::string("6") +
+           std::string(reinterpret_cast<const char*>(&v6.sin6_addr), sizeof(v6.sin6_addr));
+  }
+  return "";
+}
+
 }  // namespace
 
 GuardedHttpServer::GuardedHttpServer(ConnectionLimits limits, ServerTls* tls)
@@ -98,26 +116,46 @@ void GuardedHttpServer::CloseLocked(ConnectionList::iterator connection) {
   ::shutdown(connection->fd, SHUT_RDWR);
 }
 
+GuardedHttpServer::ConnectionList::iterator GuardedHttpServer::LongestWaitingLocked(
+    const std::string* source) {
+  ConnectionList::iterator longest = connections_.end();
+  for (auto c = connections_.begin(); c != connections_.end(); ++c) {
+    if (c->closing || (c->in_request && !c->awaiting_body)) continue;
+    if (source != nullptr && c->source != *source) continue;
+    if (longest == connections_.end() || c->waiting_since < longest->waiting_since) longest = c;
+  }
+  return longest;
+}
+
+bool GuardedHttpServer::MakeRoomLocked(const std::string& source) {
+  int from_source = 0;
+  for (const Connection& c : connections_) {
+    if (!c.closing && c.source == source) ++from_source;
+  }
+  if (from_source >= limits_.max_connections_per_source) {
+    const ConnectionList::iterator longest = LongestWaitingLocked(&source);
+    if (longest == connections_.end()) return false;
+    CloseLocked(longest);
+  }
+  if (open_ >= limits_.max_connections) {
+    const ConnectionList::iterator longest = LongestWaitingLocked(nullptr);
+    if (longest != connections_.end()) CloseLocked(longest);
+  }
+  return open_ < limits_.max_connections;
+}
+
 bool GuardedHttpServer::process_and_close_socket(int sock) {
   const absl::Time now = absl::Now();
+  std::string source = PeerAddress(sock);
   std::vector<std::thread> ended;
   bool admitted = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
     ended.swap(ended_);
-    if (!stopping_ && open_ >= limits_.max_connections) {
-      ConnectionList::iterator longest = connections_.end();
-      for (auto c = connections_.begin(); c != connections_.end(); ++c) {
-        if (!c->in_request && !c->closing &&
-            (longest == connections_.end() || c->waiting_since < longest->waiting_since)) {
-          longest = c;
-        }
-      }
-      if (longest != connections_.end()) CloseLocked(longest);
-    }
-    if (!stopping_ && open_ < limits_.max_connections) {
-      const auto connection =
-          connections_.insert(connections_.end(), Connection{sock, false, false, now, {}});
+    if (!stopping_ && MakeRoomLocked(source)) {
+      const auto connection = connections_.insert(
+          connections_.end(),
+          Connection{.fd = sock, .source = std::move(source), .waiting_since = now, .thread = {}});
       try {
         // Its end waits for this lock: the handle is stored first.
         connection->thread =
@@ -175,6 +213,8 @@ bool GuardedHttpServer::ServeRequests(ConnectionStream& stream, ConnectionList::
                                       absl::Time accepted) {
   bool answered = false;
   absl::Time head_deadline = accepted + limits_.header_timeout;
+  stream.SetBodyWaitObserver(
+      [this, connection](bool waiting) { return AwaitBody(connection, waiting); });
   for (int served = 0; served < limits_.keep_alive_max_requests; ++served) {
     if (served > 0) {
       if (!stream.WaitForRequest(absl::Now() + limits_.keep_alive_timeout)) return answered;
@@ -196,12 +236,20 @@ bool GuardedHttpServer::BeginRequest(ConnectionList::iterator connection) {
   std::lock_guard<std::mutex> lock(mu_);
   if (connection->closing) return false;
   connection->in_request = true;
+  connection->waiting_since = absl::Now();
   return true;
+}
+
+bool GuardedHttpServer::AwaitBody(ConnectionList::iterator connection, bool waiting) {
+  std::lock_guard<std::mutex> lock(mu_);
+  connection->awaiting_body = waiting;
+  return !connection->closing;
 }
 
 bool GuardedHttpServer::EndRequest(ConnectionList::iterator connection) {
   std::lock_guard<std::mutex> lock(mu_);
   connection->in_request = false;
+  connection->awaiting_body = false;
   connection->waiting_since = absl::Now();
   if (stopping_ && !connection->closing) CloseLocked(connection);
   return !connection->closing;

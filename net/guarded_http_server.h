@@ -24,12 +24,15 @@
 //    by `header_timeout` after the accept, however the bytes trickle; a
 //    later request on a kept-alive connection by `header_timeout` after its
 //    first byte; a body by `io_timeout` after its headers (ConnectionStream);
-//  - at most `max_connections` are open: at the limit, a new connection
-//    closes the one that has waited longest without a request in progress
-//    (in its handshake, its headers, or idle between requests); when all
-//    have one in progress, the new connection is closed at once. So clients
-//    that hold many connections can only cut short each other's waits, not
-//    keep a new connection out.
+//  - at most `max_connections` are open, and `max_connections_per_source`
+//    from one peer address: at a limit, a new connection closes the one
+//    (from that source, at its cap) that has waited longest without its
+//    request being handled (in its handshake, its headers, idle between
+//    requests, or waiting for its body's bytes); when all have their request
+//    handled, the new connection is closed at once. So clients that hold
+//    many connections, however slowly they send, can only cut short each
+//    other's waits, not keep a new connection out; and one source cannot
+//    fill the server (connection_limits.h states the bound).
 #ifndef OOMGUARD_NET_GUARDED_HTTP_SERVER_H_
 #define OOMGUARD_NET_GUARDED_HTTP_SERVER_H_
 
@@ -83,8 +86,13 @@ class GuardedHttpServer : public httplib::Server {
  private:
   struct Connection {
     int fd = -1;
-    bool in_request = false;
-    bool closing = false;  // Its socket was shut down, or it ends after its request.
+    // The peer's address (family and bytes, no port): what
+    // max_connections_per_source counts.
+    std::string source;
+    bool in_request = false;     // From its headers to its answer.
+    bool awaiting_body = false;  // In request, waiting for its body's bytes.
+    bool closing = false;        // Its socket was shut down, or it ends after its request.
+    // Its accept, its last answer, or (in request) its headers.
     absl::Time waiting_since;
     std::thread thread;  // Serving it.
   };
@@ -109,7 +117,15 @@ class GuardedHttpServer : public httplib::Server {
                      absl::Time accepted);
   // False when the connection is being closed.
   bool BeginRequest(ConnectionList::iterator connection);
+  bool AwaitBody(ConnectionList::iterator connection, bool waiting);
   bool EndRequest(ConnectionList::iterator connection);
+  // Makes room for a new connection from `source` by closing one that is
+  // not being handled (see connection_limits.h); true when it fits.
+  bool MakeRoomLocked(const std::string& source) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The connection that has waited longest without being handled (from
+  // `source` only, when it is not null); end() when none.
+  ConnectionList::iterator LongestWaitingLocked(const std::string* source)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Marks `connection` closing and shuts its socket down.
   void CloseLocked(ConnectionList::iterator connection) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool NoConnections() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return connections_.empty(); }

@@ -90,8 +90,12 @@ absl::StatusOr<ServerOptions> OptionsFromFlags() {
   options.webhook.insecure_http = absl::GetFlag(FLAGS_webhook_insecure_http_for_testing);
   options.webhook.check_timeout = absl::GetFlag(FLAGS_webhook_check_timeout);
   options.webhook.limits.max_connections = absl::GetFlag(FLAGS_webhook_max_connections);
+  options.webhook.limits.max_connections_per_source =
+      absl::GetFlag(FLAGS_webhook_max_connections_per_source);
   options.webhook.limits.header_timeout = absl::GetFlag(FLAGS_webhook_header_timeout);
   options.http.address = absl::GetFlag(FLAGS_http_address);
+  options.http.limits.max_connections_per_source =
+      absl::GetFlag(FLAGS_http_max_connections_per_source);
   options.http.request_timeout = absl::GetFlag(FLAGS_http_request_timeout);
   if (options.webhook.address.empty() &&
       (!options.webhook.tls_cert_file.empty() || !options.webhook.tls_key_file.empty())) {

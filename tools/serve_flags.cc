@@ -67,9 +67,14 @@ ABSL_FLAG(absl::Duration, webhook_check_timeout, absl::Seconds(2),
           "(its ?timeout= parameter) leaves less. A check that runs out of time allows the "
           "object with a warning.");
 ABSL_FLAG(int32_t, webhook_max_connections, 512,
-          "Most webhook connections open at once; a new one beyond it closes the one idle "
-          "longest (or is closed when every one has a request in progress), so held "
+          "Most webhook connections open at once; a new one beyond it closes the one that has "
+          "waited longest without its request being handled (idle, or still sending its "
+          "headers or body), or is closed when every one is being handled, so held "
           "connections cannot keep the API server out.");
+ABSL_FLAG(int32_t, webhook_max_connections_per_source, 128,
+          "Most webhook connections open at once from one IP address (>= 1); a new one beyond "
+          "it closes that address's connection that has waited longest, as above, so one "
+          "client cannot fill --webhook_max_connections.");
 ABSL_FLAG(absl::Duration, webhook_header_timeout, absl::Seconds(2),
           "Time from a connection's accept (or a kept-alive request's first byte) by which "
           "the TLS handshake and the request line and headers must have arrived, however "
@@ -81,6 +86,10 @@ ABSL_FLAG(std::string, http_address, "",
           "JSON mapping), GET / (the page); port 0: any free port, logged as http_port=. Served "
           "with --tls_cert/--tls_key/--tls_client_ca like gRPC, bodies capped by "
           "--max_request_bytes (413). Empty disables it.");
+ABSL_FLAG(int32_t, http_max_connections_per_source, 128,
+          "Most HTTP/JSON API connections open at once from one IP address (>= 1; 512 in all); "
+          "a new one beyond it closes that address's connection that has waited longest "
+          "without its request being handled (idle, or still sending its headers or body).");
 ABSL_FLAG(absl::Duration, http_request_timeout, absl::Seconds(10),
           "Longest time one HTTP/JSON call may take (less when its Grpc-Timeout header asks "
           "for less); a call past it gets 504.");

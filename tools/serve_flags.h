@@ -31,8 +31,10 @@ ABSL_DECLARE_FLAG(std::string, webhook_tls_key);
 ABSL_DECLARE_FLAG(bool, webhook_insecure_http_for_testing);
 ABSL_DECLARE_FLAG(absl::Duration, webhook_check_timeout);
 ABSL_DECLARE_FLAG(int32_t, webhook_max_connections);
+ABSL_DECLARE_FLAG(int32_t, webhook_max_connections_per_source);
 ABSL_DECLARE_FLAG(absl::Duration, webhook_header_timeout);
 ABSL_DECLARE_FLAG(std::string, http_address);
+ABSL_DECLARE_FLAG(int32_t, http_max_connections_per_source);
 ABSL_DECLARE_FLAG(absl::Duration, http_request_timeout);
 
 namespace oomguard {

@@ -59,6 +59,7 @@ struct WebhookServerOptions {
   int threads = 4;
   // Connections, headers, bodies (larger ones get 413) and their timeouts.
   net::ConnectionLimits limits = {.max_connections = 512,
+                                  .max_connections_per_source = 128,
                                   .header_timeout = absl::Seconds(2),
                                   .max_header_bytes = size_t{64} << 10,
                                   .max_body_bytes = size_t{4} << 20,

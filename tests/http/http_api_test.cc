@@ -2,8 +2,9 @@
 // on 127.0.0.1:0), called with real HTTP requests over loopback: every
 // endpoint, bad JSON, a bad field (400 naming it), an oversized body (413),
 // a past deadline (504), unknown paths (404), wrong methods (405), the
-// security headers, the page's files, TLS, and the metrics labelled
-// transport="http".
+// security headers, the page's files, TLS, the metrics
+// labelled transport="http", and calls answered while many connections are
+// held open (issue 25, item 7; tests/testing/held_connections.h).
 #include <httplib.h>
 
 #include <map>
@@ -20,6 +21,7 @@
 #include "prometheus/metric_family.h"
 #include "server/server.h"
 #include "tests/testing/examples.h"
+#include "tests/testing/held_connections.h"
 #include "tests/testing/service_test_util.h"
 #include "tests/webhook/webhook_server_fixture.h"
 
@@ -532,6 +534,67 @@ TEST_F(HttpApiTest, ServesTlsWithTheGrpcCertificate) {
   // Plain HTTP to the TLS port gets no answer.
   EXPECT_FALSE(client_->Get("/v1/gpus"));
   std::filesystem::remove_all(dir);
+}
+
+// Issue 25, item 7: the API stopped answering with about 100 idle TCP
+// connections open (and with 200 slow bodies or slow headers). With each
+// kind held from 127.0.0.2 (its 128 places; the rest closed), calls from
+// 127.0.0.1 are answered.
+TEST_F(HttpApiTest, HeldConnectionsDelayNoCall) {
+  Start();
+  struct Held {
+    testing::Hold kind;
+    int count;
+  };
+  for (const Held& h :
+       {Held{testing::Hold::kSilent, 100}, Held{testing::Hold::kSilent, 200},
+        Held{testing::Hold::kTrickleBody, 200}, Held{testing::Hold::kTrickleHeaders, 200}}) {
+    testing::HeldConnections held({.port = server_->http_port(),
+                                   .count = h.count,
+                                   .kind = h.kind,
+                                   .hold = absl::Seconds(2),
+                                   .source = "127.0.0.2",
+                                   .path = "/v1/check",
+                                   .interval = absl::Milliseconds(500),
+                                   .bytes_per_send = 10});
+    ASSERT_EQ(held.WaitUntilHeld(), h.count);
+    absl::SleepFor(absl::Milliseconds(300));  // All accepted.
+    httplib::Client client("127.0.0.1", server_->http_port());
+    client.set_connection_timeout(3);
+    client.set_read_timeout(3);
+    httplib::Result gpus = client.Get("/v1/gpus");
+    ASSERT_TRUE(gpus) << h.count << ": " << httplib::to_string(gpus.error());
+    EXPECT_EQ(gpus->status, 200) << h.count;
+    httplib::Result check = client.Post("/v1/check", DeepSeekCheck().dump(), "application/json");
+    ASSERT_TRUE(check) << h.count << ": " << httplib::to_string(check.error());
+    EXPECT_EQ(check->status, 200) << h.count;
+    // Beyond its 128, each new one from 127.0.0.2 closed one of its own.
+    EXPECT_GE(held.Finish().hung_up, h.count - 128) << h.count;
+  }
+}
+
+// One source holds at most --http_max_connections_per_source connections:
+// 32 from 127.0.0.2 keep 4 of the 8 places, and a call from 127.0.0.1 finds
+// one free although 8 more came from 127.0.0.3.
+TEST_F(HttpApiTest, OneSourceHoldsAtMostItsCap) {
+  server::ServerOptions options = Options();
+  options.http.limits.max_connections = 8;
+  options.http.limits.max_connections_per_source = 4;
+  Start(std::move(options));
+  testing::HeldConnections first(
+      {.port = server_->http_port(), .count = 32, .hold = absl::Seconds(1), .source = "127.0.0.2"});
+  ASSERT_EQ(first.WaitUntilHeld(), 32);
+  testing::HeldConnections second(
+      {.port = server_->http_port(), .count = 8, .hold = absl::Seconds(1), .source = "127.0.0.3"});
+  ASSERT_EQ(second.WaitUntilHeld(), 8);
+  absl::SleepFor(absl::Milliseconds(300));  // All accepted.
+  httplib::Result gpus = client_->Get("/v1/gpus");
+  ASSERT_TRUE(gpus) << httplib::to_string(gpus.error());
+  EXPECT_EQ(gpus->status, 200);
+  // 28 of the first source's were closed by its own later ones; the second
+  // source's 4 newest fit, the call took the place of one of the first's.
+  EXPECT_EQ(first.Finish().hung_up, 29);
+  EXPECT_EQ(second.Finish().hung_up, 4);
 }
 
 TEST_F(HttpApiTest, RefusesBadOptions) {

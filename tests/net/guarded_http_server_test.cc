@@ -75,6 +75,10 @@ TEST(GuardedHttpServerTest, LimitsNoServerCanKeepAreRefused) {
   limits.max_connections = 0;
   EXPECT_EQ(ValidateLimits("test", limits).message(), "test max_connections = 0: must be >= 1");
   limits = ConnectionLimits{};
+  limits.max_connections_per_source = 0;
+  EXPECT_EQ(ValidateLimits("test", limits).message(),
+            "test max_connections_per_source = 0: must be >= 1");
+  limits = ConnectionLimits{};
   limits.header_timeout = absl::ZeroDuration();
   EXPECT_EQ(ValidateLimits("test", limits).message(), "test header_timeout = 0: must be > 0");
 }

@@ -93,7 +93,8 @@ TEST_F(ServeProcessTest, HelpDocumentsEveryFlag) {
        {"--grpc_address", "--metrics_address", "--tls_cert", "--tls_key", "--tls_client_ca",
         "--threads", "--max_request_bytes", "--default_safety_margin", "--gpu_catalog",
         "--shutdown_grace", "--log_requests", "--response_cache_mb", "--check_result_cache_mb",
-        "--plan_cache_mb", "--http_address", "--http_request_timeout"}) {
+        "--plan_cache_mb", "--http_address", "--http_request_timeout",
+        "--webhook_max_connections_per_source", "--http_max_connections_per_source"}) {
     EXPECT_THAT(output, HasSubstr(flag));
   }
   EXPECT_THAT(output, HasSubstr("SIGTERM"));
@@ -127,6 +128,16 @@ TEST_F(ServeProcessTest, BadFlagValuesStopStartUp) {
        "--webhook_insecure_http_for_testing", "--webhook_header_timeout=0s"});
   EXPECT_EQ(code, 2);
   EXPECT_THAT(output, HasSubstr("header_timeout"));
+  std::tie(code, output) = RunToExit(
+      {"--grpc_address=127.0.0.1:0", "--metrics_address=", "--webhook_address=127.0.0.1:0",
+       "--webhook_insecure_http_for_testing", "--webhook_max_connections_per_source=0"});
+  EXPECT_EQ(code, 2);
+  EXPECT_THAT(output, HasSubstr("webhook max_connections_per_source = 0: must be >= 1"));
+  std::tie(code, output) =
+      RunToExit({"--grpc_address=127.0.0.1:0", "--metrics_address=", "--http_address=127.0.0.1:0",
+                 "--http_max_connections_per_source=-1"});
+  EXPECT_EQ(code, 2);
+  EXPECT_THAT(output, HasSubstr("http max_connections_per_source = -1: must be >= 1"));
 
   std::tie(code, output) = RunToExit({"--no_such_flag"});
   EXPECT_NE(code, 0);

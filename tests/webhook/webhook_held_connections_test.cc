@@ -5,10 +5,11 @@
 // the start of a TLS handshake, or trickle their headers after it, a real
 // review (the fixture: webhook_server_fixture.h) must still be answered
 // within 1 s. The trickling ones are cut off by the header deadline however
-// often they send, a full server makes room for a new connection, held
-// connections do not hold up a shutdown, and overlong headers are cut off.
-// The held connections: tests/testing/held_connections.h; every loop is
-// bounded in time and count.
+// often they send, a full server makes room for a new connection (also when
+// the held ones trickle their bodies: issue 25, item 6), one source holds at
+// most its cap, held connections do not hold up a shutdown, and overlong
+// headers are cut off. The held connections (tests/testing/held_connections.h)
+// come from 127.0.0.0/8; every loop is bounded in time and count.
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -63,6 +64,19 @@ class WebhookHeldConnectionsTest : public testing::WebhookServerTest {
       EXPECT_THAT(r->body, HasSubstr("\"allowed\":false"));
     }
     return latency;
+  }
+
+  // `count` TLS connections from `source` that send whole headers, then 10
+  // body bytes every 0.5 s, as in issue 25, item 6.
+  HoldSpec SlowBodies(const std::string& source, int count, absl::Duration hold) {
+    return HoldSpec{.port = server_->webhook_port(),
+                    .count = count,
+                    .kind = Hold::kTrickleBody,
+                    .hold = hold,
+                    .tls = true,
+                    .source = source,
+                    .interval = absl::Milliseconds(500),
+                    .bytes_per_send = 10};
   }
 
   // The webhook with a 1 s header deadline, so that a test sees it pass.
@@ -137,6 +151,52 @@ TEST_F(WebhookHeldConnectionsTest, AFullServerClosesTheLongestIdleConnection) {
   // Long before the header deadline (2 s), the 8 held ones that came last
   // closed the 8 that came first, and the review closed the ninth.
   EXPECT_EQ(held.Finish().hung_up, 9);
+}
+
+// Issue 25, item 6: connections whose bodies trickle in (10 bytes every
+// 0.5 s, over TLS) filled every place (there 900 against 512), and a real
+// review was refused until one of them ran out its body deadline; the API
+// server then admitted the object unchecked. A connection waiting for its
+// body's bytes now yields its place to a new one like an idle one does.
+TEST_F(WebhookHeldConnectionsTest, SlowBodiesFillingTheServerDelayNoReview) {
+  server::ServerOptions options = Options();
+  options.webhook.limits.max_connections = 16;
+  Start(std::move(options));
+  // Two sources, so that no cap on one source's connections is what helps.
+  HeldConnections first(SlowBodies("127.0.0.2", 8, absl::Seconds(3)));
+  ASSERT_EQ(first.WaitUntilHeld(), 8);
+  HeldConnections second(SlowBodies("127.0.0.3", 8, absl::Seconds(3)));
+  ASSERT_EQ(second.WaitUntilHeld(), 8);
+  absl::SleepFor(absl::Milliseconds(600));  // All 16 places taken, bodies trickling.
+
+  TimeReview();  // Answered: 200, denied.
+
+  // The review closed one of the first source's connections, whose body
+  // had waited longest; the others trickled on to the end of the hold.
+  EXPECT_EQ(first.Finish().hung_up, 1);
+  EXPECT_EQ(second.Finish().hung_up, 0);
+}
+
+// One source holds at most max_connections_per_source connections: a new
+// one from it closes its own that waited longest, so 32 slow bodies from
+// one address keep 4 places, and two such sources 8 of 16.
+TEST_F(WebhookHeldConnectionsTest, OneSourceHoldsAtMostItsCap) {
+  server::ServerOptions options = Options();
+  options.webhook.limits.max_connections = 16;
+  options.webhook.limits.max_connections_per_source = 4;
+  Start(std::move(options));
+  // The 28 that came first are closed by the 4 that came last (most before
+  // their handshakes).
+  HeldConnections first(SlowBodies("127.0.0.2", 32, absl::Seconds(2)));
+  ASSERT_GE(first.WaitUntilHeld(), 4);
+  HeldConnections second(SlowBodies("127.0.0.3", 32, absl::Seconds(2)));
+  ASSERT_GE(second.WaitUntilHeld(), 4);
+  absl::SleepFor(absl::Milliseconds(600));
+
+  TimeReview();  // From 127.0.0.1: a place was free.
+
+  EXPECT_EQ(first.Finish().hung_up, 28);
+  EXPECT_EQ(second.Finish().hung_up, 28);
 }
 
 TEST_F(WebhookHeldConnectionsTest, OverlongHeadersCloseTheConnection) {
