@@ -9,6 +9,8 @@
 #include <vector>
 
 #include "absl/cleanup/cleanup.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/deterministic_bytes.h"
 #include "common/status_macros.h"
@@ -152,6 +154,22 @@ HttpAnswer JsonAnswer(int status, std::string body) {
 HttpAnswer NotFound(absl::string_view path) {
   return JsonAnswer(404, ErrorJson(grpc::Status(grpc::StatusCode::NOT_FOUND,
                                                 absl::StrCat("no such path: ", path))));
+}
+
+std::optional<HttpAnswer> UnsupportedContentType(absl::string_view content_type) {
+  const absl::string_view media_type =
+      absl::StripAsciiWhitespace(content_type.substr(0, content_type.find(';')));
+  if (!absl::EqualsIgnoreCase(media_type, "application/x-www-form-urlencoded") &&
+      !absl::EqualsIgnoreCase(media_type, "multipart/form-data")) {
+    return std::nullopt;
+  }
+  return JsonAnswer(
+      415, ErrorJson(grpc::Status(
+               grpc::StatusCode::INVALID_ARGUMENT,
+               absl::StrCat("Content-Type: ", media_type,
+                            ": the API reads JSON; send the body unchanged with Content-Type: "
+                            "application/json (curl: -H 'Content-Type: application/json' "
+                            "--data-binary @request.json)"))));
 }
 
 HttpAnswer MethodNotAllowed(absl::string_view method, absl::string_view path,

@@ -18,7 +18,8 @@
 //
 // A failed call answers the JSON of a google.rpc.Status under the
 // HTTP status of its code (400 naming the field, 503 overloaded, 504 past
-// its deadline); a known path with another method 405 (with Allow).
+// its deadline); a known path with another method 405 (with Allow); a body
+// in a form encoding 415.
 #ifndef OOMGUARD_HTTP_API_ENDPOINTS_H_
 #define OOMGUARD_HTTP_API_ENDPOINTS_H_
 
@@ -57,6 +58,13 @@ HttpAnswer JsonAnswer(int status, std::string body);
 HttpAnswer NotFound(absl::string_view path);
 HttpAnswer MethodNotAllowed(absl::string_view method, absl::string_view path,
                             absl::string_view allow);
+
+// 415 for a request whose Content-Type is a form encoding
+// (application/x-www-form-urlencoded, what `curl -d` sends without -H, or
+// multipart/form-data), naming it and what to send instead; nullopt for any
+// other. The API reads its bodies as JSON; a form's would be cut at 8 KiB
+// (413) or parsed as fields by the HTTP library.
+std::optional<HttpAnswer> UnsupportedContentType(absl::string_view content_type);
 
 class ApiEndpoints {
  public:

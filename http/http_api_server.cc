@@ -109,7 +109,11 @@ absl::StatusOr<std::unique_ptr<HttpApiServer>> HttpApiServer::Start(
     const std::string peer = absl::StrCat("http:", request.remote_addr, ":", request.remote_port);
     const std::string method = request.method == "HEAD" ? "GET" : request.method;
     std::optional<HttpAnswer> answer =
-        self->endpoints_.Serve(ApiRequest{method, request.path, request.body, deadline, peer});
+        UnsupportedContentType(request.get_header_value("Content-Type"));
+    if (!answer) {
+      answer =
+          self->endpoints_.Serve(ApiRequest{method, request.path, request.body, deadline, peer});
+    }
     if (!answer) {
       if (const PageAsset* asset = FindPageAsset(request.path)) {
         if (method == "GET") {
@@ -134,10 +138,19 @@ absl::StatusOr<std::unique_ptr<HttpApiServer>> HttpApiServer::Start(
     http.Options(pattern, route);
   }
   // What httplib answers itself (413 for a body over the limit, 400 for a
-  // request it cannot read) gets a google.rpc.Status body too.
-  http.set_error_handler([max_body = options.limits.max_body_bytes](const httplib::Request&,
+  // request it cannot read) gets a google.rpc.Status body too. A form's body
+  // over 8 KiB is a 413 to httplib (it parses it as fields): 415, as for a
+  // smaller one.
+  http.set_error_handler([max_body = options.limits.max_body_bytes](const httplib::Request& request,
                                                                     httplib::Response& response) {
     if (!response.body.empty()) return;
+    if (response.status == 413) {
+      if (std::optional<HttpAnswer> form =
+              UnsupportedContentType(request.get_header_value("Content-Type"))) {
+        Send(*form, response);
+        return;
+      }
+    }
     const grpc::Status status =
         response.status == 413
             ? grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
