@@ -5,6 +5,8 @@ Parses every manifest and checks the fields the webhook depends on:
 hardening and probes of the Deployment, ports that line up between the
 server flags, the Deployment, the Service and the webhook configuration, the
 webhook's policy (sideEffects, failurePolicy, timeout, selectors, rules),
+the NetworkPolicy (the webhook port from IP blocks only, gRPC and metrics
+from the cluster's pods),
 that every flag exists in service/serve_flags.cc, the Dockerfile's stages
 and user, and (with openssl) that certs/make-certs.sh makes a chain the
 caBundle verifies.
@@ -168,6 +170,36 @@ class Manifests(unittest.TestCase):
         self.assertEqual(cert["spec"]["secretName"], "oomguard-webhook-tls")
         self.assertIn(f"{svc['metadata']['name']}.{svc['metadata']['namespace']}.svc",
                       cert["spec"]["dnsNames"])
+
+    def test_network_policy_lets_only_the_api_server_reach_the_webhook(self):
+        d = one("Deployment")
+        policy = one("NetworkPolicy")
+        self.assertEqual(policy["metadata"]["namespace"], d["metadata"]["namespace"])
+        self.assertEqual(policy["spec"]["podSelector"]["matchLabels"],
+                         d["spec"]["selector"]["matchLabels"])
+        self.assertEqual(policy["spec"]["policyTypes"], ["Ingress"])
+        (c,) = d["spec"]["template"]["spec"]["containers"]
+        container_ports = {p["name"] for p in c["ports"]}
+        sources = {}  # Named port -> the `from` entries that reach it.
+        for rule in policy["spec"]["ingress"]:
+            self.assertTrue(rule.get("from"), "a rule without `from` admits everyone")
+            for p in rule["ports"]:
+                self.assertIn(p["port"], container_ports)
+                sources.setdefault(p["port"], []).extend(rule["from"])
+        # Every port the Deployment serves is reachable by someone.
+        self.assertEqual(set(sources), container_ports)
+        # The webhook: IP blocks only (the API server's), never every pod.
+        for peer in sources["webhook"]:
+            self.assertEqual(set(peer), {"ipBlock"}, peer)
+            self.assertNotEqual(peer["ipBlock"]["cidr"], "0.0.0.0/0")
+        # gRPC and metrics: every pod in the cluster, as the Service offers them.
+        for port in ("grpc", "metrics"):
+            self.assertIn({"namespaceSelector": {}}, sources[port], port)
+        # The install step says to set the API server's CIDR.
+        with open(os.path.join(K8S, "README.md")) as f:
+            readme = f.read()
+        self.assertIn("networkpolicy.yaml's CIDR", readme)
+        self.assertIn("## NetworkPolicy", readme)
 
 
 class Dockerfile(unittest.TestCase):
