@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -144,6 +145,75 @@ TEST(Estimator, InterleavedInFlightCounts) {
   ASSERT_TRUE(plain.ok());
   EXPECT_EQ(plain->ranks(0).chunks(0).in_flight_microbatches(), 2u);  // n = 4 / (2*1) = 2
   EXPECT_EQ(plain->ranks(3).chunks(0).in_flight_microbatches(), 1u);
+}
+
+// Issue 25: a last, partial micro-batch group (get_schedule_table in
+// Megatron-Core's schedules.py). Qwen3-235B-A22B on 64 GPUs, PP 16 VPP 6
+// EP 4, DP 4: n = 160 / 4 = 40 micro-batches in groups of 24, the last of
+// 16 (= PP, which Megatron accepts). Rank 15 warms up with 5 x 24 = 120
+// forwards (group 0 on chunks 0-4); its last steady step runs micro-batch
+// 39's forward on chunk 5 after 119 backwards (group 0's chunks 5, 4, 3, 2
+// and 23 of chunk 1's): chunk 0 holds 40 - 0, chunk 1 40 - 23, chunks 2-5
+// 40 - 24 = 16, the loss chunk 5 among them (whole groups of 24 would hold
+// 1 there; the estimate was 6.13 GiB of activations, 75.86 GiB on the rank).
+TEST(Estimator, PartialMicroBatchGroupFillsTheLossChunk) {
+  auto rep = Estimate(Job("qwen3-235b-a22b", 64,
+                          {"--pipeline-model-parallel-size",
+                           "16",
+                           "--num-virtual-stages-per-pipeline-rank",
+                           "6",
+                           "--account-for-embedding-in-pipeline-split",
+                           "--account-for-loss-in-pipeline-split",
+                           "--expert-model-parallel-size",
+                           "4",
+                           "--micro-batch-size",
+                           "1",
+                           "--global-batch-size",
+                           "160",
+                           "--seq-length",
+                           "4096",
+                           "--recompute-granularity",
+                           "full",
+                           "--recompute-method",
+                           "block",
+                           "--recompute-num-layers",
+                           "1",
+                           "--use-distributed-optimizer",
+                           "--microbatch-group-size-per-virtual-pipeline-stage",
+                           "24"}));
+  ASSERT_TRUE(rep.ok()) << rep.status();
+  const v1::RankReport& last = rep->ranks(15);
+  ASSERT_EQ(last.chunks_size(), 6);
+  EXPECT_TRUE(last.chunks(5).has_loss());
+  const uint32_t expected[] = {40, 17, 16, 16, 16, 16};
+  for (int c = 0; c < 6; ++c) {
+    EXPECT_EQ(last.chunks(c).in_flight_microbatches(), expected[c]) << "chunk " << c;
+  }
+  // 15 more of the loss chunk's micro-batches (logits, cross-entropy).
+  EXPECT_GT(static_cast<double>(last.activation_bytes()) / kGiB, 6.13 + 30);
+}
+
+// The same for DeepSeek-V3 on 256 GPUs (the README's example, TP 1 PP 8
+// VPP 4 EP 32, DP 32) with global batch 640: n = 20 in groups of 12, the
+// last of 8 = PP. Rank 7 warms up with 3 x 12 = 36 forwards; after its last
+// forward (micro-batch 19 on chunk 3) it has run 43 backwards (group 0's
+// chunks 3, 2, 1 and 7 of chunk 0's): 20 - 7 = 13 on chunk 0 and 8 on each
+// other chunk, the loss and MTP chunk 3 among them.
+TEST(Estimator, PartialMicroBatchGroupOnDeepSeekV3) {
+  std::vector<std::string> args = testing::ExampleArgs(testing::kDeepSeekV3With256Gpus);
+  const auto batch = std::find(args.begin(), args.end(), "--global-batch-size");
+  ASSERT_NE(batch, args.end());
+  *(batch + 1) = "640";
+  args.insert(args.end(), {"--microbatch-group-size-per-virtual-pipeline-stage", "12"});
+  auto rep = Estimate(Job("deepseek-v3", 256, args));
+  ASSERT_TRUE(rep.ok()) << rep.status();
+  const v1::RankReport& last = rep->ranks(7);
+  ASSERT_EQ(last.chunks_size(), 4);
+  EXPECT_TRUE(last.chunks(3).has_loss());
+  const uint32_t expected[] = {13, 8, 8, 8};
+  for (int c = 0; c < 4; ++c) {
+    EXPECT_EQ(last.chunks(c).in_flight_microbatches(), expected[c]) << "chunk " << c;
+  }
 }
 
 TEST(Estimator, FullRecomputeKeepsOnlyLayerInputs) {
