@@ -8,6 +8,7 @@
 #include "common/quoted_value.h"
 #include "common/status_macros.h"
 #include "estimator/fp8_memory.h"
+#include "estimator/interleaved_schedule_rules.h"
 #include "estimator/job_defaults.h"
 #include "estimator/known_enums.h"
 #include "estimator/pipeline_layout.h"
@@ -360,6 +361,8 @@ absl::Status ResolveTraining(const v1::JobSpec& job, ValidatedJob& j) {
                             " x ", par.dp));
   }
   training.num_microbatches = training.global_batch / (training.micro_batch * par.dp);
+  OOMGUARD_RETURN_IF_ERROR(CheckMicroBatchGroups(
+      par, training, job.parallelism().has_microbatch_group_size_per_vp_stage()));
   if (par.sp && training.seq % par.tp != 0) {
     return Bad("training.seq_length", training.seq,
                absl::StrCat("must be divisible by TP ", par.tp, " with sequence parallelism"));

@@ -64,6 +64,9 @@ std::string CandidateArgs(const ValidatedJob& j, const v1::JobSpec& job) {
       job.parallelism().has_num_virtual_stages_per_pipeline_rank()
           ? "parallelism.num_virtual_stages_per_pipeline_rank"
           : "parallelism.num_layers_per_virtual_pipeline_stage",
+      // The job's own group size, which the estimate and Megatron-Core's
+      // rules for it (interleaved_schedule_rules.h) took.
+      "parallelism.microbatch_group_size_per_vp_stage",
       "parallelism.decoder_first_pipeline_num_layers",
       "parallelism.decoder_last_pipeline_num_layers",
       "parallelism.account_for_embedding_in_pipeline_split",

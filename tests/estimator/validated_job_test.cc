@@ -180,6 +180,8 @@ TEST(ValidateJob, VirtualStagesAreBounded) {
             "parallelism.num_virtual_stages_per_pipeline_rank = 32: times "
             "pipeline_model_parallel_size 64 is absurdly large (limit 1024 virtual stages)");
   p->set_num_virtual_stages_per_pipeline_rank(16);
+  // 64 micro-batches: one whole group of PP (interleaved_schedule_rules.h).
+  job.mutable_training()->set_global_batch_size(128);
   EXPECT_TRUE(ValidateJob(job, nullptr).ok());
 
   // A layout's stages are counted once placed: 1025 stages on PP 1.
@@ -189,6 +191,55 @@ TEST(ValidateJob, VirtualStagesAreBounded) {
   p->clear_num_virtual_stages_per_pipeline_rank();
   p->set_pipeline_model_parallel_layout("E|(t|)*1023L");
   EXPECT_THAT(ValidateError(job), ::testing::EndsWith(": has 1025 virtual stages (limit 1024)"));
+}
+
+// Megatron-Core's interleaved schedule refuses groups of g micro-batches
+// (default PP) below PP, more than the micro-batches per iteration n, or a
+// last group 0 < n mod g < PP (forward_backward_pipelining_with_interleaving;
+// interleaved_schedule_rules.h). 16 GPUs, TP 2, PP 4, VPP 2: DP 2; with
+// micro-batch 2, n = global batch / 4.
+TEST(ValidateJob, InterleavedScheduleRefusesMicroBatchGroupsMegatronRefuses) {
+  v1::JobSpec job = MinimalJob();
+  job.mutable_model()->set_num_layers(8);
+  v1::ParallelismSpec* p = job.mutable_parallelism();
+  p->set_pipeline_model_parallel_size(4);
+  p->set_num_virtual_stages_per_pipeline_rank(2);
+  v1::TrainingSpec* t = job.mutable_training();
+  t->set_global_batch_size(32);  // n = 8: two whole groups of 4.
+  EXPECT_TRUE(ValidateJob(job, nullptr).ok());
+
+  p->set_microbatch_group_size_per_vp_stage(3);
+  EXPECT_EQ(ValidateError(job),
+            "parallelism.microbatch_group_size_per_vp_stage = 3: Megatron-Core's interleaved "
+            "schedule refuses micro-batch groups below PP 4: "
+            "--microbatch-group-size-per-virtual-pipeline-stage 3 < --pipeline-model-parallel-size "
+            "4 (it raises at the first step, with 2 virtual stages per pipeline rank)");
+
+  p->clear_microbatch_group_size_per_vp_stage();
+  t->set_global_batch_size(12);  // n = 3 < g = PP = 4.
+  EXPECT_EQ(ValidateError(job),
+            "training.global_batch_size = 12: Megatron-Core's interleaved schedule refuses fewer "
+            "micro-batches (3) than a group (4): 3 micro-batches per iteration "
+            "(--global-batch-size 12 / (--micro-batch-size 2 x data-parallel size 2)), fewer than "
+            "groups of 4 (--microbatch-group-size-per-virtual-pipeline-stage, default PP) (it "
+            "raises at the first step, with 2 virtual stages per pipeline rank)");
+
+  p->set_microbatch_group_size_per_vp_stage(5);
+  t->set_global_batch_size(32);  // n = 8: a group of 5, then 3 < PP.
+  EXPECT_EQ(ValidateError(job),
+            "training.global_batch_size = 32: Megatron-Core's interleaved schedule refuses a last "
+            "micro-batch group of 3 < PP 4: 8 micro-batches per iteration (--global-batch-size 32 "
+            "/ (--micro-batch-size 2 x data-parallel size 2)) in groups of 5 "
+            "(--microbatch-group-size-per-virtual-pipeline-stage) leave 3 over, fewer than "
+            "--pipeline-model-parallel-size 4 (it raises at the first step, with 2 virtual stages "
+            "per pipeline rank); make the micro-batches a multiple of 5 or leave at least 4 over");
+
+  t->set_global_batch_size(36);  // n = 9: a group of 5, then 4 = PP.
+  EXPECT_TRUE(ValidateJob(job, nullptr).ok());
+  // Without virtual stages the plain 1F1B schedule takes any n.
+  p->clear_num_virtual_stages_per_pipeline_rank();
+  t->set_global_batch_size(12);
+  EXPECT_TRUE(ValidateJob(job, nullptr).ok());
 }
 
 TEST(ValidateJob, ParallelSizeProductsNeverOverflow) {

@@ -105,6 +105,48 @@ TEST(Plan, KeepsTheParallelSizesTheJobFixes) {
   }
 }
 
+// Megatron-Core's interleaved schedule refuses a micro-batch count n below
+// the group size g (PP by default) or a last group 0 < n mod g < PP
+// (interleaved_schedule_rules.h): the planner proposes none of those. Issue
+// 25: Llama 3 70B on 64 GPUs with global batch 20 got TP 4 PP 8 VPP 10 CP 1
+// (DP 2: n = 10, a last group of 2).
+TEST(Plan, ProposesNoMicroBatchGroupsMegatronRefuses) {
+  PlanOptions options;
+  options.limit = 50;
+  const auto plan = Plan(Job("llama3-70b", 64, "--seq-length 4096 --global-batch-size 20"),
+                         Cluster("H100"), options);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  int interleaved = 0;
+  for (const v1::PlanCandidate& c : plan->candidates) {
+    if (c.vpp() <= 1) continue;
+    ++interleaved;
+    EXPECT_GE(c.num_microbatches(), c.pp()) << c.megatron_args();
+    EXPECT_EQ(c.num_microbatches() % c.pp(), 0u) << c.megatron_args();
+  }
+  EXPECT_GT(interleaved, 0);  // Interleaving where n allows it.
+
+  // With the job's own groups of 12: n >= 12, n mod 12 = 0 or >= PP; the
+  // arguments keep the group size the estimate took.
+  const auto grouped = Plan(Job("llama3-70b", 64,
+                                "--seq-length 4096 --global-batch-size 40 "
+                                "--microbatch-group-size-per-virtual-pipeline-stage 12"),
+                            Cluster("H100"), options);
+  ASSERT_TRUE(grouped.ok()) << grouped.status();
+  interleaved = 0;
+  for (const v1::PlanCandidate& c : grouped->candidates) {
+    if (c.vpp() <= 1) continue;
+    ++interleaved;
+    const uint32_t n = c.num_microbatches(), last = n % 12;
+    EXPECT_LE(c.pp(), 12u) << c.megatron_args();
+    EXPECT_GE(n, 12u) << c.megatron_args();
+    EXPECT_TRUE(last == 0 || last >= c.pp()) << c.megatron_args();
+    EXPECT_NE(c.megatron_args().find("--microbatch-group-size-per-virtual-pipeline-stage 12"),
+              std::string::npos)
+        << c.megatron_args();
+  }
+  EXPECT_GT(interleaved, 0);
+}
+
 TEST(Plan, RefusesPastItsDeadline) {
   PlanOptions options;
   options.deadline = Deadline(absl::Now() - absl::Seconds(1));

@@ -332,6 +332,42 @@ TEST_F(CheckCommandTest, BytesThatAreNotUtf8AreJudged) {
   EXPECT_THAT(err_, AllOf(StartsWith("oomguard check: invalid job: "), HasSubstr("--num-layers")));
 }
 
+// Issue 25's reproducers. Qwen3-235B-A22B with 40 micro-batches in groups
+// of 24 (the last of 16 = PP): rank 15 holds 16 micro-batches of its loss
+// chunk, not 1 (Estimator.PartialMicroBatchGroupFillsTheLossChunk). It was
+// "fits only with expandable segments" (rank 1, 80.3 GiB, 95% bound).
+TEST_F(CheckCommandTest, PartialMicroBatchGroupOverflowsTheLastRank) {
+  std::vector<std::string> args = {"--gpu",           "H100", "--gpus", "64", "--preset",
+                                   "qwen3-235b-a22b", "--"};
+  for (const std::string& a :
+       Split("--pipeline-model-parallel-size 16 --num-virtual-stages-per-pipeline-rank 6 "
+             "--account-for-embedding-in-pipeline-split --account-for-loss-in-pipeline-split "
+             "--expert-model-parallel-size 4 --micro-batch-size 1 --global-batch-size 160 "
+             "--seq-length 4096 --recompute-granularity full --recompute-method block "
+             "--recompute-num-layers 1 --use-distributed-optimizer "
+             "--microbatch-group-size-per-virtual-pipeline-stage 24")) {
+    args.push_back(a);
+  }
+  EXPECT_EQ(Run(args), kCheckDoesNotFit) << err_;
+  EXPECT_THAT(out_, StartsWith("oomguard: Does not fit: PP rank 15 peaks at "));
+}
+
+// Llama 3 70B, TP 8 PP 8 VPP 5, DP 1, global batch 20: a last group of 4 <
+// PP, which Megatron-Core refuses. It was "Fits"; now an invalid job.
+TEST_F(CheckCommandTest, MicroBatchGroupMegatronRefusesIsAnInvalidJob) {
+  std::vector<std::string> args = {"--gpu", "H100", "--gpus", "64", "--preset", "llama3-70b", "--"};
+  for (const std::string& a :
+       Split("--tensor-model-parallel-size 8 --pipeline-model-parallel-size 8 "
+             "--num-virtual-stages-per-pipeline-rank 5 --micro-batch-size 1 --global-batch-size 20 "
+             "--seq-length 4096")) {
+    args.push_back(a);
+  }
+  EXPECT_EQ(Run(args), kCheckUsage) << out_;
+  EXPECT_THAT(err_, StartsWith("oomguard check: invalid job: training.global_batch_size = 20: "
+                               "Megatron-Core's interleaved schedule refuses a last micro-batch "
+                               "group of 4 < PP 8"));
+}
+
 TEST_F(CheckCommandTest, IncompleteOnlyBecauseOfRuntimeValuesIsNotJudged) {
   const std::string script = File("rt.sh", R"sh(#OOMGUARD preset=llama3-70b gpu=H100 gpus=8
 torchrun pretrain_gpt.py --seq-length 8192 --micro-batch-size $(touch /tmp/oomguard_never) --bf16
@@ -347,6 +383,8 @@ TEST_F(CheckCommandTest, ArgumentsWithQuotesAndBlanksReachTheServerIntact) {
   // The layout holds | ( ) *; the tokenizer path a blank and a quote. Were the
   // joined line split differently, the server would refuse the layout or
   // the quoting (INVALID_ARGUMENT, exit 2) instead of giving a verdict.
+  // 16 micro-batches per DP rank (512 / DP 32): one group of PP, as the
+  // interleaved schedule needs (interleaved_schedule_rules.h).
   const int code = Run({"--gpu",
                         "H100",
                         "--gpus",
@@ -370,6 +408,8 @@ TEST_F(CheckCommandTest, ArgumentsWithQuotesAndBlanksReachTheServerIntact) {
                         "4096",
                         "--micro-batch-size",
                         "1",
+                        "--global-batch-size",
+                        "512",
                         "--use-distributed-optimizer",
                         "--tokenizer-model",
                         "/data/it's a dir/tok.model"});

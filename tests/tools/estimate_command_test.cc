@@ -98,5 +98,30 @@ TEST(EstimateCommandTest, ErrorsAreOneMessage) {
   EXPECT_THAT(err, HasSubstr("not divisible"));
 }
 
+// Issue 25: Llama 3 70B, TP 8 PP 8 VPP 5 on 64 GPUs (DP 1), global batch 20:
+// 20 micro-batches in groups of PP = 8 leave a last group of 4 < PP, which
+// Megatron-Core's interleaved schedule refuses at the first step. It was
+// estimated (worst rank 63.61 GiB, "fits" on an H100); now it is refused
+// naming the flags, like any setting Megatron refuses.
+TEST(EstimateCommandTest, RefusesAMicroBatchGroupMegatronRefuses) {
+  std::string out, err;
+  EXPECT_EQ(
+      RunEstimateCommand(
+          {"--gpus", "64", "--preset", "llama3-70b", "--", "--tensor-model-parallel-size", "8",
+           "--pipeline-model-parallel-size", "8", "--num-virtual-stages-per-pipeline-rank", "5",
+           "--micro-batch-size", "1", "--global-batch-size", "20", "--seq-length", "4096"},
+          out, err),
+      2);
+  EXPECT_EQ(err,
+            "training.global_batch_size = 20: Megatron-Core's interleaved schedule refuses a last "
+            "micro-batch group of 4 < PP 8: 20 micro-batches per iteration (--global-batch-size 20 "
+            "/ (--micro-batch-size 1 x data-parallel size 1)) in groups of 8 "
+            "(--microbatch-group-size-per-virtual-pipeline-stage, default PP) leave 4 over, fewer "
+            "than --pipeline-model-parallel-size 8 (it raises at the first step, with 5 virtual "
+            "stages per pipeline rank); make the micro-batches a multiple of 8 or leave at least 8 "
+            "over");
+  EXPECT_THAT(out, IsEmpty());
+}
+
 }  // namespace
 }  // namespace oomguard
