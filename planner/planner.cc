@@ -149,7 +149,10 @@ class Search {
         // setting does, nor any larger micro-batch.
         ApplyCandidate(base_, l, mb, settings_[most_saving], &job);
         absl::StatusOr<ValidatedJob> saving = ValidateJob(job, nullptr);
-        if (!saving.ok()) continue;
+        if (!saving.ok()) {
+          if (!first_refusal_) first_refusal_ = std::string(saving.status().message());
+          continue;
+        }
         if (!job_overlaps_checked_) {
           OOMGUARD_RETURN_IF_ERROR(CheckJobOverlaps(*saving));
           job_overlaps_checked_ = true;
@@ -245,6 +248,9 @@ class Search {
 
   bool empty() const { return found_.empty(); }
   const Counts& counts() const { return counts_; }
+  // Why Megatron-Core refuses the first layout and micro-batch it refused
+  // (whatever the recompute setting), or nullopt.
+  const std::optional<std::string>& first_refusal() const { return first_refusal_; }
 
   // The job's own overlap Megatron refused in every setting tried (those
   // whose most memory-saving recompute fits), or null.
@@ -271,6 +277,7 @@ class Search {
   // The tokens/GPU/s of the best `limit` found so far, slowest on top.
   std::priority_queue<double, std::vector<double>, std::greater<double>> best_;
   Counts counts_;
+  std::optional<std::string> first_refusal_;
   bool job_overlaps_checked_ = false;
   GivenOverlap ep_overlap_{"parallelism.overlap_moe_expert_parallel_comm"};
   GivenOverlap tp_overlap_{"parallelism.tp_comm_overlap"};
@@ -502,7 +509,13 @@ absl::StatusOr<PlanResult> Plan(const v1::JobSpec& job, const PlanCluster& clust
   s.set_candidates_pruned(search.counts().pruned);
   s.set_search_space(space);
   s.set_usable_bytes(usable);
-  if (result.candidates.empty()) {
+  if (result.candidates.empty() && search.counts().estimated == 0 && search.first_refusal()) {
+    // Not a question of memory: more GPUs would not help.
+    notes.push_back(absl::StrCat(
+        "Megatron-Core refuses every configuration the plan tried, whatever its memory (the "
+        "first: ",
+        *search.first_refusal(), "): change the job's settings or the sizes fixed"));
+  } else if (result.candidates.empty()) {
     notes.push_back("no configuration fits: use more GPUs or GPUs with more memory");
   }
   for (std::string& n : notes) s.add_notes(std::move(n));

@@ -2,6 +2,7 @@
 // that every candidate's arguments run the configuration it describes.
 #include "planner/planner.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -145,6 +146,29 @@ TEST(Plan, ProposesNoMicroBatchGroupsMegatronRefuses) {
         << c.megatron_args();
   }
   EXPECT_GT(interleaved, 0);
+}
+
+// When Megatron-Core refuses every configuration the search may choose, the
+// plan says so, with the refusal: more GPUs or memory would not help.
+TEST(Plan, SaysWhenMegatronRefusesEveryConfiguration) {
+  PlanOptions options;
+  options.sizes.pp = {8, 8};
+  options.sizes.vpp = {2, 2};
+  // Groups of 4 < PP 8: refused whatever the other sizes.
+  const auto plan = Plan(Job("llama3-70b", 64,
+                             "--seq-length 4096 --global-batch-size 64 "
+                             "--microbatch-group-size-per-virtual-pipeline-stage 4"),
+                         Cluster("H100"), options);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_TRUE(plan->candidates.empty());
+  EXPECT_EQ(plan->summary.candidates_estimated(), 0u);
+  ASSERT_EQ(plan->summary.notes_size(), 1) << plan->summary.DebugString();
+  EXPECT_THAT(plan->summary.notes(0),
+              testing::StartsWith("Megatron-Core refuses every configuration the plan tried, "
+                                  "whatever its memory (the first: "));
+  EXPECT_THAT(plan->summary.notes(0),
+              testing::HasSubstr("--microbatch-group-size-per-virtual-pipeline-stage 4 < "
+                                 "--pipeline-model-parallel-size 8"));
 }
 
 TEST(Plan, RefusesPastItsDeadline) {
