@@ -10,6 +10,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/string_view.h"
 #include "admission/gpu_catalog.h"
+#include "estimator/activation_cpu_offload.h"
 #include "estimator/expert_parallel_overlap.h"
 #include "estimator/job_defaults.h"
 #include "estimator/recompute_rules.h"
@@ -194,15 +195,14 @@ std::optional<JobChange> OptimizerCpuOffload(const v1::GpuSpec&, v1::JobSpec* jo
   return change;
 }
 
-// Activation offload: Megatron-Core allows it only with PP = 1, no
-// recompute and no CUDA graphs.
+// Activation offload of every layer but the last, the most Megatron-Core
+// allows, where it accepts offloading (estimator/activation_cpu_offload.h).
 std::optional<JobChange> ActivationCpuOffload(const v1::GpuSpec&, v1::JobSpec* job) {
-  if (job->recompute().cpu_offloading() || PipelineParallelSize(job->parallelism()) > 1 ||
-      HasRecompute(*job) || HasCudaGraphs(*job)) {
-    return std::nullopt;
-  }
-  job->mutable_recompute()->set_cpu_offloading(true);
-  return JobChange{.fields = {"recompute.cpu_offloading"}};
+  if (job->recompute().cpu_offloading_num_layers() > 0) return std::nullopt;
+  const absl::StatusOr<ValidatedJob> j = ValidateJob(*job, nullptr);
+  if (!j.ok() || !CpuOffloadingAccepted(*j) || MaxCpuOffloadedLayers(*j) < 1) return std::nullopt;
+  job->mutable_recompute()->set_cpu_offloading_num_layers(MaxCpuOffloadedLayers(*j));
+  return JobChange{.fields = {"recompute.cpu_offloading_num_layers"}};
 }
 
 std::optional<JobChange> FullRecompute(const v1::GpuSpec&, v1::JobSpec* job) {
@@ -218,9 +218,9 @@ std::optional<JobChange> FullRecompute(const v1::GpuSpec&, v1::JobSpec* job) {
     job->mutable_runtime()->clear_cuda_graph_modules();
     change.fields.push_back("runtime.cuda_graph_impl");
   }
-  if (r->cpu_offloading()) {
-    r->set_cpu_offloading(false);
-    change.dropped.push_back({"recompute.cpu_offloading", ""});
+  if (r->cpu_offloading_num_layers() > 0) {
+    r->clear_cpu_offloading_num_layers();
+    change.dropped.push_back({"recompute.cpu_offloading_num_layers", ""});
   }
   // Megatron-Core refuses the EP overlap with full recompute.
   AlsoDrop(DropRefusedExpertParallelOverlap(job), change);
@@ -265,9 +265,9 @@ const std::vector<LadderRung>& RecommendationLadder() {
         "optimizer step)",
         OptimizerCpuOffload}},
       {{v1::Recommendation::KIND_CONFIG_CHANGE, "activation_cpu_offload",
-        "keeps layer activations in host memory; possible because PP = 1 and "
-        "nothing is "
-        "recomputed",
+        "keeps the activations of every layer but the last in host memory (the most "
+        "Megatron-Core allows; fewer layers overlap the copies better but save less); possible "
+        "because PP = 1 and nothing is recomputed",
         ActivationCpuOffload}},
       {{v1::Recommendation::KIND_CONFIG_CHANGE, "full_recompute",
         "recomputes whole layers in backward: the strongest saving, the "
@@ -281,13 +281,16 @@ const std::vector<LadderRung>& RecommendationLadder() {
 
 namespace {
 
+// --cpu-offloading-num-layers, where Megatron-Core refuses it
+// (estimator/activation_cpu_offload.h).
 std::optional<JobChange> DropCpuOffloading(const v1::GpuSpec&, v1::JobSpec* job) {
-  if (!job->recompute().cpu_offloading() || (PipelineParallelSize(job->parallelism()) == 1 &&
-                                             !HasRecompute(*job) && !HasCudaGraphs(*job))) {
-    return std::nullopt;
-  }
-  job->mutable_recompute()->set_cpu_offloading(false);
-  return Dropping(JobChange::Dropped{"recompute.cpu_offloading", ""});
+  if (job->recompute().cpu_offloading_num_layers() == 0) return std::nullopt;
+  const absl::StatusOr<ValidatedJob> j = ValidateJob(*job, nullptr);
+  if (!j.ok()) return std::nullopt;
+  std::optional<std::string> why = CpuOffloadingConflict(*j);
+  if (!why) return std::nullopt;
+  job->mutable_recompute()->clear_cpu_offloading_num_layers();
+  return Dropping(JobChange::Dropped{"recompute.cpu_offloading_num_layers", *std::move(why)});
 }
 
 std::optional<JobChange> DropNcclUb(const v1::GpuSpec&, v1::JobSpec* job) {
@@ -360,9 +363,9 @@ std::optional<JobChange> TpCommOverlapWithoutSequenceParallel(const v1::GpuSpec&
 const std::vector<RecommendedChange>& IncompatibilityFixes() {
   static const auto* const kChecks = new std::vector<RecommendedChange>{
       {v1::Recommendation::KIND_INCOMPATIBILITY, "cpu_offloading_conflict",
-       "Megatron-Core refuses --cpu-offloading with pipeline parallelism > 1, "
-       "with recompute "
-       "and with CUDA graphs",
+       "Megatron-Core refuses --cpu-offloading-num-layers with pipeline parallelism > 1, with "
+       "recompute, with per-layer CUDA graphs and with fine-grained activation offloading; "
+       "releases before 0.16 lack it",
        DropCpuOffloading},
       {v1::Recommendation::KIND_INCOMPATIBILITY, "nccl_ub_with_expandable_segments",
        "NCCL user buffers (--use-nccl-ub) fail with PyTorch's expandable "
@@ -404,7 +407,7 @@ std::string SettingText(const v1::JobSpec& changed, const JobChange& change) {
   std::string text = absl::StrJoin(head, " ");
   if (!change.alternative.empty()) absl::StrAppend(&text, " (", change.alternative, ")");
   for (const JobChange::Dropped& dropped : change.dropped) {
-    absl::StrAppend(&text, text.empty() ? "" : ", and ", "drop ", SwitchFlagFor(dropped.field));
+    absl::StrAppend(&text, text.empty() ? "" : ", and ", "drop ", DroppedFlagFor(dropped.field));
     if (!dropped.why.empty()) absl::StrAppend(&text, " (", dropped.why, ")");
   }
   return text;

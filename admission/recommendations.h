@@ -26,7 +26,7 @@ namespace oomguard {
 // (jobspec/megatron_args_writer.h), then the switches it dropped.
 struct JobChange {
   struct Dropped {
-    std::string_view field;  // A switch field turned off, by path.
+    std::string_view field;  // A field turned off (a switch) or cleared, by path.
     std::string why;         // Why, in parentheses after it; may be empty.
   };
   // Environment settings ("NCCL_GRAPH_REGISTER=0").

@@ -80,16 +80,19 @@ ChunkCost CostOfChunk(const ValidatedJob& j, const StageContents& st, const Bloc
   // the chunk's first recompute_num_layers layers (transformer_block.py
   // _checkpointed_forward, method "block"), each keeping only its input;
   // CPU offloading sends the activations of the chunk's first
-  // cpu_offloading_num_layers layers to the host (Transformer Engine's
-  // cpu_offload.py: the first offload groups of a forward, at least one
-  // layer left on the GPU) and brings each back for its backward, the
-  // next layer's prefetched beside it. The layers kept are the chunk's last
+  // --cpu-offloading-num-layers layers to the host (Transformer Engine's
+  // cpu_offload.py, DefaultOffloadSynchronizer: layers 0 .. N-1 of a
+  // forward, the last layer never; activation_cpu_offload.h) and brings each
+  // back for its backward, which is counted as one reloaded layer beside the
+  // kept ones (TE's default synchronizer promises (layers - N) layers; the one
+  // more covers its v1 path, NVTE_CPU_OFFLOAD_V1, which oomguard does not
+  // read). The layers kept are the chunk's last
   // ones, counted exactly (a mean over the chunk's mix of dense and MoE
   // layers would change with that mix, not with what is kept). Megatron-Core
   // refuses offloading with any recompute (TransformerConfig.__post_init__,
   // "CPU offloading does not work when activation recomputation is
   // enabled"; validation notes it): such a job keeps its recompute's memory.
-  const bool offloads = j.recompute.cpu_offloading &&
+  const bool offloads = j.recompute.cpu_offloading_layers > 0 &&
                         j.recompute.granularity == v1::RECOMPUTE_GRANULARITY_NONE && n > 1;
   if (block || offloads) {
     const int64_t recomputed = block ? std::min<int64_t>(k, n) : 0;

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/quoted_value.h"
 #include "common/status_macros.h"
+#include "estimator/activation_cpu_offload.h"
 #include "estimator/fp8_memory.h"
 #include "estimator/interleaved_schedule_rules.h"
 #include "estimator/job_defaults.h"
@@ -459,12 +460,15 @@ absl::Status ResolveRecompute(const v1::RecomputeSpec& r, const ModelShape& mode
       }
     }
   }
-  recompute.cpu_offloading = r.cpu_offloading();
-  recompute.cpu_offloading_layers =
-      r.has_cpu_offloading_num_layers() ? r.cpu_offloading_num_layers() : model.num_layers - 1;
-  if (recompute.cpu_offloading && recompute.cpu_offloading_layers >= model.num_layers) {
+  // N > 0 turns the offloading on (validate_args in megatron/training/
+  // arguments.py); Megatron-Core refuses N >= num_layers
+  // (TransformerConfig.__post_init__).
+  recompute.cpu_offloading_layers = r.cpu_offloading_num_layers();
+  if (recompute.cpu_offloading_layers >= model.num_layers) {
     return Bad("recompute.cpu_offloading_num_layers", recompute.cpu_offloading_layers,
-               absl::StrCat("must be below model.num_layers ", model.num_layers));
+               absl::StrCat("must be below model.num_layers ", model.num_layers,
+                            " (--cpu-offloading-num-layers: Megatron-Core keeps the last "
+                            "layer's activations on the GPU)"));
   }
   recompute.offload_modules.clear();
   if (r.fine_grained_activation_offloading()) {
@@ -588,12 +592,10 @@ absl::StatusOr<ValidatedJob> ValidateJob(const v1::JobSpec& job, std::vector<std
       }
     }
   }
-  if (notes && recompute.cpu_offloading && j.parallelism.pp > 1) {
-    notes->push_back("Megatron-Core refuses --cpu-offloading with pipeline parallelism > 1");
-  }
-  if (notes && recompute.cpu_offloading &&
-      recompute.granularity != v1::RECOMPUTE_GRANULARITY_NONE) {
-    notes->push_back("Megatron-Core refuses --cpu-offloading together with recompute");
+  if (notes) {
+    if (std::optional<std::string> why = CpuOffloadingConflict(j)) {
+      notes->push_back(absl::StrCat("--cpu-offloading-num-layers: ", *why));
+    }
   }
   return j;
 }

@@ -145,10 +145,11 @@ struct TrainingSettings {
 struct RecomputeSettings {
   v1::RecomputeGranularity granularity = v1::RECOMPUTE_GRANULARITY_NONE;
   v1::RecomputeMethod method = v1::RECOMPUTE_METHOD_UNSPECIFIED;  // Of full recompute.
-  int64_t num_layers = 0;       // Of full recompute: layers per group (uniform) or in all (block).
-  uint32_t modules = 0;         // Of selective recompute: bit (1 << RecomputeModule).
-  bool cpu_offloading = false;  // --cpu-offloading of layer activations.
-  int64_t cpu_offloading_layers = 0;         // Layers whose activations go to the host.
+  int64_t num_layers = 0;  // Of full recompute: layers per group (uniform) or in all (block).
+  uint32_t modules = 0;    // Of selective recompute: bit (1 << RecomputeModule).
+  // `--cpu-offloading-num-layers`: the first layers whose activations go to
+  // the host; 0 = no offloading (estimator/activation_cpu_offload.h).
+  int64_t cpu_offloading_layers = 0;
   std::vector<std::string> offload_modules;  // Fine-grained activation offload.
 
   bool HasModule(v1::RecomputeModule m) const {

@@ -60,6 +60,9 @@ constexpr absl::string_view kSilentFlags[] = {
     "openai-gelu", "te-rng-tracker", "inference-rng-tracker", "norm-epsilon", "apply-layernorm-1p",
     "use-rope-scaling", "rope-scaling-factor", "use-transformer-engine-op-fuser",
     "cuda-graph-warmup-steps",
+    // Host memory only: activation offloading's pinned CPU buffers kept for the
+    // next iteration (TE's cpu_offload retain_pinned_cpu_buffers).
+    "cpu-offloading-retain-pinned-cpu-buffers",
     // MoE routing and loss settings that keep tensor shapes.
     "moe-aux-loss-coeff", "moe-z-loss-coeff", "moe-input-jitter-eps", "moe-permute-fusion",
     "moe-per-layer-logging", "moe-token-drop-policy", "moe-use-legacy-grouped-gemm",

@@ -121,6 +121,17 @@ std::string SwitchFlagFor(std::string_view path) {
   return words.front();
 }
 
+std::string DroppedFlagFor(std::string_view path) {
+  const WrittenField* f = Fields().Find(path);
+  if (f != nullptr && f->field.descriptor().cpp_type() == FieldDescriptor::CPPTYPE_BOOL) {
+    return SwitchFlagFor(path);
+  }
+  if (f == nullptr || f->writers.empty()) {
+    WriterBug(absl::StrCat(absl::string_view(path.data(), path.size()), ": no flag writes it"));
+  }
+  return f->writers.front()->Spelling();
+}
+
 WrittenArgs WriteMegatronArgs(const v1::JobSpec& job, const v1::JobSpec& base) {
   WrittenArgs out;
   std::set<std::string_view> written;

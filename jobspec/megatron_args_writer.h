@@ -41,6 +41,13 @@ std::vector<std::string> WriteJobFields(const v1::JobSpec& job,
 // naming it.
 std::string SwitchFlagFor(std::string_view path);
 
+// The flag a job drops when it clears the field at `path`: SwitchFlagFor for
+// a bool field, the first flag that writes any other field
+// ("--cpu-offloading-num-layers" for recompute.cpu_offloading_num_layers).
+// `path` is the caller's constant: a field no flag writes is a bug, which
+// aborts naming it.
+std::string DroppedFlagFor(std::string_view path);
+
 struct WrittenArgs {
   // The flags and their values, in table order.
   std::vector<std::string> args;

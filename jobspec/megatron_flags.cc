@@ -330,8 +330,6 @@ void AddTrainingFlags(FlagTable& t) {
   t.Add("no-rope-fusion", Switch("training.rope_fusion", false));
   t.Add("no-create-attention-mask-in-dataloader",
         Switch("training.create_attention_mask_in_dataloader", false));
-  t.Add("create-attention-mask-in-dataloader",
-        Switch("training.create_attention_mask_in_dataloader", true));
 }
 
 void AddRecomputeFlags(FlagTable& t) {
@@ -346,7 +344,6 @@ void AddRecomputeFlags(FlagTable& t) {
   // Megatron's legacy switch: selective recompute with the default modules.
   t.Add("recompute-activations",
         Switch("recompute.granularity", v1::RECOMPUTE_GRANULARITY_SELECTIVE));
-  t.Add("cpu-offloading", Switch("recompute.cpu_offloading", true));
   t.Add("cpu-offloading-num-layers", Uint("recompute.cpu_offloading_num_layers"));
   t.Add("fine-grained-activation-offloading",
         Switch("recompute.fine_grained_activation_offloading", true));

@@ -57,7 +57,7 @@ absl::StatusOr<v1::EstimateReport> FakeEstimateWithSpread(const v1::JobSpec& job
   if (tp == 2) gib -= 8;
   if (job.precision().use_distributed_optimizer()) gib -= 15;
   if (job.precision().optimizer_cpu_offload()) gib -= 10;
-  if (job.recompute().cpu_offloading()) gib -= 7;
+  if (job.recompute().cpu_offloading_num_layers() > 0) gib -= 7;
   if (job.recompute().granularity() == v1::RECOMPUTE_GRANULARITY_FULL) gib -= 20;
   if (job.runtime().cuda_graph_impl() == v1::CUDA_GRAPH_IMPL_TRANSFORMER_ENGINE) gib += 4;
   v1::EstimateReport report;
@@ -262,8 +262,9 @@ TEST(AdmissionTest, MoreTensorParallelWhenPipelineCannotGrow) {
 }
 
 TEST(AdmissionTest, ActivationOffloadOnlyWherePipelineAllows) {
-  v1::JobSpec job;  // Dense, one GPU: neither PP nor TP can grow.
-  job.mutable_parallelism()->set_num_gpus(1);
+  // Dense, four layers (activation offload reads the validated job), one
+  // GPU: neither PP nor TP can grow.
+  v1::JobSpec job = testing::JobFromArgs(testing::SmallGptArgs(4, {}), 1);
   job.mutable_runtime()->set_expandable_segments(true);
   absl::StatusOr<v1::CheckResponse> r = Check(job, Gpu(10));
   ASSERT_TRUE(r.ok());
@@ -271,7 +272,7 @@ TEST(AdmissionTest, ActivationOffloadOnlyWherePipelineAllows) {
                                    "activation_cpu_offload", "full_recompute"));
   // Full recompute replaces the activation offload (Megatron refuses both).
   const v1::Recommendation& last = *r->recommendations().rbegin();
-  EXPECT_THAT(last.setting(), HasSubstr("and drop --cpu-offloading"));
+  EXPECT_THAT(last.setting(), HasSubstr("and drop --cpu-offloading-num-layers"));
   EXPECT_EQ(last.saved_bytes(), static_cast<int64_t>(13 * kGiB));
 
   job.mutable_parallelism()->set_num_gpus(2);
@@ -327,10 +328,15 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::ValuesIn(std::vector<IncompatibilityCase>{
         {"CpuOffloadingWithPipeline",
          [](v1::JobSpec& j) {
-           j.mutable_recompute()->set_cpu_offloading(true);
-           j.mutable_parallelism()->set_pipeline_model_parallel_size(2);
+           // A whole model: the conflict reads the validated job.
+           j = testing::JobFromArgs(testing::SmallGptArgs(4, {"--pipeline-model-parallel-size", "2",
+                                                              "--cpu-offloading-num-layers", "1"}),
+                                    8);
          },
-         "cpu_offloading_conflict", "drop --cpu-offloading", -7},
+         "cpu_offloading_conflict",
+         "drop --cpu-offloading-num-layers (Megatron-Core refuses it with pipeline parallelism > "
+         "1)",
+         -7},
         {"NcclUbWithExpandableSegments",
          [](v1::JobSpec& j) {
            j.mutable_runtime()->set_use_nccl_ub(true);

@@ -31,7 +31,9 @@ v1::GpuSpec H100() {
 }
 
 // An MLA MoE job on 16 GPUs with TE-scoped CUDA graphs, NCCL user buffers
-// and activation offload: every change applies to it, or conflicts.
+// and activation offload: every change applies to it, or conflicts (those
+// that read the validated job, such as cpu_offloading_conflict, apply to the
+// jobs with a whole model below).
 v1::JobSpec CrowdedJob() {
   v1::JobSpec job;
   job.mutable_model()->set_num_experts(8);
@@ -39,15 +41,21 @@ v1::JobSpec CrowdedJob() {
   job.mutable_parallelism()->set_num_gpus(16);
   job.mutable_runtime()->set_cuda_graph_impl(v1::CUDA_GRAPH_IMPL_TRANSFORMER_ENGINE);
   job.mutable_runtime()->set_use_nccl_ub(true);
-  job.mutable_recompute()->set_cpu_offloading(true);
+  job.mutable_recompute()->set_cpu_offloading_num_layers(1);
   return job;
 }
 
-// A dense job on 16 GPUs with nothing set.
+// A dense two-layer job on 16 GPUs with nothing else set.
 v1::JobSpec PlainJob() {
-  v1::JobSpec job;
-  job.mutable_parallelism()->set_num_gpus(16);
-  return job;
+  return testing::JobFromArgs(testing::SmallGptArgs(2, {"--global-batch-size", "64"}), 16);
+}
+
+// `preset` on 32 GPUs with a 4096-token sequence and `args`.
+v1::JobSpec PresetJob(const std::string& preset, const std::string& args) {
+  return testing::JobFromArgs(
+      absl::StrSplit("--seq-length 4096 --global-batch-size 256 --micro-batch-size 1 " + args, ' ',
+                     absl::SkipEmpty()),
+      32, preset);
 }
 
 // The setting of every change that applies to `job`, by id.
@@ -81,7 +89,7 @@ TEST(RecommendationsTest, LadderSettings) {
           ::testing::Pair("full_recompute",
                           "--recompute-granularity full --recompute-method uniform "
                           "--recompute-num-layers 1 --cuda-graph-impl none, and drop "
-                          "--cpu-offloading"),
+                          "--cpu-offloading-num-layers"),
           ::testing::Pair("more_pipeline_parallel", "--pipeline-model-parallel-size 2"),
           ::testing::Pair("more_tensor_parallel",
                           "--tensor-model-parallel-size 2 --sequence-parallel"),
@@ -96,7 +104,7 @@ TEST(RecommendationsTest, LadderSettings) {
                           "--recompute-granularity selective --recompute-modules moe_act "
                           "--moe-grouped-gemm")));
   const std::map<std::string, std::string> plain = Settings(PlainJob(), LadderChanges());
-  EXPECT_EQ(plain.at("activation_cpu_offload"), "--cpu-offloading");
+  EXPECT_EQ(plain.at("activation_cpu_offload"), "--cpu-offloading-num-layers 1");
   EXPECT_EQ(plain.at("full_recompute"),
             "--recompute-granularity full --recompute-method uniform --recompute-num-layers 1");
   EXPECT_EQ(plain.at("expandable_segments"), "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True");
@@ -108,13 +116,27 @@ TEST(RecommendationsTest, IncompatibilitySettings) {
   job.mutable_recompute()->set_granularity(v1::RECOMPUTE_GRANULARITY_FULL);
   EXPECT_THAT(Settings(job, IncompatibilityFixes()),
               ::testing::ElementsAre(
-                  ::testing::Pair("cpu_offloading_conflict", "drop --cpu-offloading"),
                   ::testing::Pair("full_recompute_with_cuda_graphs",
                                   "--cuda-graph-impl none (or selective recompute, or "
                                   "--cuda-graph-impl local --cuda-graph-scope full_iteration)"),
                   ::testing::Pair("nccl_graph_register", "NCCL_GRAPH_REGISTER=0"),
                   ::testing::Pair("nccl_ub_with_expandable_segments",
                                   "drop --use-nccl-ub (or unset expandable_segments)")));
+  EXPECT_THAT(
+      Settings(
+          PresetJob("llama3-8b", "--pipeline-model-parallel-size 2 --cpu-offloading-num-layers 4"),
+          IncompatibilityFixes()),
+      ::testing::ElementsAre(::testing::Pair(
+          "cpu_offloading_conflict",
+          "drop --cpu-offloading-num-layers (Megatron-Core refuses it with pipeline parallelism "
+          "> 1)")));
+  EXPECT_THAT(
+      Settings(PresetJob("llama3-8b", "--cpu-offloading-num-layers 4 --recompute-activations"),
+               IncompatibilityFixes()),
+      ::testing::ElementsAre(::testing::Pair(
+          "cpu_offloading_conflict",
+          "drop --cpu-offloading-num-layers (Megatron-Core refuses it with activation "
+          "recompute)")));
 }
 
 // `job` with every part present (the parser creates the parts it resolves,
@@ -164,22 +186,17 @@ TEST(RecommendationsTest, EverySettingNamesEveryFlagFieldItsChangeSets) {
   v1::JobSpec full_with_graphs = CrowdedJob();
   full_with_graphs.mutable_runtime()->set_expandable_segments(true);
   full_with_graphs.mutable_recompute()->set_granularity(v1::RECOMPUTE_GRANULARITY_FULL);
-  auto preset_job = [](const std::string& preset, const std::string& args) {
-    return testing::JobFromArgs(
-        absl::StrSplit("--seq-length 4096 --global-batch-size 256 --micro-batch-size 1 " + args,
-                       ' ', absl::SkipEmpty()),
-        32, preset);
-  };
   std::set<std::string> applied;
   for (const v1::JobSpec& job :
        {CrowdedJob(), PlainJob(), full_with_graphs,
-        preset_job("qwen3-30b-a3b",
-                   "--expert-model-parallel-size 8 --overlap-moe-expert-parallel-comm "
-                   "--moe-token-dispatcher-type allgather"),
-        preset_job("moonlight-16b-a3b",
-                   "--expert-model-parallel-size 8 --moe-shared-expert-overlap "
-                   "--moe-token-dispatcher-type allgather"),
-        preset_job("llama3-70b", "--tp-comm-overlap")}) {
+        PresetJob("qwen3-30b-a3b",
+                  "--expert-model-parallel-size 8 --overlap-moe-expert-parallel-comm "
+                  "--moe-token-dispatcher-type allgather"),
+        PresetJob("moonlight-16b-a3b",
+                  "--expert-model-parallel-size 8 --moe-shared-expert-overlap "
+                  "--moe-token-dispatcher-type allgather"),
+        PresetJob("llama3-70b", "--tp-comm-overlap"),
+        PresetJob("llama3-8b", "--pipeline-model-parallel-size 2 --cpu-offloading-num-layers 4")}) {
     for (const RecommendedChange& change : changes) {
       v1::JobSpec changed = job;
       const std::optional<JobChange> made = change.make(H100(), &changed);

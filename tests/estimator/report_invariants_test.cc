@@ -264,9 +264,9 @@ TEST(ReportInvariants, GrowWithLayersHiddenSizeAndExperts) {
       {},
       {"--recompute-granularity", "full", "--recompute-method", "block", "--recompute-num-layers",
        "2"},
-      {"--cpu-offloading", "--cpu-offloading-num-layers", "3"},
+      {"--cpu-offloading-num-layers", "3"},
       {"--recompute-granularity", "full", "--recompute-method", "uniform", "--recompute-num-layers",
-       "2", "--cpu-offloading"},
+       "2", "--cpu-offloading-num-layers", "1"},
   };
   int comparisons = 0;
   std::vector<std::string> failures;

@@ -363,13 +363,12 @@ TEST(MegatronFlagsTest, PrecisionAndOptimizerFlags) {
 
 TEST(MegatronFlagsTest, RecomputeAndOffloadFlags) {
   const v1::JobSpec job = ParseFull(
-      "--recompute-activations --cpu-offloading --cpu-offloading-num-layers 3 "
+      "--recompute-activations --cpu-offloading-num-layers 3 "
       "--fine-grained-activation-offloading --offload-modules expert_fc1 "
       "moe_act attn_norm --vocab-size 8");
   const v1::RecomputeSpec& r = job.recompute();
   EXPECT_EQ(r.granularity(), v1::RECOMPUTE_GRANULARITY_SELECTIVE);
   EXPECT_THAT(r.modules(), IsEmpty());
-  EXPECT_TRUE(r.cpu_offloading());
   EXPECT_EQ(r.cpu_offloading_num_layers(), 3u);
   EXPECT_TRUE(r.fine_grained_activation_offloading());
   EXPECT_THAT(r.offload_modules(), ElementsAre("expert_fc1", "moe_act", "attn_norm"));

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "admission/gpu_catalog.h"
@@ -17,6 +18,7 @@
 #include "jobspec/job_builder.h"
 #include "jobspec/shell_words.h"
 #include "planner/candidate.h"
+#include "tests/testing/megatron_lm_arguments.h"
 
 namespace oomguard {
 namespace {
@@ -654,6 +656,33 @@ TEST(PlannerTest, CandidateArgsAreTheJobsFieldsWrittenBack) {
     EXPECT_EQ(back->parallelism.vpp, j->parallelism.vpp) << args;
     EXPECT_EQ(back->precision.offload_fraction, j->precision.offload_fraction) << args;
   }
+}
+
+// Every flag of every candidate's arguments is in oomguard's flag table and
+// in Megatron-LM's parser (tests/data/megatron_lm_arguments.txt): a plan
+// never writes a flag Megatron-LM would exit on.
+TEST(Plan, EveryFlagACandidateWritesIsMegatronLms) {
+  PlanOptions options;
+  options.limit = kMaxPlanLimit;
+  int candidates = 0;
+  for (const auto& [preset, gpus, args] :
+       std::vector<std::tuple<std::string, uint32_t, std::string>>{
+           {"llama3-8b", 8, "--seq-length 131072 --global-batch-size 8"},
+           {"qwen3-30b-a3b", 32,
+            "--seq-length 10240 --global-batch-size 256 --moe-grouped-gemm "
+            "--moe-token-dispatcher-type alltoall"},
+           {"llama3-70b", 64, "--seq-length 8192 --global-batch-size 512 --fp8-format hybrid"}}) {
+    const auto plan = Plan(Job(preset, gpus, args), Cluster("H100-SXM-80GB"), options);
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    for (const v1::PlanCandidate& c : plan->candidates) {
+      absl::StatusOr<std::vector<std::string>> words = SplitArgumentLine(c.megatron_args());
+      ASSERT_TRUE(words.ok()) << c.megatron_args();
+      EXPECT_THAT(testing::FlagsMegatronLmLacks(*words), ::testing::IsEmpty())
+          << preset << ": " << c.megatron_args();
+      ++candidates;
+    }
+  }
+  EXPECT_GE(candidates, 50);
 }
 
 }  // namespace
