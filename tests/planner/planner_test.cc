@@ -166,11 +166,11 @@ TEST(Plan, SaysWhenMegatronRefusesEveryConfiguration) {
   EXPECT_EQ(plan->summary.candidates_estimated(), 0u);
   ASSERT_EQ(plan->summary.notes_size(), 1) << plan->summary.DebugString();
   EXPECT_THAT(plan->summary.notes(0),
-              testing::StartsWith("Megatron-Core refuses every configuration the plan tried, "
-                                  "whatever its memory (the first: "));
+              ::testing::StartsWith("Megatron-Core refuses every configuration the plan tried, "
+                                    "whatever its memory (the first: "));
   EXPECT_THAT(plan->summary.notes(0),
-              testing::HasSubstr("--microbatch-group-size-per-virtual-pipeline-stage 4 < "
-                                 "--pipeline-model-parallel-size 8"));
+              ::testing::HasSubstr("--microbatch-group-size-per-virtual-pipeline-stage 4 < "
+                                   "--pipeline-model-parallel-size 8"));
 }
 
 TEST(Plan, RefusesPastItsDeadline) {
