@@ -3,12 +3,15 @@
 // NUL bytes, a container's command words (ParseCommandWords). A launch found
 // becomes the CheckRequest the hooks send (ChooseLaunch, BuildCheckRequest)
 // and is resolved as the service would (ResolveJobSource), without
-// estimating.
+// estimating. The seed corpus holds issue 25's array-doubling script and
+// 32,768-pair data blend (fuzz/seed_corpus.py), so that the replay covers the
+// reader's work bound.
 #include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/strings/str_split.h"
 #include "fuzz/fuzz_checks.h"
 #include "jobscript/check_request.h"
@@ -21,7 +24,9 @@ namespace oomguard::fuzz {
 namespace {
 
 void Resolve(const absl::StatusOr<ScriptJob>& script, const char* where) {
-  ExpectAnswerCode(script.status(), where);
+  // A script past the reader's bounds (its expansion work, a command's words)
+  // is one it cannot read: RESOURCE_EXHAUSTED, reached in bounded work.
+  if (!absl::IsResourceExhausted(script.status())) ExpectAnswerCode(script.status(), where);
   if (!script.ok() || !script->found) return;
   for (const std::string& word : script->unresolved) (void)MayChangeMemory(word);
   // The script's own sources through the hooks' precedence rule; 8 GPUs

@@ -106,6 +106,16 @@ def main():
                    lines_not_utf8[0] + b"\n")
     scripts.append(b"\0".join([b"torchrun", b"pretrain_gpt.py", b"--data-path", not_utf8[0],
                                 b"--num-layers", not_utf8[1]]))
+    # Issue 25: the array-doubling script (tests/jobscript/job_script_test_util.h
+    # ArrayDoublingScript), alone, in `srun bash -c` and as container words, and
+    # the data blend of 32,768 pairs (DataBlendScript): the reader's work bound
+    # and its words bound.
+    doubling = "A=(a b)\n" + 'A+=("${A[@]}")\n' * 5000 + "torchrun pretrain_gpt.py --num-layers 2\n"
+    scripts.append(doubling)
+    scripts.append("#!/bin/bash\n#SBATCH --gpus=8\nsrun bash -c '" + doubling + "'\n")
+    scripts.append("\0".join(["bash", "-c", doubling]))
+    scripts.append("#!/bin/bash\ntorchrun pretrain_gpt.py --num-layers 2 --data-path" +
+                   "".join(" 0.5 /d/c%d" % i for i in range(32768)) + "\n")
     write("job_script_fuzzer", scripts)
 
     reviews = [read("tests/data/admission/" + f)

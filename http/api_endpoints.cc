@@ -132,7 +132,7 @@ absl::Status CheckScript(RequestHandlers& handlers, absl::string_view body, absl
                          CallOutcome& outcome, std::string& json) {
   v1::CheckScriptRequest request;
   OOMGUARD_RETURN_IF_ERROR(ParseJsonBody(body, request));
-  OOMGUARD_ASSIGN_OR_RETURN(const ScriptCheck script, ReadScriptCheck(request));
+  OOMGUARD_ASSIGN_OR_RETURN(const ScriptCheck script, ReadScriptCheck(request, Deadline(deadline)));
   OOMGUARD_ASSIGN_OR_RETURN(const v1::CheckResponse response,
                             RunCheck(handlers, script.request, deadline, outcome));
   nlohmann::json answer = {{"request", nlohmann::json::parse(ToJson(script.request))},

@@ -13,17 +13,18 @@
 namespace oomguard::http {
 namespace {
 
-absl::Status BadField(absl::string_view field, absl::string_view message) {
-  return service::WithBadField(absl::InvalidArgumentError(absl::StrCat(field, ": ", message)),
-                               field);
+absl::Status BadField(absl::string_view field, absl::string_view message,
+                      absl::StatusCode code = absl::StatusCode::kInvalidArgument) {
+  return service::WithBadField(absl::Status(code, absl::StrCat(field, ": ", message)), field);
 }
 
 }  // namespace
 
-absl::StatusOr<ScriptCheck> ReadScriptCheck(const v1::CheckScriptRequest& body) {
+absl::StatusOr<ScriptCheck> ReadScriptCheck(const v1::CheckScriptRequest& body,
+                                            const Deadline& deadline) {
   if (body.script().empty()) return BadField("script", "missing: paste the job script");
-  absl::StatusOr<ScriptJob> job = ParseJobScript(body.script());
-  if (!job.ok()) return BadField("script", job.status().message());
+  absl::StatusOr<ScriptJob> job = ParseJobScript(body.script(), deadline);
+  if (!job.ok()) return BadField("script", job.status().message(), job.status().code());
   if (!job->found) {
     return BadField("script",
                     "no Megatron-LM training launch (torchrun/python ... pretrain_gpt.py) found");

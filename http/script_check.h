@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "common/deadline.h"
 #include "oomguard/v1/admission.pb.h"
 
 namespace oomguard::http {
@@ -32,8 +33,12 @@ struct ScriptCheck {
 // The CheckRequest of `body`. InvalidArgument naming the field ("script",
 // "gpus", "gpu") for a missing script, one the reader refuses, no
 // Megatron-LM launch in it, or no GPU count or GPU type from either the
-// script or the fields.
-absl::StatusOr<ScriptCheck> ReadScriptCheck(const v1::CheckScriptRequest& body);
+// script or the fields. A script the reader cannot read within its bounds or
+// before `deadline` keeps the reader's code (jobscript/job_script.h):
+// RESOURCE_EXHAUSTED (HTTP 429) or DEADLINE_EXCEEDED (HTTP 504), naming the
+// field, the line and the bound.
+absl::StatusOr<ScriptCheck> ReadScriptCheck(const v1::CheckScriptRequest& body,
+                                            const Deadline& deadline = Deadline());
 
 }  // namespace oomguard::http
 

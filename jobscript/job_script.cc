@@ -40,7 +40,6 @@ using job_script_internal::Field;
 using job_script_internal::IsDashC;
 using job_script_internal::IsShell;
 using job_script_internal::IsValidName;
-using job_script_internal::kMaxElements;
 using job_script_internal::LaunchFinder;
 using job_script_internal::Lexer;
 using job_script_internal::LexError;
@@ -57,8 +56,17 @@ using job_script_internal::ShellVariables;
 using job_script_internal::SlurmAllocation;
 using job_script_internal::Word;
 
-// Bound on the words of one command, in bytes.
-constexpr size_t kMaxCommandWordsBytes = size_t{1} << 20;
+// The one bound on a launch's words, as the error names it: more than
+// kMaxCommandWords words or kMaxCommandBytes bytes. A launch past it is one
+// oomguard cannot read (RESOURCE_EXHAUSTED), never a job without a launch.
+absl::Status CommandTooLong(int line, size_t words, size_t bytes) {
+  return absl::ResourceExhaustedError(
+      words > kMaxCommandWords
+          ? absl::StrCat("line ", line, ": the command has more than ", kMaxCommandWords,
+                         " words, the most oomguard reads in one command")
+          : absl::StrCat("line ", line, ": the command is ", bytes, " bytes, more than the ",
+                         kMaxCommandBytes, " bytes oomguard reads in one command"));
+}
 
 bool IsLiteralWord(const Word& w, absl::string_view text) {
   return w.parts.size() == 1 && w.parts[0].kind == Part::Kind::kLiteral && !w.parts[0].quoted &&
@@ -68,12 +76,18 @@ bool IsLiteralWord(const Word& w, absl::string_view text) {
 // Walks a script's commands, keeping its variables, until the launch.
 class ScriptReader {
  public:
-  // `allocation`: what the script's #SBATCH lines allocate (null: none).
-  ScriptReader(ScriptJob* job, const SbatchOptions* sbatch)
+  // `sbatch`: what the script's #SBATCH lines allocate (null: none);
+  // `environment`: the variables the script starts with, exported.
+  ScriptReader(ScriptJob* job, const SbatchOptions* sbatch,
+               const std::map<std::string, std::string>& environment, const Deadline& deadline)
       : job_(job),
+        deadline_(deadline),
         variables_(&job->notes),
         allocation_(sbatch != nullptr ? job_script_internal::Allocate(*sbatch) : SlurmAllocation{}),
         launches_(job, &variables_, &allocation_) {
+    for (const auto& [name, value] : environment) {
+      if (IsValidName(name)) variables_.SetEnvironment(name, value);
+    }
     if (sbatch == nullptr) return;
     for (const auto& [name, value] : job_script_internal::SlurmEnvironment(*sbatch, allocation_)) {
       variables_.SetEnvironment(name, value);
@@ -83,13 +97,15 @@ class ScriptReader {
   }
 
   // Reads `script` (depth > 0: a `bash -c` string inside it), its lines
-  // counted from `first_line`.
+  // counted from `first_line`. RESOURCE_EXHAUSTED past the expansion work
+  // (shell_variables.h) and DEADLINE_EXCEEDED past the deadline, also from a
+  // `bash -c` script inside it: the reading stops there.
   absl::Status ReadScript(absl::string_view script, int depth, int first_line);
 
   // Looks for the launch in already expanded fields (argv); `env` holds the
-  // command's prefix assignments.
-  void ReadFields(const std::vector<Field>& fields, std::map<std::string, std::string> env,
-                  int line, int depth);
+  // command's prefix assignments. Errors: as ReadScript's.
+  absl::Status ReadFields(const std::vector<Field>& fields, std::map<std::string, std::string> env,
+                          int line, int depth);
 
  private:
   void Note(std::string note) { AddNote(job_->notes, std::move(note)); }
@@ -101,9 +117,11 @@ class ScriptReader {
   }
 
   // Reads one simple command: assignments, exports, or a possible launch.
-  void ReadCommand(const Command& command, int depth);
+  // Errors: as ReadScript's.
+  absl::Status ReadCommand(const Command& command, int depth);
 
   ScriptJob* job_;
+  const Deadline& deadline_;
   ShellVariables variables_;
   SlurmAllocation allocation_;
   LaunchFinder launches_;
@@ -111,7 +129,7 @@ class ScriptReader {
   int first_line_ = 1;
 };
 
-void ScriptReader::ReadCommand(const Command& command, int depth) {
+absl::Status ScriptReader::ReadCommand(const Command& command, int depth) {
   const std::vector<Word>& words = command.words;
   const int line = LineAt(command.start);
   size_t i = 0;
@@ -132,7 +150,7 @@ void ScriptReader::ReadCommand(const Command& command, int depth) {
   if (i == words.size()) {
     for (size_t k = assignments_start; k < words.size(); ++k)
       variables_.Assign(words[k], false, line);
-    return;
+    return variables_.status();
   }
   const Word& name = words[i];
   if (IsLiteralWord(name, "export") || IsLiteralWord(name, "declare") ||
@@ -153,13 +171,13 @@ void ScriptReader::ReadCommand(const Command& command, int depth) {
         variables_.Export(w.parts[0].text);
       }
     }
-    return;
+    return variables_.status();
   }
   if (IsLiteralWord(name, "unset")) {
     for (size_t k = i + 1; k < words.size(); ++k) {
       if (words[k].parts.size() == 1) variables_.Unset(words[k].parts[0].text);
     }
-    return;
+    return absl::OkStatus();
   }
   if (IsLiteralWord(name, "set")) {
     for (size_t k = i + 1; k < words.size(); ++k) {
@@ -170,17 +188,18 @@ void ScriptReader::ReadCommand(const Command& command, int depth) {
         variables_.SetAllexport(false);
       }
     }
-    return;
+    return absl::OkStatus();
   }
   // Only commands that may be a launch are expanded (and their unknown
   // variables noted).
   std::optional<std::string> first;
   {
     std::vector<Field> head = variables_.Expand(name.parts, true, line);
-    if (head.empty()) return;
+    OOMGUARD_RETURN_IF_ERROR(variables_.status());
+    if (head.empty()) return absl::OkStatus();
     first = LiteralBasename(head[0]);
   }
-  if (!first || !MayLaunch(*first)) return;
+  if (!first || !MayLaunch(*first)) return absl::OkStatus();
   std::map<std::string, std::string> prefix_env;
   for (size_t k = assignments_start; k < i; ++k) {
     std::optional<AssignmentTarget> t = AsAssignment(words[k]);
@@ -191,24 +210,25 @@ void ScriptReader::ReadCommand(const Command& command, int depth) {
   size_t bytes = 0;
   for (size_t k = i; k < words.size(); ++k) {
     for (Field& f : variables_.Expand(words[k].parts, true, line)) {
-      bytes += PiecesBytes(f.pieces);
-      if (fields.size() >= kMaxElements || bytes > kMaxCommandWordsBytes) {
-        Note(absl::StrCat("line ", line, ": the command is longer than ", kMaxCommandWordsBytes,
-                          " bytes; not read"));
-        return;
+      bytes += PiecesBytes(f.pieces) + 1;
+      if (fields.size() >= kMaxCommandWords || bytes > kMaxCommandBytes) {
+        return CommandTooLong(line, fields.size() + 1, bytes);
       }
       fields.push_back(std::move(f));
     }
   }
-  ReadFields(fields, std::move(prefix_env), line, depth);
+  OOMGUARD_RETURN_IF_ERROR(variables_.status());
+  return ReadFields(fields, std::move(prefix_env), line, depth);
 }
 
-void ScriptReader::ReadFields(const std::vector<Field>& fields,
-                              std::map<std::string, std::string> env, int line, int depth) {
+absl::Status ScriptReader::ReadFields(const std::vector<Field>& fields,
+                                      std::map<std::string, std::string> env, int line, int depth) {
   const std::optional<ShellScript> inner = launches_.Find(fields, std::move(env), line, depth);
-  if (!inner.has_value()) return;
+  if (!inner.has_value()) return absl::OkStatus();
   absl::Status s = ReadScript(inner->script, depth + 1, line);
+  if (IsUnreadableScript(s)) return s;  // Stops the whole reading.
   if (!s.ok()) Note(absl::StrCat("line ", line, ": ", inner->shell, " -c script: ", s.message()));
+  return absl::OkStatus();
 }
 
 absl::Status ScriptReader::ReadScript(absl::string_view script, int depth, int first_line) {
@@ -221,8 +241,15 @@ absl::Status ScriptReader::ReadScript(absl::string_view script, int depth, int f
   Lexer lexer(script);
   Command command;
   absl::Status status;
-  while (lexer.Next(&command)) ReadCommand(command, depth);
-  if (lexer.failed()) {
+  while (status.ok() && lexer.Next(&command)) {
+    if (deadline_.Passed()) {
+      status = deadline_.Check(
+          absl::StrCat("reading the job script (line ", LineAt(command.start), ")"));
+    } else {
+      status = ReadCommand(command, depth);
+    }
+  }
+  if (status.ok() && lexer.failed()) {
     const LexError& e = lexer.error();
     const int line = LineAt(e.pos);
     const absl::string_view rest = script.substr(e.command_start);
@@ -260,9 +287,10 @@ void NoteSizeDisagreement(ScriptJob& job) {
   AddNote(job.notes, std::move(note));
 }
 
-}  // namespace
-
-absl::StatusOr<ScriptJob> ParseJobScript(absl::string_view script) {
+// ParseJobScript, the script starting with `environment` exported.
+absl::StatusOr<ScriptJob> ReadJobScript(absl::string_view script,
+                                        const std::map<std::string, std::string>& environment,
+                                        const Deadline& deadline) {
   if (script.size() > kMaxJobScriptBytes) {
     return absl::InvalidArgumentError(absl::StrCat("job script is ", script.size(),
                                                    " bytes, more than the limit of ",
@@ -272,23 +300,35 @@ absl::StatusOr<ScriptJob> ParseJobScript(absl::string_view script) {
   OOMGUARD_RETURN_IF_ERROR(ReadDirectives(script, &job));
   SbatchOptions sbatch;
   OOMGUARD_RETURN_IF_ERROR(ReadSbatchOptions(script, &sbatch, &job.notes));
-  ScriptReader reader(&job, &sbatch);
+  ScriptReader reader(&job, &sbatch, environment, deadline);
   OOMGUARD_RETURN_IF_ERROR(reader.ReadScript(script, 0, 1));
   NoteSizeDisagreement(job);
   return job;
 }
 
-absl::StatusOr<ScriptJob> ParseCommandWords(absl::Span<const std::string> words) {
+}  // namespace
+
+bool IsUnreadableScript(const absl::Status& status) {
+  return absl::IsResourceExhausted(status) || absl::IsDeadlineExceeded(status) ||
+         absl::IsUnavailable(status);
+}
+
+absl::StatusOr<ScriptJob> ParseJobScript(absl::string_view script, const Deadline& deadline) {
+  return ReadJobScript(script, {}, deadline);
+}
+
+absl::StatusOr<ScriptJob> ParseCommandWords(absl::Span<const std::string> words,
+                                            const std::map<std::string, std::string>& environment,
+                                            const Deadline& deadline) {
   size_t bytes = 0;
   for (const std::string& w : words) bytes += w.size() + 1;
-  if (bytes > kMaxCommandWordsBytes) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "command is ", bytes, " bytes, more than the limit of ", kMaxCommandWordsBytes, " bytes"));
+  if (words.size() > kMaxCommandWords || bytes > kMaxCommandBytes) {
+    return CommandTooLong(1, words.size(), bytes);
   }
   // `bash -c SCRIPT ...` (directly or after env/exec): the script decides.
   for (size_t k = 0; k + 2 < words.size() && k < 4; ++k) {
     if (IsShell(Basename(words[k])) && IsDashC(words[k + 1])) {
-      return ParseJobScript(words[k + 2]);
+      return ReadJobScript(words[k + 2], environment, deadline);
     }
   }
   std::vector<Field> fields;
@@ -304,8 +344,8 @@ absl::StatusOr<ScriptJob> ParseCommandWords(absl::Span<const std::string> words)
     fields.push_back(std::move(f));
   }
   ScriptJob job;
-  ScriptReader reader(&job, nullptr);
-  reader.ReadFields(fields, {}, 1, 0);
+  ScriptReader reader(&job, nullptr, environment, deadline);
+  OOMGUARD_RETURN_IF_ERROR(reader.ReadFields(fields, {}, 1, 0));
   return job;
 }
 

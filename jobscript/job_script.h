@@ -54,11 +54,20 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
+#include "common/deadline.h"
 
 namespace oomguard {
 
 // Largest script ParseJobScript reads, in bytes.
 inline constexpr size_t kMaxJobScriptBytes = size_t{16} << 20;
+
+// Most words, and bytes of words (each counted with one separator), of one
+// command the reader expands (a possible launch) or of a container's
+// command + args. A launch past either is one oomguard cannot read
+// (ResourceExhausted naming the one passed), e.g. a data blend of 32,768
+// weight/path pairs (65,537 words with its flag).
+inline constexpr size_t kMaxCommandWords = size_t{1} << 16;
+inline constexpr size_t kMaxCommandBytes = size_t{1} << 20;
 
 // A job size a script states; gpus = 0: not stated or not known.
 struct ScriptSize {
@@ -112,15 +121,30 @@ struct ScriptJob {
 // item (naming the line and the item), an `#SBATCH` sizing option with a
 // value sbatch refuses too (naming the line, the option and the value), and an unterminated quote
 // or substitution on the launch command (naming the line). An unterminated quote elsewhere ends the
-// reading with a note (bash would stop there too).
-absl::StatusOr<ScriptJob> ParseJobScript(absl::string_view script);
+// reading with a note (bash would stop there too). A script oomguard cannot read within its bounds:
+// ResourceExhausted (naming the line and the bound) once its variable expansions pass
+// kMaxExpansionWork (jobscript/shell_variables.h), DeadlineExceeded (or Unavailable, the server
+// shutting down) once `deadline` passes; both stop the reading, so its work is linear in the
+// script's bytes plus that fixed bound. Callers treat them as "could not check" (the hooks' and
+// the webhook's failure policy), not as an invalid job.
+absl::StatusOr<ScriptJob> ParseJobScript(absl::string_view script,
+                                         const Deadline& deadline = Deadline());
+
+// Whether an error of ParseJobScript / ParseCommandWords says the script is
+// one oomguard cannot read (its bound or the deadline passed), rather than an
+// invalid one: the callers' failure policy decides, not their answer to
+// invalid jobs.
+bool IsUnreadableScript(const absl::Status& status);
 
 // Reads a container's command + args (argv, nothing expanded). `bash -c
 // SCRIPT` / `sh -c SCRIPT` (also `-lc`, `-ec`, ...) delegates to
-// ParseJobScript. A word still holding a Kubernetes `$(NAME)` reference is
-// dropped like an unknown variable. Errors: as ParseJobScript, and
-// InvalidArgument for more than 1 MiB of words.
-absl::StatusOr<ScriptJob> ParseCommandWords(absl::Span<const std::string> words);
+// ParseJobScript, the script starting with `environment` exported (the
+// container's env; names that are not shell identifiers are left out). A word still holding a
+// Kubernetes `$(NAME)` reference is dropped like an unknown variable. Errors: as ParseJobScript,
+// and ResourceExhausted for more than kMaxCommandWords words or kMaxCommandBytes bytes of them.
+absl::StatusOr<ScriptJob> ParseCommandWords(
+    absl::Span<const std::string> words, const std::map<std::string, std::string>& environment = {},
+    const Deadline& deadline = Deadline());
 
 }  // namespace oomguard
 

@@ -9,12 +9,6 @@
 #include "jobscript/script_notes.h"
 
 namespace oomguard::job_script_internal {
-namespace {
-
-// All the text expansions may copy, over the whole script.
-constexpr size_t kMaxExpandedBytes = size_t{64} << 20;
-
-}  // namespace
 
 std::optional<AssignmentTarget> AsAssignment(const Word& word) {
   if (word.parts.empty()) return std::nullopt;
@@ -45,14 +39,14 @@ const ShellVariables::Variable* ShellVariables::Find(const std::string& name) co
   return it == vars_.end() || !it->second.known ? nullptr : &it->second;
 }
 
-bool ShellVariables::Spend(size_t bytes, int line) {
-  expanded_bytes_ += bytes;
-  if (expanded_bytes_ <= kMaxExpandedBytes) return true;
-  if (!budget_noted_) {
-    budget_noted_ = true;
-    Note(absl::StrCat("line ", line, ": variables expand to more than ", kMaxExpandedBytes,
-                      " bytes; later expansions are not read"));
-  }
+bool ShellVariables::Spend(const std::vector<Pieces>& elements, int line) {
+  if (!status_.ok()) return false;
+  for (const Pieces& e : elements) work_ += PiecesBytes(e) + kExpansionWorkPerElement;
+  if (work_ <= kMaxExpansionWork) return true;
+  status_ = absl::ResourceExhaustedError(absl::StrCat(
+      "line ", line, ": the script's variable expansions pass ", kMaxExpansionWork >> 20,
+      " MiB of work (the bytes they copy, ", kExpansionWorkPerElement,
+      " per array element), the most oomguard reads in one script; it cannot read this one"));
   return false;
 }
 
@@ -70,15 +64,7 @@ void ShellVariables::ExpandVariable(const Part& part, bool split, std::vector<Fi
                                     Field& current, bool& has_content, int line) {
   const VarRef& ref = *part.var;
   const Variable* var = Find(ref.name);
-  if (var != nullptr) {
-    size_t bytes = 0;
-    for (const Pieces& e : var->elements) bytes += PiecesBytes(e);
-    if (!Spend(bytes, line)) {
-      AppendPiece(current.pieces, Piece{part.text, true, "past the expansion budget"});
-      has_content = true;
-      return;
-    }
-  }
+  if (!status_.ok() || (var != nullptr && !Spend(var->elements, line))) return;
   // The elements the reference stands for.
   std::vector<Pieces> elements;
   bool multi = false;  // "${A[@]}": one field per element.

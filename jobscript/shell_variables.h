@@ -5,8 +5,11 @@
 // (also `-`, `:=`, `=`, `:+`, `+`) substituted with bash's quoting and
 // word-splitting rules. A variable not assigned literally in the script is
 // unknown: its reference expands to an inert piece (expanded_word.h) and a
-// note says so. Bounded: one value, the fields of one word and all the text
-// expansions copy over a script. Internal to the job script reader.
+// note says so. Bounded: one value, the fields of one word, and the work of
+// all the expansions of a script (kMaxExpansionWork): past it the reading
+// stops with RESOURCE_EXHAUSTED naming the line, so that a few kilobytes of
+// array-doubling lines cannot make the reader's time or memory grow past a
+// fixed amount. Internal to the job script reader.
 #ifndef OOMGUARD_JOBSCRIPT_SHELL_VARIABLES_H_
 #define OOMGUARD_JOBSCRIPT_SHELL_VARIABLES_H_
 
@@ -16,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "jobscript/expanded_word.h"
 #include "jobscript/job_script_lexer.h"
@@ -25,6 +29,16 @@ namespace oomguard::job_script_internal {
 // Bounds on what a hostile script can make the reader build.
 inline constexpr size_t kMaxValueBytes = size_t{1} << 20;  // One variable's value.
 inline constexpr size_t kMaxElements = size_t{1} << 16;    // Elements / fields.
+
+// The work all the expansions of one script may do, in bytes: each
+// reference costs the bytes of the value it copies plus
+// kExpansionWorkPerElement for each element (an empty element costs as much
+// to copy as a short one). 16 MiB is far above what a launch needs (its
+// words are at most 1 MiB) and keeps the reader under about a tenth of a
+// second on any script; `A+=("${A[@]}")` repeated passes it after a few lines
+// once the array holds its 65,536 elements.
+inline constexpr size_t kMaxExpansionWork = size_t{16} << 20;
+inline constexpr size_t kExpansionWorkPerElement = 64;
 
 // The name of an assignment word (`NAME=` / `NAME+=` at its start,
 // unquoted), and whether it appends.
@@ -75,6 +89,10 @@ class ShellVariables {
   // is known; nullopt otherwise.
   std::optional<std::string> ExportedValue(const std::string& name) const;
 
+  // OK until the expansions pass kMaxExpansionWork; then RESOURCE_EXHAUSTED
+  // naming the line, and every later expansion is empty: the reader stops.
+  const absl::Status& status() const { return status_; }
+
  private:
   // A shell variable: a scalar is an array of one element.
   struct Variable {
@@ -88,16 +106,17 @@ class ShellVariables {
 
   void Note(std::string note);
   const Variable* Find(const std::string& name) const;
-  // Counts `bytes` against the expansion budget; false once it is spent.
-  bool Spend(size_t bytes, int line);
+  // Counts copying `elements` against the expansion work; false once it is
+  // spent (status() says where).
+  bool Spend(const std::vector<Pieces>& elements, int line);
   void ExpandVariable(const Part& part, bool split, std::vector<Field>& fields, Field& current,
                       bool& has_content, int line);
   void NoteUnknown(const std::string& name, int line);
 
   std::vector<std::string>* notes_;
   std::map<std::string, Variable> vars_;
-  size_t expanded_bytes_ = 0;
-  bool budget_noted_ = false;
+  size_t work_ = 0;
+  absl::Status status_;
   bool allexport_ = false;
   std::vector<std::string> noted_unknown_;
 };

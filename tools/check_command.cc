@@ -9,6 +9,9 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "common/deadline.h"
 #include "common/status_macros.h"
 #include "jobscript/job_script.h"
 #include "oomguard/v1/admission.pb.h"
@@ -31,7 +34,9 @@ struct CheckJob {
   ScriptJob script;
 };
 
+// The script's reading stops at the deadline of the whole check.
 absl::StatusOr<CheckJob> ReadCheckJob(const CheckFlags& f) {
+  const Deadline deadline(absl::Now() + absl::Milliseconds(f.deadline_ms));
   CheckJob job;
   if (f.args_given) {
     job.script.found = true;
@@ -42,10 +47,14 @@ absl::StatusOr<CheckJob> ReadCheckJob(const CheckFlags& f) {
   if (!f.job_file_path.empty()) {
     OOMGUARD_ASSIGN_OR_RETURN(const std::string text, ReadJobFile("--job-file", f.job_file_path));
     OOMGUARD_ASSIGN_OR_RETURN(job.envelope, ParseJobEnvelope(text));
-    script = ParseJobScript(job.envelope->script);
+    script = ParseJobScript(job.envelope->script, deadline);
   } else {
     OOMGUARD_ASSIGN_OR_RETURN(const std::string text, ReadJobFile("--script", f.script_path));
-    script = ParseJobScript(text);
+    script = ParseJobScript(text, deadline);
+  }
+  if (IsUnreadableScript(script.status())) {
+    return absl::Status(script.status().code(),
+                        absl::StrCat("cannot read the job script: ", script.status().message()));
   }
   if (!script.ok()) {
     return absl::InvalidArgumentError(
@@ -86,7 +95,9 @@ int RunCheckCommand(const std::vector<std::string>& args, std::string& out, std:
   absl::StatusOr<CheckJob> job = ReadCheckJob(f);
   if (!job.ok()) {
     err = ErrLine(job.status().message());
-    return kCheckUsage;
+    // A script oomguard cannot read is not an invalid job: the hook's policy
+    // decides, as when the service does not answer.
+    return IsUnreadableScript(job.status()) ? kCheckUnavailable : kCheckUsage;
   }
   const CheckPlan plan = MakeCheckPlan(f, job->envelope ? &*job->envelope : nullptr, job->script);
   for (const std::string& n : plan.notes) err += ErrLine(absl::StrCat("note: ", n));

@@ -48,8 +48,10 @@ enum CheckExitCode : int {
   kCheckNotJudged = 5,
   // The service did not answer: unavailable, too slow (deadline exceeded),
   // overloaded or over its size limit (RESOURCE_EXHAUSTED), failed, or not
-  // oomguard at all (an UNIMPLEMENTED without oomguard's reason). The Slurm
-  // hook's policy decides.
+  // oomguard at all (an UNIMPLEMENTED without oomguard's reason); or the job
+  // script is one oomguard cannot read within its bounds (its expansions pass
+  // jobscript/shell_variables.h kMaxExpansionWork) or before --deadline-ms.
+  // The Slurm hook's policy decides.
   kCheckUnavailable = 6,
 };
 

@@ -186,7 +186,7 @@ Answer Judge(const json& request, const json& object, WorkloadKind kind, const G
     return answer;
   };
 
-  absl::StatusOr<WorkloadJob> job = ReadWorkload(object, kind);
+  absl::StatusOr<WorkloadJob> job = ReadWorkload(object, kind, Deadline(deadline));
   if (!job.ok()) return cannot_judge(job.status());
   if (!job->judge) {
     outcome->reason = job->not_judged;

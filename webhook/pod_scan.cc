@@ -81,47 +81,6 @@ absl::StatusOr<std::map<std::string, std::string>> ReadEnv(const JsonNode& conta
   return env;
 }
 
-// `export NAME='value'` lines for the container's env, so that a shell
-// script sees them as the shell would.
-std::string ExportLines(const std::map<std::string, std::string>& env) {
-  std::string lines;
-  for (const auto& [name, value] : env) {
-    const bool identifier = !name.empty() &&
-                            !absl::ascii_isdigit(static_cast<unsigned char>(name[0])) &&
-                            std::all_of(name.begin(), name.end(), [](char c) {
-                              return absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '_';
-                            });
-    if (!identifier) continue;
-    absl::StrAppend(&lines, "export ", name, "='", absl::StrReplaceAll(value, {{"'", "'\\''"}}),
-                    "'\n");
-  }
-  return lines;
-}
-
-// Reads a container's words. `bash -c SCRIPT` (the form ParseCommandWords
-// hands to ParseJobScript: a shell, then an option cluster holding `c`,
-// within the first words) gets the env exported in front of SCRIPT.
-absl::StatusOr<ScriptJob> ReadLaunch(std::vector<std::string> words,
-                                     const std::map<std::string, std::string>& env) {
-  auto is_shell = [](absl::string_view word) {
-    const size_t slash = word.rfind('/');
-    const absl::string_view name = slash == absl::string_view::npos ? word : word.substr(slash + 1);
-    return name == "bash" || name == "sh";
-  };
-  auto is_dash_c = [](absl::string_view word) {
-    return word.size() >= 2 && word[0] == '-' && word[1] != '-' && absl::StrContains(word, 'c') &&
-           std::all_of(word.begin() + 1, word.end(),
-                       [](char c) { return absl::ascii_isalpha(static_cast<unsigned char>(c)); });
-  };
-  for (size_t k = 0; k + 2 < words.size() && k < 4; ++k) {
-    if (is_shell(words[k]) && is_dash_c(words[k + 1])) {
-      words[k + 2] = absl::StrCat(ExportLines(env), words[k + 2]);
-      break;
-    }
-  }
-  return ParseCommandWords(words);
-}
-
 // The single value a required node affinity allows for the GPU product
 // label, or empty.
 absl::StatusOr<std::string> AffinityGpuProduct(const JsonNode& spec) {
@@ -151,7 +110,7 @@ absl::StatusOr<std::string> AffinityGpuProduct(const JsonNode& spec) {
 
 }  // namespace
 
-absl::StatusOr<PodScan> ScanPodSpec(const JsonNode& spec) {
+absl::StatusOr<PodScan> ScanPodSpec(const JsonNode& spec, const Deadline& deadline) {
   PodScan scan;
   OOMGUARD_RETURN_IF_ERROR(ExpectObject(spec));
   const JsonNode containers = spec.Get("containers");
@@ -182,15 +141,17 @@ absl::StatusOr<PodScan> ScanPodSpec(const JsonNode& spec) {
       }
       word = *std::move(expanded);
     }
-    absl::StatusOr<ScriptJob> script = ReadLaunch(words, env);
+    absl::StatusOr<ScriptJob> script = ParseCommandWords(words, env, deadline);
     // No command: the image's entrypoint is often a shell running the one
     // argument as a script.
     if (script.ok() && !script->found && command.empty() && words.size() == 1) {
-      script = ReadLaunch({"sh", "-c", words[0]}, env);
+      script = ParseCommandWords({"sh", "-c", words[0]}, env, deadline);
     }
     if (!script.ok()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(where, " command/args: ", script.status().message()));
+      // The reader's code stays: a script it cannot read within its bounds
+      // is not an invalid one.
+      return absl::Status(script.status().code(),
+                          absl::StrCat(where, " command/args: ", script.status().message()));
     }
     if (!script->found) continue;
     if (++scan.launches > 1) continue;

@@ -15,6 +15,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "common/deadline.h"
 #include "jobscript/job_script.h"
 #include "webhook/json_node.h"
 
@@ -53,16 +54,18 @@ struct PodScan {
 
 // Reads a PodSpec. InvalidArgument naming the field path and value for a
 // field of the wrong type, a GPU quantity that is not a whole number, or
-// command/args the job script reader refuses.
-absl::StatusOr<PodScan> ScanPodSpec(const JsonNode& spec);
+// command/args the job script reader refuses; the reader's ResourceExhausted /
+// DeadlineExceeded (jobscript/job_script.h) for a launch it cannot read within
+// its bounds or before `deadline`.
+absl::StatusOr<PodScan> ScanPodSpec(const JsonNode& spec, const Deadline& deadline = Deadline());
 
 // How many bytes the `$(NAME)` expansions of one container may produce, its
 // env values and command words together: 1 MiB, the limit on the words the
-// job script reader takes (jobscript/job_script.h). Each value references
+// job script reader takes (kMaxCommandBytes, jobscript/job_script.h). Each value references
 // the ones before it, so a few hundred bytes of doubling references would
 // otherwise grow without bound; the expansion stops as it passes the limit,
 // its work linear in what it produced.
-inline constexpr size_t kMaxExpandedBytes = size_t{1} << 20;
+inline constexpr size_t kMaxExpandedBytes = kMaxCommandBytes;
 
 // Kubernetes' expansion of `$(NAME)` in command, args and env values:
 // references to names in `env` are replaced, `$$` is a literal `$`, anything

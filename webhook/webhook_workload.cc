@@ -62,10 +62,11 @@ struct ScannedPods {
   uint64_t world = 0;
 };
 
-absl::StatusOr<ScannedPods> ScanPods(const std::vector<PodGroup>& groups) {
+absl::StatusOr<ScannedPods> ScanPods(const std::vector<PodGroup>& groups,
+                                     const Deadline& deadline) {
   ScannedPods pods;
   for (const PodGroup& group : groups) {
-    OOMGUARD_ASSIGN_OR_RETURN(PodScan scan, ScanPodSpec(group.spec));
+    OOMGUARD_ASSIGN_OR_RETURN(PodScan scan, ScanPodSpec(group.spec, deadline));
     const uint64_t per_pod = scan.PodGpus();
     pods.scans.push_back(std::move(scan));
     // Checked before multiplying: the factors come from the object.
@@ -91,7 +92,8 @@ WorkloadJob NotJudged(std::string reason) {
 
 }  // namespace
 
-absl::StatusOr<WorkloadJob> ReadWorkload(const json& object_json, WorkloadKind kind) {
+absl::StatusOr<WorkloadJob> ReadWorkload(const json& object_json, WorkloadKind kind,
+                                         const Deadline& deadline) {
   const JsonNode object{&object_json, ""};
   if (!object_json.is_object()) {
     return absl::InvalidArgumentError(
@@ -114,7 +116,7 @@ absl::StatusOr<WorkloadJob> ReadWorkload(const json& object_json, WorkloadKind k
   }
 
   OOMGUARD_ASSIGN_OR_RETURN(const std::vector<PodGroup> groups, PodGroups(object, kind));
-  OOMGUARD_ASSIGN_OR_RETURN(const ScannedPods pods, ScanPods(groups));
+  OOMGUARD_ASSIGN_OR_RETURN(const ScannedPods pods, ScanPods(groups, deadline));
   const uint64_t world = pods.world;
   const PodGroup* launch_group = nullptr;
   const PodScan* launch = nullptr;

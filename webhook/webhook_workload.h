@@ -49,6 +49,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "common/deadline.h"
 #include "jobscript/check_request.h"
 // The parts ReadWorkload is made of declare the rest of its API:
 // WorkloadKind, WorkloadKindOf, WorkloadKindName (workload_kinds.h);
@@ -90,8 +91,11 @@ struct WorkloadJob {
 // InvalidArgument naming the field path and value for a field of the wrong
 // type or a malformed value (a GPU quantity that is not a whole number, a
 // negative replica count, a bad annotation); FailedPrecondition when a launch
-// is found but the job cannot be judged (no GPUs, no GPU type).
-absl::StatusOr<WorkloadJob> ReadWorkload(const nlohmann::json& object, WorkloadKind kind);
+// is found but the job cannot be judged (no GPUs, no GPU type); the job script
+// reader's ResourceExhausted / DeadlineExceeded (jobscript/job_script.h) for a
+// launch it cannot read within its bounds or before `deadline`.
+absl::StatusOr<WorkloadJob> ReadWorkload(const nlohmann::json& object, WorkloadKind kind,
+                                         const Deadline& deadline = Deadline());
 
 }  // namespace oomguard::webhook
 

@@ -20,6 +20,7 @@
 #include "gtest/gtest.h"
 #include "prometheus/metric_family.h"
 #include "server/server.h"
+#include "tests/jobscript/job_script_test_util.h"
 #include "tests/testing/examples.h"
 #include "tests/testing/held_connections.h"
 #include "tests/testing/service_test_util.h"
@@ -469,6 +470,22 @@ TEST_F(HttpApiTest, FormBodyIs415NamingTheContentType) {
   httplib::Result json_body = Post("/v1/check", large);
   ASSERT_TRUE(json_body);
   EXPECT_EQ(json_body->status, 200);
+}
+
+// Issue 25 item 5: a pasted script of array-doubling lines took 10.7 s and
+// answered 400. Its reading stops at the reader's work bound: RESOURCE_EXHAUSTED
+// (429) naming the field, the line and the bound.
+TEST_F(HttpApiTest, AScriptPastTheReadersWorkBoundIsAnsweredAtOnce) {
+  Start();
+  const json request = {
+      {"script", testing::ArrayDoublingScript("a b")}, {"gpu", "H100"}, {"gpus", 8}};
+  httplib::Result check = Post("/v1/check_script", request.dump());
+  ASSERT_TRUE(check);
+  EXPECT_EQ(check->status, 429) << check->body;
+  const json answer = json::parse(check->body);
+  EXPECT_EQ(answer["code"], 8);  // RESOURCE_EXHAUSTED
+  EXPECT_THAT(answer["message"].get<std::string>(),
+              HasSubstr("script: line 19: the script's variable expansions pass 16 MiB of work"));
 }
 
 TEST_F(HttpApiTest, PastDeadlineIs504) {

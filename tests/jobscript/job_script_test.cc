@@ -12,6 +12,8 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/time/time.h"
+#include "common/deadline.h"
 #include "tests/jobscript/job_script_test_util.h"
 
 namespace oomguard {
@@ -184,6 +186,83 @@ TEST(JobScriptTest, TenMegabyteScriptIsReadQuickly) {
   ASSERT_TRUE(job.found);
   EXPECT_THAT(job.megatron_args, ElementsAre("--micro-batch-size", "1"));
   EXPECT_LT(seconds, 2.0);
+}
+
+// Issue 25 item 5: array-doubling lines pass the expansion work bound and the
+// reading stops there, naming the line, rather than copying 65,536 elements
+// a line for thousands of lines (17 s). Each reference costs its elements'
+// bytes plus 64 each (kExpansionWorkPerElement). With `A=(a b)`, line k
+// copies min(2^(k-1), 2^16) one-byte elements: lines 2..17 copy 2^17 - 2 of
+// them, 8,519,550 bytes of work, and each later line 65,536 x 65 =
+// 4,259,840, so line 19 passes 16 MiB (16,779,230 > 16,777,216).
+// With empty elements each costs 64: 64 x (2^17 - 2) after line 17, then
+// 4,194,304 a line: line 19 reaches 16,777,088, line 20 passes.
+TEST(JobScriptTest, ArrayDoublingStopsAtTheExpansionWorkBound) {
+  absl::StatusOr<ScriptJob> job = ParseJobScript(testing::ArrayDoublingScript("a b"));
+  ASSERT_EQ(job.status().code(), absl::StatusCode::kResourceExhausted) << job.status();
+  EXPECT_THAT(job.status().message(),
+              HasSubstr("line 19: the script's variable expansions pass 16 MiB of work"));
+  EXPECT_TRUE(IsUnreadableScript(job.status()));
+
+  job = ParseJobScript(testing::ArrayDoublingScript("\"\" \"\""));
+  ASSERT_EQ(job.status().code(), absl::StatusCode::kResourceExhausted) << job.status();
+  EXPECT_THAT(job.status().message(), HasSubstr("line 20: "));
+
+  // Inside a container's `bash -c`, and inside `srun bash -c` of a batch
+  // script (its lines counted from the srun line, 3): the whole reading
+  // stops, not only the inner script's.
+  job = ParseCommandWords({"bash", "-c", testing::ArrayDoublingScript("a b")});
+  ASSERT_EQ(job.status().code(), absl::StatusCode::kResourceExhausted) << job.status();
+  job = ParseJobScript("#!/bin/bash\n#SBATCH --gpus=8\nsrun bash -c '" +
+                       testing::ArrayDoublingScript("a b") + "'\n");
+  ASSERT_EQ(job.status().code(), absl::StatusCode::kResourceExhausted) << job.status();
+  EXPECT_THAT(job.status().message(), HasSubstr("line 21: "));
+}
+
+TEST(JobScriptTest, ThePassedDeadlineStopsTheReading) {
+  const Deadline passed(absl::InfinitePast());
+  absl::StatusOr<ScriptJob> job =
+      ParseJobScript("#!/bin/bash\nMBS=1\ntorchrun pretrain_gpt.py\n", passed);
+  ASSERT_EQ(job.status().code(), absl::StatusCode::kDeadlineExceeded) << job.status();
+  EXPECT_EQ(job.status().message(), "deadline passed while reading the job script (line 2)");
+  EXPECT_TRUE(IsUnreadableScript(job.status()));
+  job = ParseCommandWords({"bash", "-c", "torchrun pretrain_gpt.py"}, {}, passed);
+  EXPECT_EQ(job.status().code(), absl::StatusCode::kDeadlineExceeded) << job.status();
+  // An invalid script is not an unreadable one.
+  EXPECT_FALSE(IsUnreadableScript(ParseJobScript("torchrun pretrain_gpt.py 'x\n").status()));
+}
+
+// Issue 25 item 10: a launch line past the words bound was not read and the
+// job taken as having no launch (accepted even under policy=closed), with a
+// note blaming 1 MiB. It is a launch oomguard cannot read, and the error
+// names the bound it passed: the words, or the bytes.
+TEST(JobScriptTest, ALaunchPastTheCommandBoundsIsUnreadableNamingTheBound) {
+  // 4 + 65,536 words: past kMaxCommandWords, 0.9 MB of them.
+  absl::StatusOr<ScriptJob> job = ParseJobScript(testing::DataBlendScript(32768));
+  ASSERT_EQ(job.status().code(), absl::StatusCode::kResourceExhausted) << job.status();
+  EXPECT_EQ(job.status().message(),
+            "line 2: the command has more than 65536 words, the most oomguard reads in one "
+            "command");
+  EXPECT_TRUE(IsUnreadableScript(job.status()));
+  // 65,000 words are read.
+  job = ParseJobScript(testing::DataBlendScript(32498));
+  ASSERT_TRUE(job.ok()) << job.status();
+  EXPECT_TRUE(job->found);
+  EXPECT_EQ(job->megatron_args.size(), 3u + 2 * 32498);
+  // Few words, over 1 MiB: the bytes are named. 2 words of 600,000 bytes
+  // each, the launch's 4 words with theirs: 1,200,002 + 40 + ... bytes.
+  const std::string big(600000, 'x');
+  job = ParseJobScript("torchrun pretrain_gpt.py --num-layers 2 --data-path " + big + " " + big);
+  ASSERT_EQ(job.status().code(), absl::StatusCode::kResourceExhausted) << job.status();
+  EXPECT_THAT(job.status().message(),
+              AllOf(HasSubstr("line 1: the command is 1200"), HasSubstr(" bytes, more than the "
+                                                                        "1048576 bytes")));
+  // A container's words: the same bounds.
+  std::vector<std::string> words = {"torchrun", "pretrain_gpt.py", "--data-path"};
+  words.resize(kMaxCommandWords + 1, "1");
+  job = ParseCommandWords(words);
+  ASSERT_EQ(job.status().code(), absl::StatusCode::kResourceExhausted) << job.status();
+  EXPECT_THAT(job.status().message(), HasSubstr("more than 65536 words"));
 }
 
 TEST(JobScriptTest, CommandWords) {

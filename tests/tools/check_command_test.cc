@@ -19,6 +19,7 @@
 #include "gtest/gtest.h"
 #include "oomguard/v1/admission.pb.h"
 #include "server/server.h"
+#include "tests/jobscript/job_script_test_util.h"
 #include "tests/testing/service_test_util.h"
 
 namespace oomguard {
@@ -419,6 +420,23 @@ TEST_F(CheckCommandTest, ArgumentsWithQuotesAndBlanksReachTheServerIntact) {
   ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(out_, &response).ok()) << out_;
   // 16 pipeline ranks, as the layout says.
   EXPECT_EQ(response.report().ranks_size(), 16);
+}
+
+// Issue 25 items 5 and 10: a script oomguard cannot read within its bounds
+// (array-doubling lines past the expansion work; a 32,768-pair data blend
+// past 65,536 words) exits 6, where the Slurm hook's policy decides
+// (closed: refused), not 2 (invalid) or 5 (no launch: accepted), and says
+// which bound. The doubling script took 17 s of CPU before.
+TEST_F(CheckCommandTest, AScriptPastTheReadersBoundsIsLeftToThePolicy) {
+  const std::string doubling = File("doubling.sh", testing::ArrayDoublingScript("a b"));
+  EXPECT_EQ(Run({"--gpu", "H100", "--gpus", "8", "--script", doubling}), kCheckUnavailable);
+  EXPECT_THAT(err_, HasSubstr("oomguard check: cannot read the job script: line 19: the script's "
+                              "variable expansions pass 16 MiB of work"));
+  EXPECT_EQ(out_, "");
+  const std::string blend = File("blend.sh", testing::DataBlendScript(32768));
+  EXPECT_EQ(Run({"--gpu", "H100", "--gpus", "8", "--script", blend}), kCheckUnavailable);
+  EXPECT_THAT(err_, HasSubstr("cannot read the job script: line 2: the command has more than "
+                              "65536 words"));
 }
 
 TEST_F(CheckCommandTest, UsageErrors) {

@@ -21,6 +21,7 @@
 #include "jobspec/megatron_args.h"
 #include "service/metrics.h"
 #include "service/request_handlers.h"
+#include "tests/jobscript/job_script_test_util.h"
 #include "tests/testing/service_test_jobs.h"
 #include "webhook/webhook_workload.h"
 
@@ -277,6 +278,23 @@ TEST_F(WebhookAdmissionTest, DoublingEnvReferencesAreAnsweredNamingTheValue) {
               AllOf(HasSubstr("spec.containers[0].env[20] (\"V20\")"),
                     HasSubstr("expand past 1048576 bytes")));
   EXPECT_EQ(last_.outcome.code, absl::StatusCode::kInvalidArgument);
+}
+
+// Issue 25 item 5: a `bash -c` script of array-doubling lines took 6-42 s of
+// CPU a review. Its reading stops at the job script reader's work bound
+// (jobscript/shell_variables.h): a Pod oomguard cannot read, allowed with a
+// warning naming the line and the bound, at once.
+TEST_F(WebhookAdmissionTest, ArrayDoublingScriptIsAnsweredNamingTheBound) {
+  json review = Load("pod_deepseek_v3_8gpu.json");
+  json& container = PodSpecOf(review)["containers"][0];
+  container["command"] = json::array({"bash", "-c"});
+  container["args"] = json::array({testing::ArrayDoublingScript("a b")});
+  const json r = Review(review);
+  EXPECT_EQ(r["allowed"], true);
+  EXPECT_THAT(r["warnings"][0].get<std::string>(),
+              AllOf(HasSubstr("spec.containers[0] (\"megatron\") command/args: line 19: "),
+                    HasSubstr("pass 16 MiB of work")));
+  EXPECT_EQ(last_.outcome.code, absl::StatusCode::kResourceExhausted);
 }
 
 TEST_F(WebhookAdmissionTest, WrongTypesAreReportedByPath) {
