@@ -33,7 +33,7 @@ void Resolve(const absl::StatusOr<ScriptJob>& script, const char* where) {
   // and an H100 where it states none.
   JobSources sources = ScriptSources(*script);
   sources.default_gpu = "h100";
-  ChosenLaunch chosen = ChooseLaunch(sources, script->megatron_args);
+  ChosenLaunch chosen = ChooseLaunch(sources, script->megatron_args, script->megatron_arg_sources);
   if (chosen.launch.num_gpus == 0) chosen.launch.num_gpus = 8;
   const v1::CheckRequest request = BuildCheckRequest(chosen.launch);
   ExpectAnswerCode(service::ResolveJobSource(request.job(), "job").status(), "ResolveJobSource");

@@ -62,6 +62,20 @@ def calibration_cases(limit):
     return picked
 
 
+def secret_env_reviews():
+    """Issue 25 item 12: a Pod whose env value reaches a numeric flag through
+    Kubernetes' $(NAME) and through a bash -c script's $NAME."""
+    review = json.loads(read("tests/data/admission/pod_deepseek_v3_8gpu.json"))
+    container = review["request"]["object"]["spec"]["containers"][0]
+    container["env"] = [{"name": "WANDB_API_KEY", "value": "sk-secret-123"}]
+    container["args"] = container["args"] + ["--micro-batch-size", "$(WANDB_API_KEY)"]
+    by_reference = json.dumps(review)
+    container["command"] = ["bash", "-c"]
+    container["args"] = ["torchrun --nproc-per-node 8 pretrain_gpt.py "
+                         "--micro-batch-size $WANDB_API_KEY"]
+    return [by_reference, json.dumps(review)]
+
+
 def main():
     cases = calibration_cases(24)
     lines = [" ".join(shlex.quote(w) for w in c["argv"]) for c in cases]
@@ -126,6 +140,7 @@ def main():
     reviews += [pod.replace("/data/dsv3/text_document", "/data/\ufffd").encode("utf-8"),
                 pod.encode("utf-8").replace(b"/data/dsv3/text_document", not_utf8[0]),
                 pod.replace("/data/dsv3/text_document", "/data/\\udcff")]
+    reviews += secret_env_reviews()
     write("admission_review_fuzzer", reviews)
 
     requests = []
@@ -134,6 +149,11 @@ def main():
                                  "env": case.get("env", {})},
                          "gpuName": "h100"})
     requests += [
+        # Issue 25 item 12: a word holding an env value, named in errors.
+        {"job": {"megatron": {"preset": "llama3-8b", "numGpus": 8,
+                              "argv": ["--micro-batch-size", "sk-secret-123"],
+                              "argvSources": {"1": "$(WANDB_API_KEY)"}}},
+         "gpuName": "h100"},
         {"job": {"megatron": {"preset": "deepseek-v3", "numGpus": 256,
                               "args": read("examples/deepseek_v3_256gpu.args")}},
          "gpuName": "h100", "policy": {"safetyMargin": 0.1}},

@@ -40,7 +40,7 @@ absl::StatusOr<ScriptCheck> ReadScriptCheck(const v1::CheckScriptRequest& body,
                                         : std::nullopt,
                    .env = {}};
   sources.caller_name = "the request";
-  ChosenLaunch chosen = ChooseLaunch(sources, job->megatron_args);
+  ChosenLaunch chosen = ChooseLaunch(sources, job->megatron_args, job->megatron_arg_sources);
   if (chosen.launch.num_gpus == 0) {
     return BadField("gpus",
                     "the job's GPU count is unknown: the script does not state it (#OOMGUARD "

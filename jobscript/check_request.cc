@@ -15,6 +15,12 @@ v1::CheckRequest BuildCheckRequest(const LaunchCheck& launch) {
   v1::MegatronJob* megatron = source->mutable_megatron();
   if (!launch.preset.empty()) megatron->set_preset(launch.preset);
   megatron->mutable_argv()->Assign(launch.megatron_args.begin(), launch.megatron_args.end());
+  for (size_t i = 0; i < launch.megatron_arg_sources.size(); ++i) {
+    if (!launch.megatron_arg_sources[i].empty()) {
+      (*megatron->mutable_argv_sources())[static_cast<uint32_t>(i)] =
+          launch.megatron_arg_sources[i];
+    }
+  }
   megatron->set_num_gpus(launch.num_gpus);
   source->set_gpus_per_node(launch.gpus_per_node);
   for (const auto& [name, value] : launch.env) (*source->mutable_env())[name] = value;

@@ -21,6 +21,9 @@ struct LaunchCheck {
   // The flags after pretrain_gpt.py, one word per element
   // (ScriptJob::megatron_args): sent as MegatronJob.argv.
   std::vector<std::string> megatron_args;
+  // Empty, or one per megatron_args word: the variables it holds the values
+  // of (ScriptJob::megatron_arg_sources): sent as MegatronJob.argv_sources.
+  std::vector<std::string> megatron_arg_sources;
   // A preset the flags override; empty = the flags are the whole command
   // line.
   std::string preset;

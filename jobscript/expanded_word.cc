@@ -11,6 +11,8 @@ namespace {
 constexpr size_t kMaxInertText = 256;
 // Pieces in one value; past this it becomes one inert piece.
 constexpr size_t kMaxPieces = 256;
+// Variables a word names as its sources.
+constexpr size_t kMaxSources = 4;
 
 }  // namespace
 
@@ -59,6 +61,16 @@ std::string SourceText(const Pieces& pieces) {
   std::string out;
   for (const Piece& p : pieces) out += p.text;
   return out;
+}
+
+void AddSource(Field& field, const std::string& source) {
+  std::vector<std::string>& sources = field.sources;
+  if (std::find(sources.begin(), sources.end(), source) != sources.end()) return;
+  if (sources.size() < kMaxSources) {
+    sources.push_back(source);
+  } else if (sources.size() == kMaxSources) {
+    sources.push_back("...");
+  }
 }
 
 std::string WhyInert(const Pieces& pieces) {

@@ -41,9 +41,17 @@ std::string SourceText(const Pieces& pieces);
 // The first reason a value is not known; empty when it is.
 std::string WhyInert(const Pieces& pieces);
 
+struct Field;
+// Adds `source` to `field`'s sources (once; a few at most, then "...").
+void AddSource(Field& field, const std::string& source);
+
 // One word after expansion.
 struct Field {
   Pieces pieces;
+  // The variables whose values it holds, as written ("$MBS", "$(MBS)" for a
+  // Kubernetes env reference): an error about the word names them and never
+  // shows the value (MegatronJob.argv_sources).
+  std::vector<std::string> sources;
   bool inert() const { return HasInert(pieces); }
   std::string text() const { return LiteralText(pieces); }
 };

@@ -319,7 +319,8 @@ absl::StatusOr<ScriptJob> ParseJobScript(absl::string_view script, const Deadlin
 
 absl::StatusOr<ScriptJob> ParseCommandWords(absl::Span<const std::string> words,
                                             const std::map<std::string, std::string>& environment,
-                                            const Deadline& deadline) {
+                                            const Deadline& deadline,
+                                            absl::Span<const std::string> word_sources) {
   size_t bytes = 0;
   for (const std::string& w : words) bytes += w.size() + 1;
   if (words.size() > kMaxCommandWords || bytes > kMaxCommandBytes) {
@@ -332,8 +333,10 @@ absl::StatusOr<ScriptJob> ParseCommandWords(absl::Span<const std::string> words,
     }
   }
   std::vector<Field> fields;
-  for (const std::string& w : words) {
+  for (size_t i = 0; i < words.size(); ++i) {
+    const std::string& w = words[i];
     Field f;
+    if (i < word_sources.size() && !word_sources[i].empty()) f.sources.push_back(word_sources[i]);
     // An unresolved Kubernetes $(NAME) reference.
     const size_t ref = w.find("$(");
     if (ref != std::string::npos && w.find(')', ref) != std::string::npos) {

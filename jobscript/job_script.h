@@ -84,6 +84,11 @@ struct ScriptJob {
   // The flags after pretrain_gpt.py (or equivalent), variables substituted
   // textually; one word per element.
   std::vector<std::string> megatron_args;
+  // One per megatron_args word: the variables whose values it holds, as
+  // written ("$MBS", "$(WANDB_API_KEY)"; several joined by ", "), empty for
+  // a literal word. Sent as MegatronJob.argv_sources: errors name them and
+  // never show the value, which may be a secret from the environment.
+  std::vector<std::string> megatron_arg_sources;
   // From "#OOMGUARD preset=NAME" (empty = none).
   std::string preset;
   // From "#OOMGUARD gpu=NAME" (empty = none).
@@ -140,11 +145,14 @@ bool IsUnreadableScript(const absl::Status& status);
 // SCRIPT` / `sh -c SCRIPT` (also `-lc`, `-ec`, ...) delegates to
 // ParseJobScript, the script starting with `environment` exported (the
 // container's env; names that are not shell identifiers are left out). A word still holding a
-// Kubernetes `$(NAME)` reference is dropped like an unknown variable. Errors: as ParseJobScript,
-// and ResourceExhausted for more than kMaxCommandWords words or kMaxCommandBytes bytes of them.
+// Kubernetes `$(NAME)` reference is dropped like an unknown variable. `word_sources` (empty, or
+// one per word): the variables a word holds the values of, as written ("$(WANDB_API_KEY)" for
+// a reference Kubernetes expanded), kept with the word (ScriptJob::megatron_arg_sources).
+// Errors: as ParseJobScript, and ResourceExhausted for more than kMaxCommandWords words or
+// kMaxCommandBytes bytes of them.
 absl::StatusOr<ScriptJob> ParseCommandWords(
     absl::Span<const std::string> words, const std::map<std::string, std::string>& environment = {},
-    const Deadline& deadline = Deadline());
+    const Deadline& deadline = Deadline(), absl::Span<const std::string> word_sources = {});
 
 }  // namespace oomguard
 

@@ -94,11 +94,13 @@ JobSources ScriptSources(const ScriptJob& job) {
   return sources;
 }
 
-ChosenLaunch ChooseLaunch(const JobSources& s, std::vector<std::string> megatron_args) {
+ChosenLaunch ChooseLaunch(const JobSources& s, std::vector<std::string> megatron_args,
+                          std::vector<std::string> megatron_arg_sources) {
   ChosenLaunch chosen;
   std::vector<std::string>& notes = chosen.notes;
   LaunchCheck& launch = chosen.launch;
   launch.megatron_args = std::move(megatron_args);
+  launch.megatron_arg_sources = std::move(megatron_arg_sources);
 
   // The sizes: the job's own last, named by how it was counted.
   const ScriptSize own = OwnSize(s);

@@ -113,7 +113,10 @@ struct ChosenLaunch {
 
 // Applies the rule to `sources`; `megatron_args` are the launch's flags
 // (ScriptJob::megatron_args).
-ChosenLaunch ChooseLaunch(const JobSources& sources, std::vector<std::string> megatron_args);
+// `megatron_arg_sources`: ScriptJob::megatron_arg_sources (empty: every word
+// literal), kept with the words.
+ChosenLaunch ChooseLaunch(const JobSources& sources, std::vector<std::string> megatron_args,
+                          std::vector<std::string> megatron_arg_sources = {});
 
 }  // namespace oomguard
 

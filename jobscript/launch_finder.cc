@@ -9,6 +9,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
 #include "jobscript/launch_size.h"
 #include "jobscript/script_notes.h"
@@ -183,11 +184,13 @@ void LaunchFinder::TakeLaunch(const std::vector<Field>& fields, size_t launcher,
     if (it != env.end()) job_->env[it->first] = it->second;
   }
   std::vector<std::string>& args = job_->megatron_args;
+  std::vector<std::string>& sources = job_->megatron_arg_sources;
   bool previous_kept = false;  // The previous field made it into args.
   for (size_t k = script + 1; k < fields.size(); ++k) {
     const Field& f = fields[k];
     if (!f.inert()) {
       args.push_back(f.text());
+      sources.push_back(absl::StrJoin(f.sources, ", "));
       previous_kept = true;
       continue;
     }
@@ -197,6 +200,7 @@ void LaunchFinder::TakeLaunch(const std::vector<Field>& fields, size_t launcher,
         FlagTakesValue(args.back())) {
       dropped = absl::StrCat(args.back(), " ", dropped);
       args.pop_back();
+      sources.pop_back();
     }
     Note(absl::StrCat("line ", line, ": dropped ", Shown(dropped), ": ", WhyInert(f.pieces)));
     if (job_->unresolved.size() < kMaxNotes) job_->unresolved.push_back(Shown(dropped));

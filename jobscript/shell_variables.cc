@@ -123,6 +123,7 @@ void ShellVariables::ExpandVariable(const Part& part, bool split, std::vector<Fi
           current = Field{};
         }
         for (Piece& p : expanded[i].pieces) AppendPiece(current.pieces, std::move(p));
+        for (const std::string& source : expanded[i].sources) AddSource(current, source);
         has_content = true;
       }
       if (!expanded.empty() || part.quoted) has_content = true;
@@ -136,11 +137,19 @@ void ShellVariables::ExpandVariable(const Part& part, bool split, std::vector<Fi
     has_content = true;
     return;
   }
+  // Every field the value reaches holds (a part of) it: named as its source
+  // (a field cut right at the value's first blank too, which is harmless).
+  const std::string source = absl::StrCat("$", ref.name);
+  auto end_field = [&] {
+    AddSource(current, source);
+    fields.push_back(std::move(current));
+    current = Field{};
+  };
+  if (!elements.empty()) AddSource(current, source);
   for (size_t i = 0; i < elements.size(); ++i) {
     if (part.quoted || !split) {
       if (i > 0 && multi && split) {
-        fields.push_back(std::move(current));
-        current = Field{};
+        end_field();
       } else if (i > 0) {
         AppendPiece(current.pieces, Piece{" ", false, ""});
       }
@@ -150,8 +159,7 @@ void ShellVariables::ExpandVariable(const Part& part, bool split, std::vector<Fi
     }
     // Unquoted: split on blanks; element boundaries are field boundaries.
     if (i > 0 && has_content) {
-      fields.push_back(std::move(current));
-      current = Field{};
+      end_field();
       has_content = false;
     }
     for (const Piece& p : elements[i]) {
@@ -164,8 +172,7 @@ void ShellVariables::ExpandVariable(const Part& part, bool split, std::vector<Fi
       for (const char c : p.text) {
         if (c == ' ' || c == '\t' || c == '\n') {
           if (has_content) {
-            fields.push_back(std::move(current));
-            current = Field{};
+            end_field();
             has_content = false;
           }
         } else {
@@ -175,6 +182,7 @@ void ShellVariables::ExpandVariable(const Part& part, bool split, std::vector<Fi
       }
     }
   }
+  if (has_content) AddSource(current, source);
 }
 
 std::vector<Field> ShellVariables::Expand(const Parts& parts, bool split, int line) {

@@ -11,9 +11,23 @@
 
 namespace oomguard {
 
+std::string ShownWord(absl::string_view word, absl::string_view source) {
+  if (source.empty()) return Quote(word);
+  return absl::StrCat("the value of ", EscapedValue(source), " (not shown)");
+}
+
 absl::Status BadValue(const FlagUse& flag, absl::string_view expected, absl::string_view value) {
+  // The value the text is (a part of), by where it lies.
+  absl::string_view source;
+  for (size_t i = 0; i < flag.values.size() && i < flag.sources.size(); ++i) {
+    const absl::string_view v = flag.values[i];
+    if (value.data() >= v.data() && value.data() + value.size() <= v.data() + v.size()) {
+      source = flag.sources[i];
+      break;
+    }
+  }
   return absl::InvalidArgumentError(
-      absl::StrCat(flag.display, ": expected ", expected, ", got ", Quote(value)));
+      absl::StrCat(flag.display, ": expected ", expected, ", got ", ShownWord(value, source)));
 }
 
 bool IsDigits(absl::string_view text) {

@@ -23,12 +23,23 @@ namespace oomguard {
 struct FlagUse {
   std::string display;  // The flag as written, without "=value".
   std::vector<absl::string_view> values;
+  // Parallel to `values` (or empty): the variable a value holds the value of,
+  // as the hook read it ("$(WANDB_API_KEY)", "$MBS"); empty for a literal
+  // value. See ShownWord.
+  std::vector<absl::string_view> sources;
 
   absl::string_view value() const { return values.front(); }
 };
 
-// "<flag>: expected <expected>, got <value>", the value quoted (Quote in
-// common/quoted_value.h).
+// How an error message shows an argument `word`: quoted (Quote in
+// common/quoted_value.h), or, when it holds a variable's value (`source`,
+// MegatronJob.argv_sources), "the value of $(NAME)": a value from the
+// environment may be a secret, so it is never echoed. The one rule for
+// every message about an argument's value.
+std::string ShownWord(absl::string_view word, absl::string_view source);
+
+// "<flag>: expected <expected>, got <value>", the value (one of the flag's
+// values or a part of one) shown by ShownWord.
 absl::Status BadValue(const FlagUse& flag, absl::string_view expected, absl::string_view value);
 
 // Whether `text` is one or more decimal digits.

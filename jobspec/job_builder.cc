@@ -25,7 +25,8 @@ absl::StatusOr<v1::JobSpec> BuildJob(const JobInputs& inputs, std::vector<std::s
     // Presets and HF configs describe bf16 training.
     job.mutable_precision()->set_params_dtype(v1::DTYPE_BF16);
   }
-  OOMGUARD_RETURN_IF_ERROR(ApplyMegatronArgs(inputs.megatron_args, mode, &job, notes));
+  OOMGUARD_RETURN_IF_ERROR(
+      ApplyMegatronArgs(inputs.megatron_args, mode, &job, notes, inputs.megatron_arg_sources));
   OOMGUARD_RETURN_IF_ERROR(ApplyEnvironment(inputs.env, &job));
   job.mutable_parallelism()->set_num_gpus(inputs.num_gpus);
   return job;

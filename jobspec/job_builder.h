@@ -24,6 +24,9 @@ struct JobInputs {
   // The Megatron-LM arguments, one word per element: the whole command line
   // without a preset or config, else overrides on top of it.
   std::vector<std::string> megatron_args;
+  // Empty, or one per megatron_args word: the variable it holds the value of
+  // (MegatronJob.argv_sources), named in errors instead of the value.
+  std::vector<std::string> megatron_arg_sources;
   // The job's environment (PYTORCH_CUDA_ALLOC_CONF, NCCL_GRAPH_REGISTER).
   std::map<std::string, std::string> env;
   // World size, > 0.

@@ -29,25 +29,45 @@ bool IsValueToken(absl::string_view token) {
   return absl::ascii_isdigit(static_cast<unsigned char>(next)) || next == '.';
 }
 
+// A run of argument words with the variables they hold the values of
+// (MegatronJob.argv_sources; `sources` empty or as long as `words`).
+struct ArgWords {
+  absl::Span<const std::string> words;
+  absl::Span<const std::string> sources;
+
+  absl::string_view source(size_t i) const {
+    return i < sources.size() ? absl::string_view(sources[i]) : absl::string_view();
+  }
+  // Words [pos, pos + n), with their sources.
+  ArgWords Sub(size_t pos, size_t n) const {
+    return ArgWords{words.subspan(pos, n), sources.empty() ? sources : sources.subspan(pos, n)};
+  }
+};
+
 // Applies one flag of the table; returns how many of the `following`
-// tokens it took as values.
+// tokens it took as values. `token_source`: the variable the flag's word
+// holds the value of (its inline value's source).
 absl::StatusOr<size_t> ApplyKnownFlag(const MegatronFlag& flag, FlagUse& use,
                                       std::optional<absl::string_view> inline_value,
-                                      absl::Span<const std::string> following, ParseState& s) {
+                                      absl::string_view token_source, ArgWords following,
+                                      ParseState& s) {
   size_t taken = 0;
   switch (flag.arity) {
     case FlagArity::kSwitch:
-      if (inline_value.has_value() || !following.empty()) {
+      if (inline_value.has_value() || !following.words.empty()) {
         return absl::InvalidArgumentError(absl::StrCat(
             use.display, " takes no value, got ",
-            Quote(inline_value.has_value() ? *inline_value : absl::string_view(following[0]))));
+            inline_value.has_value() ? ShownWord(*inline_value, token_source)
+                                     : ShownWord(following.words[0], following.source(0))));
       }
       break;
     case FlagArity::kOne:
       if (inline_value.has_value()) {
         use.values.push_back(*inline_value);
-      } else if (!following.empty()) {
-        use.values.push_back(following[0]);
+        use.sources.push_back(token_source);
+      } else if (!following.words.empty()) {
+        use.values.push_back(following.words[0]);
+        use.sources.push_back(following.source(0));
         taken = 1;
       } else {
         return absl::InvalidArgumentError(absl::StrCat(use.display, ": missing value"));
@@ -56,9 +76,13 @@ absl::StatusOr<size_t> ApplyKnownFlag(const MegatronFlag& flag, FlagUse& use,
     case FlagArity::kList:
       if (inline_value.has_value()) {
         use.values.push_back(*inline_value);
+        use.sources.push_back(token_source);
       } else {
-        use.values.assign(following.begin(), following.end());
-        taken = following.size();
+        for (size_t i = 0; i < following.words.size(); ++i) {
+          use.values.push_back(following.words[i]);
+          use.sources.push_back(following.source(i));
+        }
+        taken = following.words.size();
       }
       break;
   }
@@ -68,8 +92,8 @@ absl::StatusOr<size_t> ApplyKnownFlag(const MegatronFlag& flag, FlagUse& use,
 
 // Applies the flag `token` ("--name" or "--name=value"); `following` are the
 // value-like tokens after it. Returns how many of them it took.
-absl::StatusOr<size_t> ApplyFlag(absl::string_view token, absl::Span<const std::string> following,
-                                 ParseState& s) {
+absl::StatusOr<size_t> ApplyFlag(absl::string_view token, absl::string_view token_source,
+                                 ArgWords following, ParseState& s) {
   absl::string_view body = token.substr(2);
   std::optional<absl::string_view> inline_value;
   if (const size_t eq = body.find('='); eq != absl::string_view::npos) {
@@ -77,7 +101,8 @@ absl::StatusOr<size_t> ApplyFlag(absl::string_view token, absl::Span<const std::
     body = body.substr(0, eq);
   }
   if (body.empty()) {
-    return absl::InvalidArgumentError(absl::StrCat("empty flag name in ", Quote(token)));
+    return absl::InvalidArgumentError(
+        absl::StrCat("empty flag name in ", ShownWord(token, token_source)));
   }
   FlagUse use{absl::StrCat("--", body), {}};
   if (const MegatronFlag* flag = FindMegatronFlag(use.display); flag != nullptr) {
@@ -85,7 +110,7 @@ absl::StatusOr<size_t> ApplyFlag(absl::string_view token, absl::Span<const std::
       return absl::UnimplementedError(
           absl::StrCat(use.display, ": FSDP jobs are not modelled by oomguard"));
     }
-    return ApplyKnownFlag(*flag, use, inline_value, following, s);
+    return ApplyKnownFlag(*flag, use, inline_value, token_source, following, s);
   }
   // Skipped flag: its values are whatever value-like tokens follow.
   const std::string name = CanonicalFlagName(use.display);
@@ -94,14 +119,19 @@ absl::StatusOr<size_t> ApplyFlag(absl::string_view token, absl::Span<const std::
   } else if (!IsSilentFlag(name)) {
     s.Note(absl::StrCat("ignored unknown flag ", EscapedValue(use.display)));
   }
-  return following.size();
+  return following.words.size();
 }
 
 }  // namespace
 
 absl::Status ApplyMegatronArgs(absl::Span<const std::string> args, ArgsMode mode, v1::JobSpec* job,
-                               std::vector<std::string>* notes) {
+                               std::vector<std::string>* notes,
+                               absl::Span<const std::string> arg_sources) {
   if (job == nullptr) return absl::InvalidArgumentError("job is null");
+  if (!arg_sources.empty() && arg_sources.size() != args.size()) {
+    return absl::InvalidArgumentError("the argument sources do not match the arguments");
+  }
+  const ArgWords all{args, arg_sources};
   ParseState state{.mode = mode, .job = job, .notes = notes};
   absl::string_view last_flag;
   size_t pos = 0;
@@ -109,14 +139,15 @@ absl::Status ApplyMegatronArgs(absl::Span<const std::string> args, ArgsMode mode
     const absl::string_view token = args[pos];
     if (!IsFlagToken(token)) {
       return absl::InvalidArgumentError(
-          absl::StrCat("unexpected argument ", Quote(token),
+          absl::StrCat("unexpected argument ", ShownWord(token, all.source(pos)),
                        last_flag.empty() ? " (flags start with \"--\")"
                                          : absl::StrCat(" after ", EscapedValue(last_flag))));
     }
     size_t end = pos + 1;
     while (end < args.size() && IsValueToken(args[end])) ++end;
-    OOMGUARD_ASSIGN_OR_RETURN(const size_t taken,
-                              ApplyFlag(token, args.subspan(pos + 1, end - pos - 1), state));
+    OOMGUARD_ASSIGN_OR_RETURN(
+        const size_t taken,
+        ApplyFlag(token, all.source(pos), all.Sub(pos + 1, end - pos - 1), state));
     last_flag = token;
     pos += 1 + taken;
   }

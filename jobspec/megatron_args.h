@@ -48,8 +48,13 @@ enum class ArgsMode {
 // Errors: InvalidArgument naming the flag and the value for malformed
 // values, missing values and stray tokens; Unimplemented for FSDP
 // (`--use-torch-fsdp2`, `--use-megatron-fsdp`, `--use-custom-fsdp`).
+// `arg_sources` (empty, or one per arg): the variable an argument holds the
+// value of, as the hook read it (MegatronJob.argv_sources); an error about
+// such an argument names the variable instead of showing the value
+// (ShownWord in flag_values.h).
 absl::Status ApplyMegatronArgs(absl::Span<const std::string> args, ArgsMode mode, v1::JobSpec* job,
-                               std::vector<std::string>* notes);
+                               std::vector<std::string>* notes,
+                               absl::Span<const std::string> arg_sources = {});
 
 // Whether a launch word the script reader left out (ScriptJob::unresolved:
 // "--flag VALUE", "--flag=VALUE" or a bare word) may change the estimate: a

@@ -86,7 +86,8 @@ absl::Status ApplyMoeLayerFreq(const FlagUse& flag, absl::Span<const JobField> f
         absl::StrCat(flag.display,
                      ": expected an integer or a list expression such as "
                      "([0]*3+[1]*11), got ",
-                     Quote(flag.value()), " (", pattern.status().message(), ")"));
+                     ShownWord(flag.value(), flag.sources.empty() ? "" : flag.sources.front()),
+                     " (", pattern.status().message(), ")"));
   }
   every_nth.Clear(s.job);
   pattern_field.Clear(s.job);

@@ -31,6 +31,17 @@ absl::Status FieldError(absl::string_view field, const absl::Status& status) {
   return InvalidField(field, message);
 }
 
+// MegatronJob.argv_sources, one per argv word (empty: no word holds a
+// variable's value).
+std::vector<std::string> ArgvSources(const v1::MegatronJob& megatron) {
+  if (megatron.argv_sources().empty()) return {};
+  std::vector<std::string> sources(megatron.argv_size());
+  for (const auto& [index, source] : megatron.argv_sources()) {
+    if (index < sources.size()) sources[index] = source;
+  }
+  return sources;
+}
+
 absl::StatusOr<v1::JobSpec> BuildMegatronJob(const v1::MegatronJob& megatron,
                                              const std::map<std::string, std::string>& env,
                                              const std::string& field,
@@ -61,6 +72,7 @@ absl::StatusOr<v1::JobSpec> BuildMegatronJob(const v1::MegatronJob& megatron,
   const JobInputs source{.preset = megatron.preset(),
                          .hf_config_json = megatron.hf_config_json(),
                          .megatron_args = std::move(words),
+                         .megatron_arg_sources = ArgvSources(megatron),
                          .env = env,
                          .num_gpus = megatron.num_gpus()};
   absl::StatusOr<v1::JobSpec> spec = BuildJob(source, notes);

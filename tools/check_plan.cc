@@ -50,7 +50,7 @@ CheckPlan MakeCheckPlan(const CheckFlags& f, const JobEnvelope* envelope, const 
                                      .env = envelope->env};
     sources.default_gpu = envelope->default_gpu;
   }
-  ChosenLaunch chosen = ChooseLaunch(sources, job.megatron_args);
+  ChosenLaunch chosen = ChooseLaunch(sources, job.megatron_args, job.megatron_arg_sources);
   plan.notes.insert(plan.notes.end(), chosen.notes.begin(), chosen.notes.end());
   if (chosen.launch.num_gpus == 0) {
     plan.not_judged = absl::StrCat("the job's GPU count is unknown", where,

@@ -12,6 +12,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "common/status_macros.h"
 
@@ -133,15 +134,20 @@ absl::StatusOr<PodScan> ScanPodSpec(const JsonNode& spec, const Deadline& deadli
     OOMGUARD_ASSIGN_OR_RETURN(const std::optional<std::string> name,
                               ReadString(container.Get("name")));
     const std::string where = absl::StrCat(container.path, " (\"", name.value_or(""), "\")");
-    for (std::string& word : words) {
-      absl::StatusOr<std::string> expanded = ExpandKubernetesReferences(word, env, budget);
+    // Each word's env references: named in errors instead of their values.
+    std::vector<std::string> word_sources(words.size());
+    for (size_t w = 0; w < words.size(); ++w) {
+      std::vector<std::string> replaced;
+      absl::StatusOr<std::string> expanded =
+          ExpandKubernetesReferences(words[w], env, budget, &replaced);
       if (!expanded.ok()) {
         return absl::InvalidArgumentError(
             absl::StrCat(where, " command/args: ", expanded.status().message()));
       }
-      word = *std::move(expanded);
+      words[w] = *std::move(expanded);
+      word_sources[w] = absl::StrJoin(replaced, ", ");
     }
-    absl::StatusOr<ScriptJob> script = ParseCommandWords(words, env, deadline);
+    absl::StatusOr<ScriptJob> script = ParseCommandWords(words, env, deadline, word_sources);
     // No command: the image's entrypoint is often a shell running the one
     // argument as a script.
     if (script.ok() && !script->found && command.empty() && words.size() == 1) {
@@ -180,7 +186,8 @@ absl::StatusOr<PodScan> ScanPodSpec(const JsonNode& spec, const Deadline& deadli
 }
 
 absl::StatusOr<std::string> ExpandKubernetesReferences(
-    absl::string_view text, const std::map<std::string, std::string>& env, size_t& budget) {
+    absl::string_view text, const std::map<std::string, std::string>& env, size_t& budget,
+    std::vector<std::string>* replaced) {
   std::string out;
   const auto over = [&] {
     return absl::InvalidArgumentError(
@@ -209,6 +216,12 @@ absl::StatusOr<std::string> ExpandKubernetesReferences(
     auto it = env.find(name);
     const absl::string_view piece =
         it != env.end() ? absl::string_view(it->second) : text.substr(i, close - i + 1);
+    if (it != env.end() && replaced != nullptr) {
+      const std::string reference(text.substr(i, close - i + 1));
+      if (std::find(replaced->begin(), replaced->end(), reference) == replaced->end()) {
+        replaced->push_back(reference);
+      }
+    }
     if (piece.size() > budget - out.size()) return over();
     absl::StrAppend(&out, piece);
     i = close;

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -71,8 +72,11 @@ inline constexpr size_t kMaxExpandedBytes = kMaxCommandBytes;
 // references to names in `env` are replaced, `$$` is a literal `$`, anything
 // else stays as written. What it produces is taken from `budget`;
 // InvalidArgument (naming the limit) once the expansion would pass it.
+// `replaced` (when not null) gets each reference it replaced, as written
+// ("$(WANDB_API_KEY)"), once.
 absl::StatusOr<std::string> ExpandKubernetesReferences(
-    absl::string_view text, const std::map<std::string, std::string>& env, size_t& budget);
+    absl::string_view text, const std::map<std::string, std::string>& env, size_t& budget,
+    std::vector<std::string>* replaced = nullptr);
 
 }  // namespace oomguard::webhook
 

@@ -176,7 +176,8 @@ absl::StatusOr<WorkloadJob> ReadWorkload(const json& object_json, WorkloadKind k
       sources.start_env[name] = it->second;
     }
   }
-  const ChosenLaunch chosen = ChooseLaunch(sources, script.megatron_args);
+  const ChosenLaunch chosen =
+      ChooseLaunch(sources, script.megatron_args, script.megatron_arg_sources);
   job.launch = chosen.launch;
 
   if (chosen.gpus_from == JobValueSource::kDirective && kind != WorkloadKind::kPod && world > 0 &&

@@ -488,6 +488,23 @@ TEST_F(HttpApiTest, AScriptPastTheReadersWorkBoundIsAnsweredAtOnce) {
               HasSubstr("script: line 19: the script's variable expansions pass 16 MiB of work"));
 }
 
+// Issue 25 item 12: a pasted script's exported secret in a numeric flag is
+// named, never echoed.
+TEST_F(HttpApiTest, AScriptsValueFromAVariableIsNamedNeverEchoed) {
+  Start();
+  const json request = {
+      {"script",
+       "#!/bin/bash\n#OOMGUARD preset=llama3-8b gpu=H100 gpus=8\n"
+       "export WANDB_API_KEY=sk-secret-123\ntorchrun pretrain_gpt.py --micro-batch-size "
+       "$WANDB_API_KEY\n"}};
+  httplib::Result check = Post("/v1/check_script", request.dump());
+  ASSERT_TRUE(check);
+  EXPECT_EQ(check->status, 400) << check->body;
+  EXPECT_THAT(check->body, HasSubstr("--micro-batch-size: expected a non-negative integer, got "
+                                     "the value of $WANDB_API_KEY (not shown)"));
+  EXPECT_THAT(check->body, Not(HasSubstr("sk-secret")));
+}
+
 TEST_F(HttpApiTest, PastDeadlineIs504) {
   Start();
   httplib::Headers headers = {{"Grpc-Timeout", "1n"}};

@@ -265,6 +265,34 @@ TEST(JobScriptTest, ALaunchPastTheCommandBoundsIsUnreadableNamingTheBound) {
   EXPECT_THAT(job.status().message(), HasSubstr("more than 65536 words"));
 }
 
+// Issue 25 item 12: each launch word keeps the variables whose values it
+// holds (sent as MegatronJob.argv_sources, named in errors instead of the
+// value): a script's own and exported variables, the container's env in
+// `bash -c`, and a Kubernetes $(NAME) the webhook expanded.
+TEST(JobScriptTest, LaunchWordsKeepTheVariablesTheyHold) {
+  absl::StatusOr<ScriptJob> job = ParseJobScript(
+      "export WANDB_API_KEY=sk-secret-123\nARGS=(--seq-length 4096)\nL=2\n"
+      "torchrun pretrain_gpt.py --num-layers $L --micro-batch-size=$WANDB_API_KEY "
+      "\"${ARGS[@]}\" --lr x${L}y $L$WANDB_API_KEY\n");
+  ASSERT_TRUE(job.ok()) << job.status();
+  EXPECT_THAT(job->megatron_args,
+              ElementsAre("--num-layers", "2", "--micro-batch-size=sk-secret-123", "--seq-length",
+                          "4096", "--lr", "x2y", "2sk-secret-123"));
+  EXPECT_THAT(job->megatron_arg_sources, ElementsAre("", "$L", "$WANDB_API_KEY", "$ARGS", "$ARGS",
+                                                     "", "$L", "$L, $WANDB_API_KEY"));
+
+  job = ParseCommandWords({"bash", "-c", "torchrun pretrain_gpt.py --micro-batch-size $KEY"},
+                          {{"KEY", "sk-secret-123"}});
+  ASSERT_TRUE(job.ok()) << job.status();
+  EXPECT_THAT(job->megatron_args, ElementsAre("--micro-batch-size", "sk-secret-123"));
+  EXPECT_THAT(job->megatron_arg_sources, ElementsAre("", "$KEY"));
+
+  job = ParseCommandWords({"torchrun", "pretrain_gpt.py", "--micro-batch-size", "sk-secret-123"},
+                          {}, Deadline(), {"", "", "", "$(WANDB_API_KEY)"});
+  ASSERT_TRUE(job.ok()) << job.status();
+  EXPECT_THAT(job->megatron_arg_sources, ElementsAre("", "$(WANDB_API_KEY)"));
+}
+
 TEST(JobScriptTest, CommandWords) {
   absl::StatusOr<ScriptJob> job = ParseCommandWords(
       {"torchrun", "--nproc_per_node=8", "/workspace/megatron/pretrain_gpt.py", "--num-layers", "2",

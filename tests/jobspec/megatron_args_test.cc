@@ -254,6 +254,58 @@ TEST(ApplyMegatronArgsTest, BadValuesNameTheFlagAndTheValue) {
   }
 }
 
+// Issue 25 item 12: a word holding a variable's value (arg_sources,
+// MegatronJob.argv_sources) is named in every error about it, its value never
+// shown: it may be a secret from the environment.
+TEST(ApplyMegatronArgsTest, WordsFromVariablesAreNamedNotShown) {
+  const std::string secret = "sk-secret-123";
+  struct Case {
+    std::vector<std::string> args;
+    std::vector<std::string> sources;
+    const char* message;
+  };
+  const Case cases[] = {
+      {{"--micro-batch-size", secret},
+       {"", "$(WANDB_API_KEY)"},
+       "--micro-batch-size: expected a non-negative integer, got the value of $(WANDB_API_KEY) "
+       "(not shown)"},
+      {{"--micro-batch-size=" + secret},
+       {"$WANDB_API_KEY"},
+       "--micro-batch-size: expected a non-negative integer, got the value of $WANDB_API_KEY "
+       "(not shown)"},
+      {{"--normalization", secret},
+       {"", "$NORM"},
+       "--normalization: expected one of LayerNorm|RMSNorm, got the value of $NORM (not shown)"},
+      {{"--recompute-modules", "core_attn", secret},
+       {"", "", "$M"},
+       "--recompute-modules: expected one of core_attn|moe_act|layernorm|mla_up_proj|mlp|moe|"
+       "shared_experts, got the value of $M (not shown)"},
+      {{"--moe-layer-freq", secret}, {"", "$F"}, "got the value of $F (not shown)"},
+      {{"--bf16", secret}, {"", "$K"}, "--bf16 takes no value, got the value of $K (not shown)"},
+      {{"--num-layers", "4", secret},
+       {"", "", "$K"},
+       "unexpected argument the value of $K (not shown) after --num-layers"},
+  };
+  for (const Case& c : cases) {
+    v1::JobSpec job;
+    const absl::Status status =
+        ApplyMegatronArgs(c.args, ArgsMode::kOverrides, &job, nullptr, c.sources);
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << c.message;
+    EXPECT_THAT(status.message(), HasSubstr(c.message));
+    EXPECT_THAT(status.message(), Not(HasSubstr("secret")));
+  }
+  // Literal words are still shown; sources that do not match the words are
+  // refused.
+  v1::JobSpec job;
+  EXPECT_THAT(
+      ApplyMegatronArgs({"--num-layers", "4x"}, ArgsMode::kOverrides, &job, nullptr, {"$L", ""})
+          .message(),
+      HasSubstr(R"(got "4x")"));
+  EXPECT_EQ(
+      ApplyMegatronArgs({"--num-layers", "4"}, ArgsMode::kOverrides, &job, nullptr, {"$L"}).code(),
+      absl::StatusCode::kInvalidArgument);
+}
+
 TEST(ApplyMegatronArgsTest, LongBadValuesAreTruncatedInMessages) {
   v1::JobSpec job;
   absl::Status status = ApplyMegatronArgs({"--num-layers", std::string(10000, '9')},

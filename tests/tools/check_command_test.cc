@@ -439,6 +439,21 @@ TEST_F(CheckCommandTest, AScriptPastTheReadersBoundsIsLeftToThePolicy) {
                               "65536 words"));
 }
 
+// Issue 25 item 12: a secret exported by the script and substituted into a
+// numeric flag was echoed in the error slurmctld logs. The error names the
+// variable; the value appears nowhere.
+TEST_F(CheckCommandTest, AValueFromAVariableIsNamedNeverEchoed) {
+  const std::string script = File("secret.sh", R"sh(#!/bin/bash
+#OOMGUARD preset=llama3-8b gpu=H100 gpus=8
+export WANDB_API_KEY=sk-secret-123
+torchrun pretrain_gpt.py --micro-batch-size $WANDB_API_KEY
+)sh");
+  EXPECT_EQ(Run({"--script", script}), kCheckUsage);
+  EXPECT_THAT(err_, HasSubstr("invalid job: job.megatron: --micro-batch-size: expected a "
+                              "non-negative integer, got the value of $WANDB_API_KEY (not shown)"));
+  EXPECT_THAT(err_ + out_, Not(HasSubstr("sk-secret")));
+}
+
 TEST_F(CheckCommandTest, UsageErrors) {
   std::string out, err;
   EXPECT_EQ(RunCheckCommand({"--gpus", "8", "--", "--fp16"}, out, err), kCheckUsage);

@@ -297,6 +297,35 @@ TEST_F(WebhookAdmissionTest, ArrayDoublingScriptIsAnsweredNamingTheBound) {
   EXPECT_EQ(last_.outcome.code, absl::StatusCode::kResourceExhausted);
 }
 
+// Issue 25 item 12: an env value substituted into a numeric flag, by
+// Kubernetes ($(NAME) in args) or by a `bash -c` script ($NAME), was echoed in
+// the warnings, the audit annotations and the outcome's reason (the server's
+// log). They name the variable; the value appears nowhere.
+TEST_F(WebhookAdmissionTest, AnEnvValueIsNamedNeverEchoed) {
+  json review = Load("pod_deepseek_v3_8gpu.json");
+  json& container = PodSpecOf(review)["containers"][0];
+  container["env"] = json::array({{{"name", "WANDB_API_KEY"}, {"value", "sk-secret-123"}}});
+  container["args"].push_back("--micro-batch-size");
+  container["args"].push_back("$(WANDB_API_KEY)");
+  json r = Review(review);
+  EXPECT_EQ(r["allowed"], true);
+  EXPECT_THAT(r["warnings"][0].get<std::string>(),
+              HasSubstr("--micro-batch-size: expected a non-negative integer, got the value of "
+                        "$(WANDB_API_KEY) (not shown)"));
+  EXPECT_THAT(r.dump(), Not(HasSubstr("sk-secret")));
+  EXPECT_THAT(last_.outcome.reason, Not(HasSubstr("sk-secret")));
+  EXPECT_EQ(last_.outcome.code, absl::StatusCode::kInvalidArgument);
+
+  container["command"] = json::array({"bash", "-c"});
+  container["args"] = json::array(
+      {"torchrun --nproc-per-node 8 pretrain_gpt.py --micro-batch-size $WANDB_API_KEY"});
+  r = Review(review);
+  EXPECT_THAT(r["warnings"][0].get<std::string>(),
+              HasSubstr("got the value of $WANDB_API_KEY (not shown)"));
+  EXPECT_THAT(r.dump(), Not(HasSubstr("sk-secret")));
+  EXPECT_THAT(last_.outcome.reason, Not(HasSubstr("sk-secret")));
+}
+
 TEST_F(WebhookAdmissionTest, WrongTypesAreReportedByPath) {
   json review = Load("pod_deepseek_v3_8gpu.json");
   PodSpecOf(review)["containers"] = "megatron";
