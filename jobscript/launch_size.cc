@@ -10,6 +10,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "jobscript/launch_finder.h"
 #include "jobscript/script_notes.h"
@@ -24,6 +25,14 @@ struct OptionValue {
   bool known = false;
   std::string text;     // When known.
   std::string written;  // "--nnodes 4", "-N$NODES": for notes.
+  // The variables the value holds the value of ("$NODES"), empty when
+  // literal: a note about a bad value names them instead of showing it.
+  std::string sources;
+
+  // How a note about a value it cannot use shows it.
+  std::string ForNote() const {
+    return sources.empty() ? written : absl::StrCat(sources, " (its value not shown)");
+  }
 };
 
 // How one launcher's options are spelled.
@@ -61,6 +70,7 @@ OptionValue ValueOf(const Field& field, size_t at, std::string written) {
   v.known = !field.inert();
   if (v.known) v.text = field.text().substr(at);
   v.written = std::move(written);
+  v.sources = absl::StrJoin(field.sources, ", ");
   return v;
 }
 
@@ -155,7 +165,7 @@ class SizeReader {
       return std::nullopt;
     }
     std::optional<uint32_t> n = Count(value.text);
-    if (!n) NotRead(launcher, value.written, "not a whole number in [1, 1048576]");
+    if (!n) NotRead(launcher, value.ForNote(), "not a whole number in [1, 1048576]");
     return n;
   }
 
@@ -189,7 +199,7 @@ ScriptSize SizeReader::Torchrun(const std::vector<Field>& fields, size_t from, s
   const std::vector<absl::string_view> range = absl::StrSplit(nnodes.text, ':');
   if (range.size() == 2 && Count(range[0]) && Count(range[1])) {
     if (range[0] != range[1]) {
-      return NotRead("torchrun", nnodes.written,
+      return NotRead("torchrun", nnodes.ForNote(),
                      "an elastic node range, only known when the job runs");
     }
     nnodes.text = std::string(range[0]);

@@ -59,6 +59,17 @@ TEST(LaunchSizeTest, MegatronsOwnExampleUsesItsVariables) {
   EXPECT_EQ(SizeOf(job), std::make_pair(16u, 8u));
 }
 
+// Issue 25 item 12: a size option whose value, from a variable, is not a
+// count is noted naming the variable, never showing the value.
+TEST(LaunchSizeTest, ABadValueFromAVariableIsNamedNotShown) {
+  const ScriptJob job = Parse(
+      "export WANDB_API_KEY=sk-secret-123\n"
+      "torchrun --nnodes $WANDB_API_KEY --nproc-per-node 8 pretrain_gpt.py --num-layers 2\n");
+  EXPECT_THAT(AllNotes(job), HasSubstr("line 2: torchrun $WANDB_API_KEY (its value not shown): "
+                                       "not a whole number in [1, 1048576]"));
+  EXPECT_THAT(AllNotes(job), Not(HasSubstr("sk-secret")));
+}
+
 TEST(LaunchSizeTest, SlurmVariablesAreKnownFromSbatch) {
   const ScriptJob job = Parse(
       "#!/bin/bash\n#SBATCH --nodes=4 --gpus-per-node=8\n"
