@@ -109,6 +109,32 @@ absl::StatusOr<std::string> AffinityGpuProduct(const JsonNode& spec) {
   return values.size() == 1 ? *values.begin() : std::string();
 }
 
+// A `$(NAME)` Kubernetes expanded inside a script's text (`bash -c "...
+// --micro-batch-size $(MBS)"`) reaches the reader as its value, which it
+// cannot tell from literal text: each launch word that holds the value of a
+// reference `replaced` names (and that names no variable yet) names the
+// reference, so errors about it never show the value (issue 25, item 12).
+// A word holding the value by chance is named too: the message names a
+// variable where it could have shown the word, never the reverse.
+void NameReferencesInScriptWords(const std::vector<std::string>& replaced,
+                                 const std::map<std::string, std::string>& env, ScriptJob& script) {
+  if (replaced.empty()) return;
+  script.megatron_arg_sources.resize(script.megatron_args.size());
+  for (size_t i = 0; i < script.megatron_args.size(); ++i) {
+    std::string& sources = script.megatron_arg_sources[i];
+    if (!sources.empty()) continue;
+    std::set<std::string> named;
+    for (const std::string& reference : replaced) {
+      // "$(NAME)", as ExpandKubernetesReferences wrote it.
+      const auto value = env.find(reference.substr(2, reference.size() - 3));
+      if (value == env.end() || value->second.empty() || !named.insert(reference).second) continue;
+      if (absl::StrContains(script.megatron_args[i], value->second)) {
+        absl::StrAppend(&sources, sources.empty() ? "" : ", ", reference);
+      }
+    }
+  }
+}
+
 }  // namespace
 
 absl::StatusOr<PodScan> ScanPodSpec(const JsonNode& spec, const Deadline& deadline) {
@@ -136,6 +162,7 @@ absl::StatusOr<PodScan> ScanPodSpec(const JsonNode& spec, const Deadline& deadli
     const std::string where = absl::StrCat(container.path, " (\"", name.value_or(""), "\")");
     // Each word's env references: named in errors instead of their values.
     std::vector<std::string> word_sources(words.size());
+    std::vector<std::string> all_replaced;
     for (size_t w = 0; w < words.size(); ++w) {
       std::vector<std::string> replaced;
       absl::StatusOr<std::string> expanded =
@@ -146,6 +173,7 @@ absl::StatusOr<PodScan> ScanPodSpec(const JsonNode& spec, const Deadline& deadli
       }
       words[w] = *std::move(expanded);
       word_sources[w] = absl::StrJoin(replaced, ", ");
+      all_replaced.insert(all_replaced.end(), replaced.begin(), replaced.end());
     }
     absl::StatusOr<ScriptJob> script = ParseCommandWords(words, env, deadline, word_sources);
     // No command: the image's entrypoint is often a shell running the one
@@ -160,6 +188,7 @@ absl::StatusOr<PodScan> ScanPodSpec(const JsonNode& spec, const Deadline& deadli
                           absl::StrCat(where, " command/args: ", script.status().message()));
     }
     if (!script->found) continue;
+    NameReferencesInScriptWords(all_replaced, env, *script);
     if (++scan.launches > 1) continue;
     scan.launch = true;
     scan.container = where;

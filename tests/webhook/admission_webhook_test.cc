@@ -324,6 +324,15 @@ TEST_F(WebhookAdmissionTest, AnEnvValueIsNamedNeverEchoed) {
               HasSubstr("got the value of $WANDB_API_KEY (not shown)"));
   EXPECT_THAT(r.dump(), Not(HasSubstr("sk-secret")));
   EXPECT_THAT(last_.outcome.reason, Not(HasSubstr("sk-secret")));
+
+  // Kubernetes expands $(NAME) in the script's text before the shell reads it.
+  container["args"] = json::array(
+      {"torchrun --nproc-per-node 8 pretrain_gpt.py --micro-batch-size $(WANDB_API_KEY)"});
+  r = Review(review);
+  EXPECT_THAT(r["warnings"][0].get<std::string>(),
+              HasSubstr("got the value of $(WANDB_API_KEY) (not shown)"));
+  EXPECT_THAT(r.dump(), Not(HasSubstr("sk-secret")));
+  EXPECT_THAT(last_.outcome.reason, Not(HasSubstr("sk-secret")));
 }
 
 TEST_F(WebhookAdmissionTest, WrongTypesAreReportedByPath) {
