@@ -84,8 +84,13 @@ inline std::string ValidUtf8(absl::string_view text) {
   return valid;
 }
 
-// Applies ValidUtf8 to every `string` field of `message` (repeated, map keys
-// and values, nested messages included); `bytes` fields are left alone. The
+// Applies ValidUtf8 to every `string` field of `message` (repeated and in
+// nested messages included); `bytes` fields are left alone. Map fields are
+// not walked: reflection reaches them only through protobuf's repeated view
+// of a map, whose code in libprotobuf reads MapFieldBase with the layout it
+// was built with, and Debian's is built without ThreadSanitizer, which adds
+// members to MapFieldBase (map_field.h): the TSan build crashes there. Whoever
+// fills a map makes its keys and values valid (BuildCheckRequest). The
 // message can then be serialized and parsed again.
 inline void MakeStringsValidUtf8(google::protobuf::Message& message) {
   using google::protobuf::FieldDescriptor;
@@ -93,6 +98,7 @@ inline void MakeStringsValidUtf8(google::protobuf::Message& message) {
   std::vector<const FieldDescriptor*> fields;
   reflection.ListFields(message, &fields);
   for (const FieldDescriptor* field : fields) {
+    if (field->is_map()) continue;
     if (field->type() == FieldDescriptor::TYPE_STRING) {
       if (!field->is_repeated()) {
         if (const std::string text = reflection.GetString(message, field); !IsValidUtf8(text)) {

@@ -18,17 +18,19 @@ v1::CheckRequest BuildCheckRequest(const LaunchCheck& launch) {
   for (size_t i = 0; i < launch.megatron_arg_sources.size(); ++i) {
     if (!launch.megatron_arg_sources[i].empty()) {
       (*megatron->mutable_argv_sources())[static_cast<uint32_t>(i)] =
-          launch.megatron_arg_sources[i];
+          ValidUtf8(launch.megatron_arg_sources[i]);
     }
   }
   megatron->set_num_gpus(launch.num_gpus);
   source->set_gpus_per_node(launch.gpus_per_node);
-  for (const auto& [name, value] : launch.env) (*source->mutable_env())[name] = value;
+  for (const auto& [name, value] : launch.env) {
+    (*source->mutable_env())[ValidUtf8(name)] = ValidUtf8(value);
+  }
   if (launch.safety_margin.has_value()) {
     request.mutable_policy()->set_safety_margin(*launch.safety_margin);
   }
   // A script's or a command line's words are bytes; the request's strings
-  // must be UTF-8 (common/valid_utf8.h).
+  // must be UTF-8 (common/valid_utf8.h): the maps' above, the others here.
   MakeStringsValidUtf8(request);
   return request;
 }

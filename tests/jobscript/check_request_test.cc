@@ -47,5 +47,22 @@ TEST(BuildCheckRequestTest, CarriesPresetEnvGpuMemoryAndMargin) {
   EXPECT_DOUBLE_EQ(request.policy().safety_margin(), 0.1);
 }
 
+// A script's bytes that are not UTF-8, in words, the environment and the
+// words' sources, become U+FFFD (common/valid_utf8.h): the request parses.
+TEST(BuildCheckRequestTest, BytesThatAreNotUtf8BecomeTheReplacementCharacter) {
+  LaunchCheck launch;
+  launch.num_gpus = 8;
+  launch.megatron_args = {"--data-path", "/data/\xff"};
+  launch.megatron_arg_sources = {"", "$D\xfe"};
+  launch.env = {{"PYTORCH_CUDA_ALLOC_CONF\xff", "x\xff"}};
+  const v1::CheckRequest request = BuildCheckRequest(launch);
+  const std::string f = "\xEF\xBF\xBD";  // U+FFFD.
+  v1::CheckRequest parsed;
+  ASSERT_TRUE(parsed.ParseFromString(request.SerializeAsString()));
+  EXPECT_EQ(parsed.job().megatron().argv(1), "/data/" + f);
+  EXPECT_EQ(parsed.job().megatron().argv_sources().at(1), "$D" + f);
+  EXPECT_EQ(parsed.job().env().at("PYTORCH_CUDA_ALLOC_CONF" + f), "x" + f);
+}
+
 }  // namespace
 }  // namespace oomguard
