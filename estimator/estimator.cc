@@ -172,9 +172,13 @@ void FillStatic(const ValidatedJob& j, double dense, double adam, double expert,
                 double fp8_expert, double te_dummy_wgrad, v1::StaticBytes* s) {
   const auto [r_dense, r_expert] = OptimizerShards(j);
   const PrecisionSettings& precision = j.precision;
+  // With --optimizer-cpu-offload the master copy and moments of the
+  // offloaded fraction of the elements live on the host, beside their pinned
+  // gradient copy (ResolveOptimizerState).
   const double f = precision.offload_fraction;
-  const double gpu_opt = precision.master_bytes + precision.moment_bytes * (1 - f);
-  const double host_opt = (precision.master_bytes + precision.moment_bytes) * f;
+  const double state = precision.master_bytes + precision.moment_bytes;
+  const double gpu_opt = state * (1 - f);
+  const double host_opt = (state + precision.offloaded_host_extra_bytes) * f;
   const double extra_moments = adam * (precision.adam_moment_bytes - precision.moment_bytes);
   const double fp8_param = Fp8LinearParamBytesPerElement(j);
   s->set_dense_param_bytes(
@@ -198,12 +202,14 @@ void FillStatic(const ValidatedJob& j, double dense, double adam, double expert,
   s->set_total_bytes(total);
 }
 
-// The fp32 gradient copies the optimizer step makes for the master
-// parameters when the gradient buffer holds 16-bit gradients.
+// The fp32 gradient copies the optimizer step makes of the 16-bit gradients
+// of the elements it updates on the GPU (ResolveOptimizerState).
 double OptimizerStepBytes(const ValidatedJob& j, double dense, double expert) {
-  if (j.precision.grad_bytes >= 4 || j.precision.master_bytes == 0) return 0;
+  const PrecisionSettings& precision = j.precision;
+  if (precision.step_grad_copy_bytes == 0) return 0;
   const auto [r_dense, r_expert] = OptimizerShards(j);
-  return 4 * (dense / r_dense + expert / r_expert);
+  return precision.step_grad_copy_bytes * (1 - precision.offload_fraction) *
+         (dense / r_dense + expert / r_expert);
 }
 
 // torch's foreach AdamW temporary during the step (torch/optim/adamw.py

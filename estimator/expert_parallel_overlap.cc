@@ -18,7 +18,7 @@ const char* JobRefusal(const ValidatedJob& j) {
   }
   if (j.moe.experts == 0) return "it needs a model with experts (MoE)";
   if (j.moe.allgather_dispatcher) return "it needs the alltoall or flex token dispatcher";
-  if (j.precision.master_bytes == 0) return "it needs bf16 or fp16 parameters";
+  if (j.precision.param_bytes >= 4) return "it needs bf16 or fp16 parameters";
   if (j.parallelism.shared_expert_overlap) return "it cannot run with --moe-shared-expert-overlap";
   if (j.model.mtp_layers > 1) return kTooManyMtpLayers;
   return nullptr;

@@ -46,10 +46,9 @@ absl::Status ResolveFp8(const v1::PrecisionSpec& p, ValidatedJob& j,
       return Bad("precision.fp8_format", v1::PrecisionSpec::Fp8Format_Name(p.fp8_format()),
                  "needs precision.fp8");
     }
-    if (p.fp8_recipe() != v1::PrecisionSpec::FP8_RECIPE_UNSPECIFIED) {
-      return Bad("precision.fp8_recipe", v1::PrecisionSpec::Fp8Recipe_Name(p.fp8_recipe()),
-                 "needs precision.fp8 (--fp8-format)");
-    }
+    // precision.fp8_recipe without FP8 changes no FP8 memory: Megatron
+    // accepts it (only the precision-aware optimizer reads it then,
+    // validated_job.cc ResolveOptimizerState).
     if (p.first_last_layers_bf16()) {
       return Bad("precision.first_last_layers_bf16", "true", "needs precision.fp8 (--fp8-format)");
     }

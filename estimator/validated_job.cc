@@ -490,23 +490,40 @@ absl::Status ResolvePrecision(const v1::PrecisionSpec& p, ValidatedJob& j) {
   precision.param_bytes = DtypeBytes(params, 2);
   precision.grad_bytes = DtypeBytes(p.main_grads_dtype(), params == v1::DTYPE_FP16 ? 2 : 4);
   if (!low_precision) precision.grad_bytes = 4;
-  const bool aware = p.use_precision_aware_optimizer();
-  if (!aware && (p.exp_avg_dtype() != v1::DTYPE_UNSPECIFIED ||
-                 p.exp_avg_sq_dtype() != v1::DTYPE_UNSPECIFIED ||
-                 p.main_params_dtype() != v1::DTYPE_UNSPECIFIED)) {
-    return Bad("precision.use_precision_aware_optimizer", "false",
-               "optimizer state dtypes need the precision-aware optimizer");
-  }
-  precision.master_bytes = low_precision ? DtypeBytes(p.main_params_dtype(), 4) : 0;
-  const double m1 = DtypeBytes(p.exp_avg_dtype(), 4);
-  const double m2 = DtypeBytes(p.exp_avg_sq_dtype(), 4);
-  precision.moment_bytes =
-      p.optimizer() == v1::OPTIMIZER_SGD || p.optimizer() == v1::OPTIMIZER_MUON ? m1 : m1 + m2;
-  precision.adam_moment_bytes =
-      p.optimizer() == v1::OPTIMIZER_MUON ? m1 + m2 : precision.moment_bytes;
   precision.optimizer =
       p.optimizer() == v1::OPTIMIZER_UNSPECIFIED ? v1::OPTIMIZER_ADAM : p.optimizer();
   precision.distributed_optimizer = p.use_distributed_optimizer();
+  const bool aware = p.use_precision_aware_optimizer();
+  // optimizer/optimizer_config.py __post_init__: without the precision-aware
+  // optimizer the state dtypes can only be their default, fp32.
+  const auto non_default = [](v1::Dtype d) {
+    return d != v1::DTYPE_UNSPECIFIED && d != v1::DTYPE_FP32;
+  };
+  if (!aware && (non_default(p.exp_avg_dtype()) || non_default(p.exp_avg_sq_dtype()) ||
+                 non_default(p.main_params_dtype()))) {
+    return Bad("precision.use_precision_aware_optimizer", "false",
+               "optimizer state dtypes other than fp32 need the precision-aware optimizer");
+  }
+  if (aware) {
+    // optimizer/optimizer_config.py __post_init__ and optimizer/__init__.py
+    // get_megatron_optimizer refuse these.
+    if (precision.optimizer != v1::OPTIMIZER_ADAM) {
+      return Bad("precision.use_precision_aware_optimizer", "true",
+                 "Megatron-Core supports the precision-aware optimizer with Adam only");
+    }
+    if (!precision.distributed_optimizer) {
+      return Bad("precision.use_precision_aware_optimizer", "true",
+                 "needs precision.use_distributed_optimizer (Megatron-Core supports the "
+                 "precision-aware optimizer with the distributed optimizer only)");
+    }
+    // Transformer Engine's FusedAdam keeps its master weights in fp32 or
+    // fp16 only (pytorch/optimizers/fused_adam.py FusedAdam.__init__).
+    if (p.main_params_dtype() != v1::DTYPE_UNSPECIFIED && p.main_params_dtype() != v1::DTYPE_FP32 &&
+        p.main_params_dtype() != v1::DTYPE_FP16) {
+      return Bad("precision.main_params_dtype", v1::Dtype_Name(p.main_params_dtype()),
+                 "must be DTYPE_FP32 or DTYPE_FP16 (--main-params-dtype fp32 or fp16)");
+    }
+  }
   precision.optimizer_instances =
       p.has_num_distributed_optimizer_instances() ? p.num_distributed_optimizer_instances() : 1;
   OOMGUARD_RETURN_IF_ERROR(CheckSize("precision.num_distributed_optimizer_instances",
@@ -523,18 +540,87 @@ absl::Status ResolvePrecision(const v1::PrecisionSpec& p, ValidatedJob& j) {
                               j.is_moe_model() ? absl::StrCat(" and expert DP = ", par.edp) : ""));
     }
   }
-  precision.offload_fraction = 0;
+  // Without --optimizer-cpu-offload Megatron-Core reads no offload fraction.
   if (p.optimizer_cpu_offload()) {
-    precision.offload_fraction = OptimizerOffloadFraction(p);
     OOMGUARD_RETURN_IF_ERROR(
-        CheckFraction("precision.optimizer_offload_fraction", precision.offload_fraction, true));
-  } else if (p.has_optimizer_offload_fraction()) {
-    return Bad("precision.optimizer_offload_fraction", p.optimizer_offload_fraction(),
-               "needs precision.optimizer_cpu_offload");
+        CheckFraction("precision.optimizer_offload_fraction", OptimizerOffloadFraction(p), true));
   }
   precision.fp8 = p.fp8() || p.fp8_param_gather();
   precision.fp8_param_gather = p.fp8_param_gather();
   return absl::OkStatus();
+}
+
+// The optimizer's state per element of its shard: which tensors Megatron-Core
+// and Transformer Engine (TE) allocate for the master weights and the moments,
+// where they live, and the gradient copy the step makes. Needs the resolved
+// parameter and gradient bytes, FP8 recipe and TE version.
+void ResolveOptimizerState(const v1::PrecisionSpec& p, ValidatedJob& j) {
+  PrecisionSettings& precision = j.precision;
+  const bool low_precision = precision.param_bytes < 4;
+  const bool grads_16_bit = precision.grad_bytes < 4;
+  const auto set_moments = [&precision](double m1, double m2) {
+    const v1::Optimizer o = precision.optimizer;
+    precision.moment_bytes = o == v1::OPTIMIZER_SGD || o == v1::OPTIMIZER_MUON ? m1 : m1 + m2;
+    precision.adam_moment_bytes = o == v1::OPTIMIZER_MUON ? m1 + m2 : precision.moment_bytes;
+  };
+  precision.offload_fraction = 0;
+  precision.offloaded_host_extra_bytes = 0;
+  if (p.optimizer_cpu_offload()) {
+    // HybridDeviceOptimizer (optimizer/cpu_offloading/hybrid_optimizer.py),
+    // built by optimizer/__init__.py _get_megatron_optimizer_based_on_param_groups
+    // with param_update_in_fp32=True and no state dtypes. The distributed
+    // optimizer hands it the 16-bit shards themselves
+    // (distrib_optimizer.py _build_model_and_main_param_groups keeps no main
+    // copy under use_precision_aware_optimizer_no_fp8_or_ds_fp8, which
+    // optimizer_cpu_offload makes true). _get_sub_optimizer_param_groups
+    // moves the first offload_fraction of the elements to the host as a
+    // pinned fp32 copy and gives every other 16-bit shard an fp32 copy on the
+    // GPU; each sub-optimizer (torch's Adam on the host, FusedAdam on the GPU)
+    // keeps fp32 moments beside its fp32 parameter. _set_sub_optimizer_grads
+    // copies an offloaded gradient into a pinned host tensor of that fp32
+    // dtype, and a GPU one into grad.to(fp32) (a copy of a 16-bit gradient).
+    precision.offload_fraction = OptimizerOffloadFraction(p);
+    precision.master_bytes = low_precision ? 4 : 0;
+    set_moments(4, 4);
+    precision.offloaded_host_extra_bytes = 4 + (low_precision ? 0 : 4);
+    precision.step_grad_copy_bytes = low_precision && grads_16_bit ? 4 : 0;
+    return;
+  }
+  const bool aware = p.use_precision_aware_optimizer();
+  // TE's FusedAdam stores the moments in --exp-avg-dtype and
+  // --exp-avg-sq-dtype (optimizer/__init__.py passes them with the
+  // precision-aware optimizer).
+  set_moments(aware ? DtypeBytes(p.exp_avg_dtype(), 4) : 4,
+              aware ? DtypeBytes(p.exp_avg_sq_dtype(), 4) : 4);
+  const v1::Dtype main_params =
+      p.main_params_dtype() == v1::DTYPE_UNSPECIFIED ? v1::DTYPE_FP32 : p.main_params_dtype();
+  // optimizer/optimizer_config.py: use_precision_aware_optimizer_no_fp8_or_ds_fp8,
+  // on the --fp8-recipe training.py passes whether FP8 is on or not (default
+  // delayed).
+  const bool te_master = aware && (main_params != v1::DTYPE_FP32 ||
+                                   p.fp8_recipe() == v1::PrecisionSpec::FP8_RECIPE_UNSPECIFIED ||
+                                   p.fp8_recipe() == v1::PrecisionSpec::FP8_RECIPE_DELAYED);
+  if (te_master) {
+    // FusedAdam keeps the master copy (fused_adam.py initialize_state: a
+    // master_param per parameter in master_weight_dtype); with an fp32 master
+    // of a bf16 parameter and store_param_remainders (OptimizerConfig's
+    // default, passed from TE 2.1 by optimizer/__init__.py) only the 16 low
+    // bits the bf16 weight lacks, as int16. The step reads the gradient buffer
+    // directly (distrib_optimizer.py _copy_model_grads_to_main_grads:
+    // decoupled_grad = the buffer's shard).
+    const bool remainders = main_params == v1::DTYPE_FP32 && precision.param_bytes == 2 &&
+                            p.params_dtype() != v1::DTYPE_FP16 &&
+                            j.runtime.transformer_engine >= SoftwareVersion{2, 1};
+    precision.master_bytes = remainders ? 2 : DtypeBytes(main_params, 4);
+    precision.step_grad_copy_bytes = 0;
+    return;
+  }
+  // Megatron-Core's own fp32 main copy of each 16-bit shard
+  // (_build_model_and_main_param_groups: shard_model_param.clone().float()),
+  // whose gradient is shard_model_grad.float() (_copy_model_grads_to_main_grads),
+  // a copy when the buffer holds 16-bit gradients.
+  precision.master_bytes = low_precision ? 4 : 0;
+  precision.step_grad_copy_bytes = low_precision && grads_16_bit ? 4 : 0;
 }
 
 absl::Status ResolveRuntime(const v1::RuntimeSpec& r, RuntimeSettings& runtime) {
@@ -573,6 +659,7 @@ absl::StatusOr<ValidatedJob> ValidateJob(const v1::JobSpec& job, std::vector<std
   OOMGUARD_RETURN_IF_ERROR(ResolvePrecision(job.precision(), j));
   OOMGUARD_RETURN_IF_ERROR(ResolveFp8(job.precision(), j, notes));
   OOMGUARD_RETURN_IF_ERROR(ResolveRuntime(job.runtime(), j.runtime));
+  ResolveOptimizerState(job.precision(), j);
   OOMGUARD_RETURN_IF_ERROR(CheckSize("runtime.gpus_per_node", j.runtime.gpus_per_node, 1024));
 
   const int64_t divisor = job.model().has_make_vocab_size_divisible_by()

@@ -159,19 +159,32 @@ struct RecomputeSettings {
 
 // Precision and optimizer (JobSpec.precision): bytes per parameter element.
 struct PrecisionSettings {
-  double param_bytes = 0;   // Model weights.
-  double grad_bytes = 0;    // Main gradients (the gradient buffer).
-  double master_bytes = 0;  // Master weights; 0 with fp32 parameters.
-  double moment_bytes = 0;  // Optimizer moments, all of them.
+  double param_bytes = 0;  // Model weights.
+  double grad_bytes = 0;   // Main gradients (the gradient buffer).
+  // The optimizer's state per element of its shard (ResolveOptimizerState in
+  // validated_job.cc, which names the Megatron-Core and Transformer Engine
+  // code each term comes from): the main (master) copy of the weights, 0
+  // where the optimizer updates the weights themselves (fp32 parameters
+  // without a precision-aware master copy), and the moments, all of them.
+  double master_bytes = 0;
+  double moment_bytes = 0;
   // Moment bytes of the parameters Muon leaves to Adam (embeddings, output
   // layer, 1-D); equal to moment_bytes for the other optimizers.
   double adam_moment_bytes = 0;
   v1::Optimizer optimizer = v1::OPTIMIZER_ADAM;  // UNSPECIFIED resolved to ADAM.
   bool distributed_optimizer = false;
   int64_t optimizer_instances = 1;  // Distributed-optimizer copies over DP.
-  double offload_fraction = 0;      // Of the optimizer moments, on the host.
-  bool fp8 = false;                 // An FP8 recipe (or FP8 weights).
-  bool fp8_param_gather = false;    // FP8 weights.
+  // --optimizer-cpu-offload: the fraction of the shard's elements whose
+  // master copy and moments live on the host (0 without offload), and the
+  // host bytes per such element beside them (the pinned gradient copy, and
+  // the host copy of an fp32 parameter).
+  double offload_fraction = 0;
+  double offloaded_host_extra_bytes = 0;
+  // The fp32 copy of a 16-bit gradient the optimizer step makes per element
+  // it updates on the GPU; 0 where it reads the gradient buffer directly.
+  double step_grad_copy_bytes = 0;
+  bool fp8 = false;               // An FP8 recipe (or FP8 weights).
+  bool fp8_param_gather = false;  // FP8 weights.
   // With fp8: the recipe (UNSPECIFIED resolved to DELAYED), the decoder
   // layers kept in bf16 at each end (0 without --first-last-layers-bf16),
   // and whether the router pads tokens per expert (estimator/fp8_memory.h).

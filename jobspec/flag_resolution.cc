@@ -94,6 +94,39 @@ absl::Status ResolvePrecisionFlags(ParseState& s) {
   return absl::OkStatus();
 }
 
+// The gradient buffer's dtype, as Megatron-LM derives it: validate_args
+// (training/arguments.py) sets accumulate_allreduce_grads_in_fp32 for bf16
+// parameters unless --grad-reduce-in-bf16, or when --main-grads-dtype is
+// its default fp32, and training.py passes it to the DDP config as
+// grad_reduce_in_fp32, which alone sizes the buffer
+// (distributed/param_and_grad_buffer.py group_params_for_buffers: fp32,
+// else the parameter's dtype). --main-grads-dtype sizes nothing else (the
+// optimizer config only checks it), so written at its default it changes
+// nothing.
+absl::Status ResolveGradBufferDtype(ParseState& s) {
+  if (!s.grad_reduce_in_bf16 && !s.accumulate_allreduce_grads_in_fp32 &&
+      !s.main_grads_dtype.has_value()) {
+    return absl::OkStatus();
+  }
+  v1::PrecisionSpec* precision = s.job->mutable_precision();
+  v1::Dtype params = precision->params_dtype();
+  if (s.bf16) params = v1::DTYPE_BF16;
+  if (s.fp16) params = v1::DTYPE_FP16;
+  if (params == v1::DTYPE_UNSPECIFIED) params = v1::DTYPE_BF16;
+  const v1::Dtype main = s.main_grads_dtype.value_or(v1::DTYPE_FP32);
+  bool fp32_buffer = s.accumulate_allreduce_grads_in_fp32;
+  if (params == v1::DTYPE_BF16) {
+    if (s.accumulate_allreduce_grads_in_fp32 && main != v1::DTYPE_FP32) {
+      return absl::InvalidArgumentError(
+          "--main-grads-dtype can only be fp32 when --accumulate-allreduce-grads-in-fp32 is set");
+    }
+    fp32_buffer = !s.grad_reduce_in_bf16 && (fp32_buffer || main == v1::DTYPE_FP32);
+  }
+  if (params == v1::DTYPE_FP32) fp32_buffer = true;
+  precision->set_main_grads_dtype(fp32_buffer ? v1::DTYPE_FP32 : params);
+  return absl::OkStatus();
+}
+
 // --cross-entropy-loss-fusion turns the fusion on and
 // --cross-entropy-fusion-impl chooses it; an implementation alone changes a
 // fusion already on (a preset's).
@@ -129,6 +162,7 @@ absl::Status ResolveFlags(ParseState& s) {
   ResolveQueryGroups(s);
   OOMGUARD_RETURN_IF_ERROR(ResolveVocab(s));
   OOMGUARD_RETURN_IF_ERROR(ResolvePrecisionFlags(s));
+  OOMGUARD_RETURN_IF_ERROR(ResolveGradBufferDtype(s));
   ResolveCrossEntropyFusion(s);
   ResolveBatchSchedule(s);
   return absl::OkStatus();

@@ -26,6 +26,9 @@ struct ParseState {
   // Flags recorded for the resolution.
   bool bf16 = false;
   bool fp16 = false;
+  bool grad_reduce_in_bf16 = false;
+  bool accumulate_allreduce_grads_in_fp32 = false;
+  std::optional<v1::Dtype> main_grads_dtype = std::nullopt;  // --main-grads-dtype.
   bool group_query_attention = false;
   std::optional<uint32_t> num_query_groups = std::nullopt;
   bool cross_entropy_loss_fusion = false;
@@ -43,8 +46,9 @@ struct ParseState {
 };
 
 // Sets the JobSpec fields of the recorded flags: the query groups, the
-// vocabulary size, the parameter dtype, the cross-entropy fusion and the
-// global batch size. InvalidArgument for flags that contradict each other
+// vocabulary size, the parameter dtype, the gradient buffer's dtype, the
+// cross-entropy fusion and the global batch size. InvalidArgument for flags that contradict each
+// other
 // (--bf16 with --fp16) or miss a partner (NullTokenizer without
 // --vocab-size).
 absl::Status ResolveFlags(ParseState& s);

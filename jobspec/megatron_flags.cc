@@ -4,7 +4,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <optional>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/numbers.h"
@@ -52,6 +55,18 @@ const std::vector<FlagWord>& RecomputeModuleWords() {
 
 // ---------------------------------------------------------------------------
 // Handlers of their own, in table order.
+
+// --main-grads-dtype, with Megatron-LM's choices. Not written: only its
+// default (fp32) is accepted without the precision-aware optimizer
+// (optimizer_config.py), and the two switches after it write every
+// gradient buffer (ResolveGradBufferDtype).
+MegatronFlag MainGradsDtypeFlag() {
+  MegatronFlag flag = AlsoRecord(
+      Word("precision.main_grads_dtype", {{"fp32", v1::DTYPE_FP32}, {"bf16", v1::DTYPE_BF16}}),
+      [](ParseState& s) { s.main_grads_dtype = s.job->precision().main_grads_dtype(); });
+  flag.write = nullptr;
+  return flag;
+}
 
 absl::Status RecordNumQueryGroups(const FlagUse& flag, ParseState& s) {
   OOMGUARD_ASSIGN_OR_RETURN(s.num_query_groups, ParseUint32(flag));
@@ -384,9 +399,15 @@ void AddPrecisionFlags(FlagTable& t) {
   t.Add("use-distributed-optimizer", Switch("precision.use_distributed_optimizer", true));
   t.Add("num-distributed-optimizer-instances",
         Uint("precision.num_distributed_optimizer_instances"));
-  t.Add("main-grads-dtype", Word("precision.main_grads_dtype", DtypeWords()));
-  t.Add("grad-reduce-in-bf16", Switch("precision.main_grads_dtype", v1::DTYPE_BF16));
-  t.Add("accumulate-allreduce-grads-in-fp32", Switch("precision.main_grads_dtype", v1::DTYPE_FP32));
+  // The gradient buffer's dtype follows these three and the parameter dtype
+  // (ResolveGradBufferDtype in flag_resolution.cc); each sets the field as
+  // read, and the resolution corrects it at the end of the line.
+  t.Add("main-grads-dtype", MainGradsDtypeFlag());
+  t.Add("grad-reduce-in-bf16", AlsoRecord(Switch("precision.main_grads_dtype", v1::DTYPE_BF16),
+                                          [](ParseState& s) { s.grad_reduce_in_bf16 = true; }));
+  t.Add("accumulate-allreduce-grads-in-fp32",
+        AlsoRecord(Switch("precision.main_grads_dtype", v1::DTYPE_FP32),
+                   [](ParseState& s) { s.accumulate_allreduce_grads_in_fp32 = true; }));
   t.Add("use-precision-aware-optimizer", Switch("precision.use_precision_aware_optimizer", true));
   t.Add("main-params-dtype", Word("precision.main_params_dtype", DtypeWords()));
   t.Add("exp-avg-dtype", Word("precision.exp_avg_dtype", DtypeWords()));

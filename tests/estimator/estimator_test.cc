@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "estimator/pipeline_layout.h"
 #include "jobspec/job_builder.h"
 #include "tests/testing/examples.h"
@@ -121,8 +122,89 @@ TEST(Estimator, StaticBytesPerParameter) {
   };
   EXPECT_NEAR(per_parameter(*plain), 18.0, 1e-6);
   EXPECT_NEAR(per_parameter(*sharded), 6.0 + 12.0 / 8, 1e-6);
-  EXPECT_NEAR(per_parameter(*off), 6.0 + 4.0 / 8, 1e-6);
-  EXPECT_NEAR(off->ranks(0).static_().host_optimizer_bytes() / p, 12.0 / 8, 1e-6);
+  // HybridDeviceOptimizer with fraction 1: the bf16 weight and fp32
+  // gradient stay on the GPU; the fp32 master copy, the two fp32 moments and
+  // the pinned fp32 gradient copy of the rank's eighth are on the host.
+  EXPECT_NEAR(per_parameter(*off), 6.0, 1e-6);
+  EXPECT_NEAR(off->ranks(0).static_().host_optimizer_bytes() / p, (4.0 + 8.0 + 4.0) / 8, 1e-6);
+}
+
+// Issue 26, item 1: the DDP gradient buffer follows grad_reduce_in_fp32,
+// which validate_args derives; --main-grads-dtype fp32 (the default)
+// written beside --grad-reduce-in-bf16 leaves it bf16 (Llama-3 8B on 8
+// GPUs: 2 bytes per parameter, 15.0 GiB, not 29.9), and the report is the
+// same byte for byte.
+TEST(Estimator, MainGradsDtypeAtItsDefaultKeepsTheBf16GradientBuffer) {
+  const std::vector<std::string> base = {"--seq-length",
+                                         "4096",
+                                         "--micro-batch-size",
+                                         "1",
+                                         "--bf16",
+                                         "--use-distributed-optimizer",
+                                         "--use-precision-aware-optimizer",
+                                         "--grad-reduce-in-bf16"};
+  std::vector<std::string> written = base;
+  written.insert(written.end(), {"--main-grads-dtype", "fp32"});
+  auto plain = Estimate(Job("llama3-8b", 8, base));
+  auto with = Estimate(Job("llama3-8b", 8, written));
+  ASSERT_TRUE(plain.ok() && with.ok());
+  const v1::RankReport& r = with->ranks(0);
+  EXPECT_EQ(r.static_().dense_grad_bytes(), 2 * r.parameters());
+  EXPECT_NEAR(r.static_().dense_grad_bytes() / kGiB, 15.0, 0.05);
+  EXPECT_EQ(with->SerializeAsString(), plain->SerializeAsString());
+  // --main-grads-dtype bf16 alone also leaves accumulate_allreduce_grads_in_fp32 off.
+  std::vector<std::string> bf16_main(base.begin(), base.end() - 1);
+  bf16_main.insert(bf16_main.end(), {"--main-grads-dtype", "bf16"});
+  auto main_bf16 = Estimate(Job("llama3-8b", 8, bf16_main));
+  ASSERT_TRUE(main_bf16.ok());
+  EXPECT_EQ(main_bf16->ranks(0).static_().dense_grad_bytes(), 2 * r.parameters());
+}
+
+// Issue 26, item 6: --optimizer-cpu-offload with fraction f. Megatron-Core's
+// HybridDeviceOptimizer keeps the f part of each rank's optimizer shard on
+// the host (fp32 master copy 4 + fp32 moments 8 + pinned fp32 gradient copy
+// 4 = 16 bytes per element) and gives the rest an fp32 copy and fp32
+// moments on the GPU (12 bytes); the bf16 weights and the gradient buffer
+// stay. Qwen2.5-72B TP 8 on 8 GPUs (DP 1) and Qwen3-30B-A3B EP 4 on 4 GPUs
+// (dense sharded over DP 4, experts over expert DP 1).
+TEST(Estimator, OptimizerCpuOffloadMovesTheWholeStateOfItsFraction) {
+  struct Case {
+    const char* preset;
+    uint32_t gpus;
+    std::vector<std::string> layout;
+    double dense_shards, expert_shards;
+  };
+  for (const Case& c : std::vector<Case>{
+           {"qwen2.5-72b", 8, {"--tensor-model-parallel-size", "8"}, 1, 1},
+           {"qwen3-30b-a3b", 4, {"--expert-model-parallel-size", "4"}, 4, 1},
+       }) {
+    for (const char* fraction : {"1.0", "0.5"}) {
+      std::vector<std::string> args = {"--seq-length",
+                                       "4096",
+                                       "--micro-batch-size",
+                                       "1",
+                                       "--global-batch-size",
+                                       "8",
+                                       "--bf16",
+                                       "--use-distributed-optimizer",
+                                       "--use-precision-aware-optimizer",
+                                       "--optimizer-cpu-offload",
+                                       "--optimizer-offload-fraction",
+                                       fraction};
+      args.insert(args.end(), c.layout.begin(), c.layout.end());
+      auto rep = Estimate(Job(c.preset, c.gpus, args));
+      ASSERT_TRUE(rep.ok()) << rep.status();
+      const v1::RankReport& r = rep->ranks(0);
+      const double f = std::stod(fraction);
+      const double dense = static_cast<double>(r.dense_parameters()) / c.dense_shards;
+      const double expert = static_cast<double>(r.expert_parameters()) / c.expert_shards;
+      const std::string where = absl::StrCat(c.preset, " f=", fraction);
+      EXPECT_NEAR(r.static_().dense_optimizer_bytes(), 12 * (1 - f) * dense, 1) << where;
+      EXPECT_NEAR(r.static_().expert_optimizer_bytes(), 12 * (1 - f) * expert, 1) << where;
+      EXPECT_NEAR(r.static_().host_optimizer_bytes(), 16 * f * (dense + expert), 2) << where;
+      EXPECT_EQ(r.static_().dense_grad_bytes(), 4 * r.dense_parameters()) << where;
+    }
+  }
 }
 
 // Megatron's interleaved schedule on the last of 4 ranks with 3 chunks and 4

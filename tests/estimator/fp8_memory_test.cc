@@ -167,7 +167,6 @@ TEST(Fp8Memory, RefusesWhatMegatronRefuses) {
     std::vector<std::string> args;
     const char* field;
   } cases[] = {
-      {{"--fp8-recipe", "tensorwise"}, "precision.fp8_recipe"},
       {{"--first-last-layers-bf16"}, "precision.first_last_layers_bf16"},
       {Fp8("delayed", {"--first-last-layers-bf16"}), "precision.first_last_layers_bf16"},
       {Fp8("tensorwise", {"--first-last-layers-bf16", "--num-layers-at-end-in-bf16", "13"}),

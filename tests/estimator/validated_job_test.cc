@@ -84,6 +84,116 @@ TEST(ValidateJob, ResolvesMegatronDefaults) {
   EXPECT_EQ(j->runtime.gpus_per_node, 8);
 }
 
+// The optimizer's state per element (issue 26): hand-derived from
+// Megatron-Core's distributed optimizer, Transformer Engine's FusedAdam and
+// HybridDeviceOptimizer (validated_job.cc ResolveOptimizerState).
+struct OptimizerBytes {
+  double master, moments, host_extra, step_copy, offload;
+};
+
+OptimizerBytes OptimizerStateOf(const v1::JobSpec& job) {
+  absl::StatusOr<ValidatedJob> j = ValidateJob(job, nullptr);
+  EXPECT_TRUE(j.ok()) << j.status();
+  if (!j.ok()) return {};
+  const PrecisionSettings& p = j->precision;
+  return {p.master_bytes, p.moment_bytes, p.offloaded_host_extra_bytes, p.step_grad_copy_bytes,
+          p.offload_fraction};
+}
+
+v1::JobSpec AwareJob() {
+  v1::JobSpec job = MinimalJob();
+  job.mutable_precision()->set_use_distributed_optimizer(true);
+  job.mutable_precision()->set_use_precision_aware_optimizer(true);
+  return job;
+}
+
+TEST(ValidateJob, PrecisionAwareOptimizerStateDtypes) {
+  // Defaults: FusedAdam keeps the fp32 master of a bf16 weight as its 16
+  // low bits (store_param_remainders, TE >= 2.1) and two fp32 moments; the
+  // step reads the bf16 or fp32 gradient buffer as it is (decoupled_grad).
+  v1::JobSpec job = AwareJob();
+  job.mutable_precision()->set_main_grads_dtype(v1::DTYPE_BF16);
+  OptimizerBytes b = OptimizerStateOf(job);
+  EXPECT_EQ(b.master, 2);
+  EXPECT_EQ(b.moments, 8);
+  EXPECT_EQ(b.step_copy, 0);
+  // Before TE 2.1 the whole fp32 master.
+  job.mutable_runtime()->set_transformer_engine_version("2.0");
+  EXPECT_EQ(OptimizerStateOf(job).master, 4);
+  // --main-params-dtype fp16 --exp-avg-dtype bf16 --exp-avg-sq-dtype fp8:
+  // 2 + 2 + 1.
+  job = AwareJob();
+  job.mutable_precision()->set_main_params_dtype(v1::DTYPE_FP16);
+  job.mutable_precision()->set_exp_avg_dtype(v1::DTYPE_BF16);
+  job.mutable_precision()->set_exp_avg_sq_dtype(v1::DTYPE_FP8);
+  b = OptimizerStateOf(job);
+  EXPECT_EQ(b.master, 2);
+  EXPECT_EQ(b.moments, 3);
+  // An fp32 master with a recipe other than delayed: Megatron-Core's own fp32
+  // main copy (use_precision_aware_optimizer_no_fp8_or_ds_fp8 is false), the
+  // moments still in their dtypes, and the fp32 copy of a bf16 gradient.
+  job = AwareJob();
+  job.mutable_precision()->set_fp8_recipe(v1::PrecisionSpec::FP8_RECIPE_TENSORWISE);
+  job.mutable_precision()->set_exp_avg_dtype(v1::DTYPE_BF16);
+  job.mutable_precision()->set_main_grads_dtype(v1::DTYPE_BF16);
+  b = OptimizerStateOf(job);
+  EXPECT_EQ(b.master, 4);
+  EXPECT_EQ(b.moments, 6);
+  EXPECT_EQ(b.step_copy, 4);
+  // Without it: fp32 master, fp32 moments, and the gradient's fp32 copy
+  // only when the buffer is 16-bit.
+  job = MinimalJob();
+  b = OptimizerStateOf(job);
+  EXPECT_EQ(b.master, 4);
+  EXPECT_EQ(b.moments, 8);
+  EXPECT_EQ(b.step_copy, 0);
+  job.mutable_precision()->set_main_grads_dtype(v1::DTYPE_BF16);
+  EXPECT_EQ(OptimizerStateOf(job).step_copy, 4);
+  // fp32 state dtypes are Megatron's defaults, accepted without it.
+  job.mutable_precision()->set_exp_avg_dtype(v1::DTYPE_FP32);
+  EXPECT_EQ(OptimizerStateOf(job).moments, 8);
+}
+
+TEST(ValidateJob, OptimizerCpuOffloadState) {
+  // HybridDeviceOptimizer: an fp32 copy of every bf16 shard (on the host for
+  // the offloaded fraction), fp32 moments whatever the state dtypes, a pinned
+  // fp32 gradient copy per offloaded element, grad.to(fp32) for the others.
+  v1::JobSpec job = AwareJob();
+  job.mutable_precision()->set_optimizer_cpu_offload(true);
+  job.mutable_precision()->set_exp_avg_dtype(v1::DTYPE_BF16);
+  job.mutable_precision()->set_main_grads_dtype(v1::DTYPE_BF16);
+  OptimizerBytes b = OptimizerStateOf(job);
+  EXPECT_EQ(b.offload, 1.0);
+  EXPECT_EQ(b.master, 4);
+  EXPECT_EQ(b.moments, 8);
+  EXPECT_EQ(b.host_extra, 4);
+  EXPECT_EQ(b.step_copy, 4);
+  // fp32 weights: no copy on the GPU; the host holds the weight's own copy
+  // beside the gradient's.
+  job.mutable_precision()->set_params_dtype(v1::DTYPE_FP32);
+  job.mutable_precision()->set_optimizer_offload_fraction(0.25);
+  b = OptimizerStateOf(job);
+  EXPECT_EQ(b.offload, 0.25);
+  EXPECT_EQ(b.master, 0);
+  EXPECT_EQ(b.host_extra, 8);
+  EXPECT_EQ(b.step_copy, 0);
+}
+
+TEST(ValidateJob, PrecisionAwareOptimizerRefusals) {
+  v1::JobSpec job = AwareJob();
+  job.mutable_precision()->set_use_distributed_optimizer(false);
+  EXPECT_THAT(ValidateError(job), ::testing::HasSubstr("use_distributed_optimizer"));
+  job = AwareJob();
+  job.mutable_precision()->set_optimizer(v1::OPTIMIZER_SGD);
+  EXPECT_THAT(ValidateError(job), ::testing::HasSubstr("Adam only"));
+  job = AwareJob();
+  job.mutable_precision()->set_main_params_dtype(v1::DTYPE_BF16);
+  EXPECT_THAT(ValidateError(job), ::testing::HasSubstr("precision.main_params_dtype = DTYPE_BF16"));
+  job = MinimalJob();
+  job.mutable_precision()->set_exp_avg_dtype(v1::DTYPE_BF16);
+  EXPECT_THAT(ValidateError(job), ::testing::HasSubstr("use_precision_aware_optimizer"));
+}
+
 TEST(ValidateJob, SelectiveRecomputeDefaultsToCoreAttention) {
   v1::JobSpec job = MinimalJob();
   job.mutable_recompute()->set_granularity(v1::RECOMPUTE_GRANULARITY_SELECTIVE);

@@ -154,7 +154,9 @@ TEST(ApplyMegatronArgsTest, LlamaStyleDenseLine) {
   EXPECT_EQ(job.training().attention_backend(), v1::ATTENTION_BACKEND_FLASH);
   EXPECT_EQ(job.training().transformer_impl(), v1::TRANSFORMER_IMPL_LOCAL);
   EXPECT_EQ(job.precision().params_dtype(), v1::DTYPE_FP16);
-  EXPECT_EQ(job.precision().main_grads_dtype(), v1::DTYPE_BF16);
+  // --grad-reduce-in-bf16 counts for bf16 parameters only (validate_args):
+  // fp16 parameters keep their fp16 gradient buffer.
+  EXPECT_EQ(job.precision().main_grads_dtype(), v1::DTYPE_FP16);
   EXPECT_EQ(job.recompute().granularity(), v1::RECOMPUTE_GRANULARITY_FULL);
   EXPECT_EQ(job.recompute().method(), v1::RECOMPUTE_METHOD_BLOCK);
   EXPECT_EQ(job.recompute().num_layers(), 4u);
