@@ -30,7 +30,7 @@ uint32_t ContextParallelSize(const v1::ParallelismSpec& p);
 uint32_t ExpertParallelSize(const v1::ParallelismSpec& p);
 uint32_t ExpertTensorParallelSize(const v1::ParallelismSpec& p);
 
-// The fraction of the optimizer moments on the host with
+// The fraction of the optimizer's elements whose state is on the host with
 // --optimizer-cpu-offload: precision.optimizer_offload_fraction, else
 // Megatron-LM's 1.0 (all of them). Read only where the offload is on.
 double OptimizerOffloadFraction(const v1::PrecisionSpec& precision);
