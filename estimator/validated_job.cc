@@ -504,6 +504,13 @@ absl::Status ResolvePrecision(const v1::PrecisionSpec& p, ValidatedJob& j) {
     return Bad("precision.use_precision_aware_optimizer", "false",
                "optimizer state dtypes other than fp32 need the precision-aware optimizer");
   }
+  // megatron/training/arguments.py validate_args: the hybrid-device
+  // optimizer runs through the precision-aware optimizer's code path.
+  if (p.optimizer_cpu_offload() && !aware) {
+    return Bad("precision.optimizer_cpu_offload", "true",
+               "needs precision.use_precision_aware_optimizer (Megatron-LM refuses "
+               "--optimizer-cpu-offload without --use-precision-aware-optimizer)");
+  }
   if (aware) {
     // optimizer/optimizer_config.py __post_init__ and optimizer/__init__.py
     // get_megatron_optimizer refuse these.

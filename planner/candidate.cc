@@ -91,7 +91,8 @@ std::string CandidateArgs(const ValidatedJob& j, const v1::JobSpec& job) {
   fields.push_back("precision.use_distributed_optimizer");
   if (j.precision.offload_fraction > 0) {
     fields.insert(fields.end(),
-                  {"precision.optimizer_cpu_offload", "precision.optimizer_offload_fraction"});
+                  {"precision.optimizer_cpu_offload", "precision.optimizer_offload_fraction",
+                   "precision.use_precision_aware_optimizer"});
   }
   std::vector<std::string> words = WriteJobFields(run, fields);
   // The step-time model assumes the data-parallel overlap (step_time.cc);

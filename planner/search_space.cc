@@ -310,8 +310,11 @@ void ApplyCandidate(const v1::JobSpec& base, const Layout& l, int64_t micro_batc
   v1::PrecisionSpec* precision = job->mutable_precision();
   precision->set_use_distributed_optimizer(true);
   if (s.optimizer_offload) {
+    // Megatron-LM runs the hybrid-device optimizer through the
+    // precision-aware optimizer (validate_args refuses it without).
     precision->set_optimizer_cpu_offload(true);
     precision->set_optimizer_offload_fraction(1.0);
+    precision->set_use_precision_aware_optimizer(true);
   }
   if (!s.keep_recompute) {
     v1::RecomputeSpec* r = job->mutable_recompute();

@@ -111,7 +111,8 @@ TEST(Estimator, StaticBytesPerParameter) {
   dist.push_back("--use-distributed-optimizer");
   auto sharded = Estimate(Job("llama3-8b", 8, dist));
   std::vector<std::string> offload = dist;
-  offload.insert(offload.end(), {"--optimizer-cpu-offload", "--optimizer-offload-fraction", "1.0"});
+  offload.insert(offload.end(), {"--optimizer-cpu-offload", "--use-precision-aware-optimizer",
+                                 "--optimizer-offload-fraction", "1.0"});
   auto off = Estimate(Job("llama3-8b", 8, offload));
   ASSERT_TRUE(plain.ok() && sharded.ok() && off.ok());
   const double p = static_cast<double>(plain->ranks(0).parameters());

@@ -192,6 +192,16 @@ TEST(ValidateJob, PrecisionAwareOptimizerRefusals) {
   job = MinimalJob();
   job.mutable_precision()->set_exp_avg_dtype(v1::DTYPE_BF16);
   EXPECT_THAT(ValidateError(job), ::testing::HasSubstr("use_precision_aware_optimizer"));
+  // validate_args: --optimizer-cpu-offload only with the precision-aware
+  // optimizer.
+  job = AwareJob();
+  job.mutable_precision()->set_optimizer_cpu_offload(true);
+  EXPECT_TRUE(ValidateJob(job, nullptr).ok());
+  job.mutable_precision()->set_use_precision_aware_optimizer(false);
+  EXPECT_EQ(
+      ValidateError(job),
+      "precision.optimizer_cpu_offload = true: needs precision.use_precision_aware_optimizer "
+      "(Megatron-LM refuses --optimizer-cpu-offload without --use-precision-aware-optimizer)");
 }
 
 TEST(ValidateJob, SelectiveRecomputeDefaultsToCoreAttention) {

@@ -120,6 +120,7 @@ TEST(CandidateArgs, MoeWithSelectiveRecomputeAndOffload) {
                             "moe_act",
                             "--use-distributed-optimizer",
                             "--optimizer-cpu-offload",
+                            "--use-precision-aware-optimizer",
                             "--optimizer-offload-fraction",
                             "0.5"});
   EXPECT_EQ(Args(job),
@@ -129,8 +130,8 @@ TEST(CandidateArgs, MoeWithSelectiveRecomputeAndOffload) {
             "--expert-tensor-parallel-size 1 --sequence-parallel --micro-batch-size 4 "
             "--global-batch-size 32 --seq-length 1024 --recompute-granularity selective "
             "--recompute-modules moe_act layernorm --use-distributed-optimizer "
-            "--optimizer-cpu-offload --optimizer-offload-fraction 0.5 --overlap-grad-reduce "
-            "--overlap-param-gather");
+            "--optimizer-cpu-offload --optimizer-offload-fraction 0.5 "
+            "--use-precision-aware-optimizer --overlap-grad-reduce --overlap-param-gather");
   EXPECT_EQ(RecomputeText(job.validated), "selective moe_act,layernorm");
 }
 

@@ -617,22 +617,25 @@ TEST(PlannerTest, CandidateArgsAreTheJobsFieldsWrittenBack) {
   const std::string batch = "--micro-batch-size 2 --global-batch-size 64 --seq-length 4096 ";
   for (const Case& c : std::vector<Case>{
            {sizes + "--sequence-parallel --num-virtual-stages-per-pipeline-rank 2 " + batch +
-                "--recompute-activations --use-distributed-optimizer --optimizer-cpu-offload",
+                "--recompute-activations --use-distributed-optimizer --optimizer-cpu-offload "
+                "--use-precision-aware-optimizer",
             "--tensor-model-parallel-size 2 --pipeline-model-parallel-size 2 "
             "--num-virtual-stages-per-pipeline-rank 2 --context-parallel-size 1 "
             "--sequence-parallel --micro-batch-size 2 --global-batch-size 64 --seq-length 4096 "
             "--recompute-granularity selective --recompute-modules core_attn "
             "--use-distributed-optimizer --optimizer-cpu-offload --optimizer-offload-fraction 1.0 "
-            "--overlap-grad-reduce --overlap-param-gather"},
+            "--use-precision-aware-optimizer --overlap-grad-reduce --overlap-param-gather"},
            {sizes + "--sequence-parallel --pipeline-model-parallel-layout 'Et*16|t*16L' " + batch +
                 "--recompute-granularity selective --recompute-modules mlp layernorm "
-                "--optimizer-cpu-offload --optimizer-offload-fraction 0.5",
+                "--use-distributed-optimizer --use-precision-aware-optimizer "
+                "--optimizer-cpu-offload "
+                "--optimizer-offload-fraction 0.5",
             "--tensor-model-parallel-size 2 --pipeline-model-parallel-size 2 "
             "--pipeline-model-parallel-layout 'Et*16|t*16L' --context-parallel-size 1 "
             "--sequence-parallel --micro-batch-size 2 --global-batch-size 64 --seq-length 4096 "
             "--recompute-granularity selective --recompute-modules layernorm mlp "
-            "--optimizer-cpu-offload --optimizer-offload-fraction 0.5 --overlap-grad-reduce "
-            "--overlap-param-gather"},
+            "--use-distributed-optimizer --optimizer-cpu-offload --optimizer-offload-fraction 0.5 "
+            "--use-precision-aware-optimizer --overlap-grad-reduce --overlap-param-gather"},
            {sizes +
                 "--decoder-first-pipeline-num-layers 15 --decoder-last-pipeline-num-layers 17 " +
                 batch +
