@@ -511,6 +511,15 @@ absl::Status ResolvePrecision(const v1::PrecisionSpec& p, ValidatedJob& j) {
                "needs precision.use_precision_aware_optimizer (Megatron-LM refuses "
                "--optimizer-cpu-offload without --use-precision-aware-optimizer)");
   }
+  // ... and, with --fp8-param-gather, the delayed-scaling recipe.
+  if (p.optimizer_cpu_offload() && p.fp8_param_gather() &&
+      p.fp8_recipe() != v1::PrecisionSpec::FP8_RECIPE_UNSPECIFIED &&
+      p.fp8_recipe() != v1::PrecisionSpec::FP8_RECIPE_DELAYED) {
+    return Bad("precision.fp8_recipe", v1::PrecisionSpec::Fp8Recipe_Name(p.fp8_recipe()),
+               "must be FP8_RECIPE_DELAYED (--fp8-recipe delayed) with "
+               "precision.optimizer_cpu_offload and precision.fp8_param_gather (Megatron-LM "
+               "refuses --optimizer-cpu-offload with --fp8-param-gather and another recipe)");
+  }
   if (aware) {
     // optimizer/optimizer_config.py __post_init__ and optimizer/__init__.py
     // get_megatron_optimizer refuse these.

@@ -202,6 +202,17 @@ TEST(ValidateJob, PrecisionAwareOptimizerRefusals) {
       ValidateError(job),
       "precision.optimizer_cpu_offload = true: needs precision.use_precision_aware_optimizer "
       "(Megatron-LM refuses --optimizer-cpu-offload without --use-precision-aware-optimizer)");
+  // ... and with --fp8-param-gather, the delayed recipe only.
+  job = AwareJob();
+  job.mutable_precision()->set_optimizer_cpu_offload(true);
+  job.mutable_precision()->set_fp8_param_gather(true);
+  job.mutable_precision()->set_fp8_recipe(v1::PrecisionSpec::FP8_RECIPE_DELAYED);
+  EXPECT_TRUE(ValidateJob(job, nullptr).ok()) << ValidateJob(job, nullptr).status();
+  job.mutable_precision()->set_fp8_recipe(v1::PrecisionSpec::FP8_RECIPE_TENSORWISE);
+  EXPECT_THAT(ValidateError(job),
+              ::testing::StartsWith("precision.fp8_recipe = FP8_RECIPE_TENSORWISE: must be "
+                                    "FP8_RECIPE_DELAYED (--fp8-recipe delayed) with "
+                                    "precision.optimizer_cpu_offload"));
 }
 
 TEST(ValidateJob, SelectiveRecomputeDefaultsToCoreAttention) {
