@@ -66,8 +66,27 @@ pass() { echo "ok: $*"; }
 elapsed_since() { awk -v a="$1" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }'; }
 less_than() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a < b) }'; }
 
+# A port free now, below the kernel's ephemeral range: slurmd and slurmctld
+# bind it only later, and a port from that range (what binding port 0 gives)
+# may meanwhile become the local end of another test's outgoing connection
+# (the held-connection tests open hundreds): CI saw slurmd fail with "Address
+# already in use". Nothing takes a port below the range unasked.
 free_port() {
-  /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+  /usr/bin/python3 -c '
+import random, socket, sys
+low = int(open("/proc/sys/net/ipv4/ip_local_port_range").read().split()[0])
+for port in random.sample(range(10000, max(low, 10001)), min(500, max(low - 10000, 1))):
+    s = socket.socket()
+    try:
+        s.bind(("127.0.0.1", port))
+    except OSError:
+        continue
+    finally:
+        s.close()
+    print(port)
+    sys.exit(0)
+sys.exit("no free port below the ephemeral range " + str(low))
+'
 }
 
 mkdir -p "$T"/{etc,log,state,spool,munge,run,jobs,canary}
