@@ -66,27 +66,10 @@ pass() { echo "ok: $*"; }
 elapsed_since() { awk -v a="$1" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }'; }
 less_than() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a < b) }'; }
 
-# A port free now, below the kernel's ephemeral range: slurmd and slurmctld
-# bind it only later, and a port from that range (what binding port 0 gives)
-# may meanwhile become the local end of another test's outgoing connection
-# (the held-connection tests open hundreds): CI saw slurmd fail with "Address
-# already in use". Nothing takes a port below the range unasked.
+# A port free now, below the kernel's ephemeral range (free_port in
+# tests/testing/python_client_server.py says why).
 free_port() {
-  /usr/bin/python3 -c '
-import random, socket, sys
-low = int(open("/proc/sys/net/ipv4/ip_local_port_range").read().split()[0])
-for port in random.sample(range(10000, max(low, 10001)), min(500, max(low - 10000, 1))):
-    s = socket.socket()
-    try:
-        s.bind(("127.0.0.1", port))
-    except OSError:
-        continue
-    finally:
-        s.close()
-    print(port)
-    sys.exit(0)
-sys.exit("no free port below the ephemeral range " + str(low))
-'
+  PYTHONDONTWRITEBYTECODE=1 PYTHONPATH="$SRC/tests/testing" /usr/bin/python3 -c 'import python_client_server; print(python_client_server.free_port())'
 }
 
 mkdir -p "$T"/{etc,log,state,spool,munge,run,jobs,canary}

@@ -78,7 +78,21 @@ class Server:
 
 
 def free_port():
+    """A port on 127.0.0.1 free a moment ago, below the kernel's ephemeral
+    range: whoever binds it binds it later, and a port from that range (what
+    binding port 0 gives) may meanwhile become the local end of another
+    test's outgoing connection (the held-connection tests open hundreds in
+    parallel; CI saw slurmd fail with "Address already in use"). Nothing takes
+    a port below the range unasked. The same rule as testing::PickFreePort."""
+    import random  # pylint: disable=import-outside-toplevel
     import socket  # pylint: disable=import-outside-toplevel
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    with open("/proc/sys/net/ipv4/ip_local_port_range", encoding="ascii") as f:
+        low = int(f.read().split()[0])
+    for port in random.sample(range(10000, max(low, 10001)), min(500, max(low - 10000, 1))):
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError(f"no free port below the ephemeral range ({low})")

@@ -15,6 +15,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <random>
 #include <sstream>
 
 #include "absl/strings/match.h"
@@ -156,18 +157,24 @@ absl::StatusOr<std::string> HttpGet(int port, const std::string& path, absl::Dur
 }
 
 int PickFreePort() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(addr);
-  int port = -1;
-  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
-      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
-    port = ntohs(addr.sin_port);
+  // Below the kernel's ephemeral range, as free_port in
+  // tests/testing/python_client_server.py (which says why).
+  int low = 32768;
+  if (std::ifstream range("/proc/sys/net/ipv4/ip_local_port_range"); range) range >> low;
+  if (low <= 10000) return -1;
+  std::mt19937 random(std::random_device{}());
+  for (int tries = 0; tries < 500; ++tries) {
+    const int port = std::uniform_int_distribution<int>(10000, low - 1)(random);
+    const int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    addr.sin_port = htons(static_cast<uint16_t>(port));
+    const bool bound = bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
+    close(fd);
+    if (bound) return port;
   }
-  close(fd);
-  return port;
+  return -1;
 }
 
 std::string MakeTempDir() {

@@ -54,7 +54,8 @@ int LogValue(const std::string& line, const std::string& key);
 // connection failure, timeout or non-200 status.
 absl::StatusOr<std::string> HttpGet(int port, const std::string& path, absl::Duration timeout);
 
-// A TCP port on 127.0.0.1 that was free a moment ago.
+// A TCP port on 127.0.0.1 that was free a moment ago, below the kernel's
+// ephemeral range (so no outgoing connection takes it meanwhile); -1 if none.
 int PickFreePort();
 
 // A fresh directory under $TEST_TMPDIR or /tmp, removed by the caller.
