@@ -116,20 +116,18 @@ absl::StatusOr<std::string> AffinityGpuProduct(const JsonNode& spec) {
 // reference, so errors about it never show the value (issue 25, item 12).
 // A word holding the value by chance is named too: the message names a
 // variable where it could have shown the word, never the reverse.
-void NameReferencesInScriptWords(const std::vector<std::string>& replaced,
+void NameReferencesInScriptWords(const std::set<std::string>& replaced,
                                  const std::map<std::string, std::string>& env, ScriptJob& script) {
   if (replaced.empty()) return;
   script.megatron_arg_sources.resize(script.megatron_args.size());
   for (size_t i = 0; i < script.megatron_args.size(); ++i) {
     std::string& sources = script.megatron_arg_sources[i];
     if (!sources.empty()) continue;
-    std::set<std::string> named;
-    for (const std::string& reference : replaced) {
-      // "$(NAME)", as ExpandKubernetesReferences wrote it.
-      const auto value = env.find(reference.substr(2, reference.size() - 3));
-      if (value == env.end() || value->second.empty() || !named.insert(reference).second) continue;
+    for (const std::string& name : replaced) {
+      const auto value = env.find(name);
+      if (value == env.end() || value->second.empty()) continue;
       if (absl::StrContains(script.megatron_args[i], value->second)) {
-        absl::StrAppend(&sources, sources.empty() ? "" : ", ", reference);
+        absl::StrAppend(&sources, sources.empty() ? "" : ", ", "$(", name, ")");
       }
     }
   }
@@ -162,7 +160,7 @@ absl::StatusOr<PodScan> ScanPodSpec(const JsonNode& spec, const Deadline& deadli
     const std::string where = absl::StrCat(container.path, " (\"", name.value_or(""), "\")");
     // Each word's env references: named in errors instead of their values.
     std::vector<std::string> word_sources(words.size());
-    std::vector<std::string> all_replaced;
+    std::set<std::string> all_replaced;
     for (size_t w = 0; w < words.size(); ++w) {
       std::vector<std::string> replaced;
       absl::StatusOr<std::string> expanded =
@@ -172,8 +170,10 @@ absl::StatusOr<PodScan> ScanPodSpec(const JsonNode& spec, const Deadline& deadli
             absl::StrCat(where, " command/args: ", expanded.status().message()));
       }
       words[w] = *std::move(expanded);
-      word_sources[w] = absl::StrJoin(replaced, ", ");
-      all_replaced.insert(all_replaced.end(), replaced.begin(), replaced.end());
+      word_sources[w] = absl::StrJoin(
+          replaced, ", ",
+          [](std::string* out, const std::string& name) { absl::StrAppend(out, "$(", name, ")"); });
+      all_replaced.insert(replaced.begin(), replaced.end());
     }
     absl::StatusOr<ScriptJob> script = ParseCommandWords(words, env, deadline, word_sources);
     // No command: the image's entrypoint is often a shell running the one
@@ -245,11 +245,9 @@ absl::StatusOr<std::string> ExpandKubernetesReferences(
     auto it = env.find(name);
     const absl::string_view piece =
         it != env.end() ? absl::string_view(it->second) : text.substr(i, close - i + 1);
-    if (it != env.end() && replaced != nullptr) {
-      const std::string reference(text.substr(i, close - i + 1));
-      if (std::find(replaced->begin(), replaced->end(), reference) == replaced->end()) {
-        replaced->push_back(reference);
-      }
+    if (it != env.end() && replaced != nullptr &&
+        std::find(replaced->begin(), replaced->end(), name) == replaced->end()) {
+      replaced->push_back(name);
     }
     if (piece.size() > budget - out.size()) return over();
     absl::StrAppend(&out, piece);

@@ -72,8 +72,8 @@ inline constexpr size_t kMaxExpandedBytes = kMaxCommandBytes;
 // references to names in `env` are replaced, `$$` is a literal `$`, anything
 // else stays as written. What it produces is taken from `budget`;
 // InvalidArgument (naming the limit) once the expansion would pass it.
-// `replaced` (when not null) gets each reference it replaced, as written
-// ("$(WANDB_API_KEY)"), once.
+// `replaced` (when not null) gets the name of each reference it replaced
+// ("WANDB_API_KEY" for `$(WANDB_API_KEY)`), once, in order.
 absl::StatusOr<std::string> ExpandKubernetesReferences(
     absl::string_view text, const std::map<std::string, std::string>& env, size_t& budget,
     std::vector<std::string>* replaced = nullptr);

@@ -24,11 +24,15 @@ using ::testing::StartsWith;
 TEST(PodScanTest, KubernetesReferences) {
   const std::map<std::string, std::string> env = {{"A", "x"}, {"B", "$(A)y"}};
   size_t budget = 100;
+  std::vector<std::string> replaced;
   const absl::StatusOr<std::string> expanded =
-      ExpandKubernetesReferences("$(A)-$(B)-$(C)-$$(A)-$-$(A", env, budget);
+      ExpandKubernetesReferences("$(B)-$(A)-$(B)-$(C)-$$(A)-$-$(A", env, budget, &replaced);
   ASSERT_TRUE(expanded.ok()) << expanded.status();
-  EXPECT_EQ(*expanded, "x-$(A)y-$(C)-$(A)-$-$(A");
+  EXPECT_EQ(*expanded, "$(A)y-x-$(A)y-$(C)-$(A)-$-$(A");
   EXPECT_EQ(budget, 100 - expanded->size());
+  // The names replaced, once each, in order; not $(C) (undefined) nor the
+  // escaped $$(A).
+  EXPECT_THAT(replaced, ElementsAre("B", "A"));
 }
 
 // What the expansions produce is bounded: exactly the budget passes, one
