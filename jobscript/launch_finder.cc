@@ -20,8 +20,9 @@ namespace {
 
 // The environment variables that change memory (ApplyEnvironment).
 constexpr absl::string_view kMemoryEnv[] = {
-    "PYTORCH_CUDA_ALLOC_CONF", "NCCL_GRAPH_REGISTER", "OOMGUARD_MEGATRON_CORE_VERSION",
-    "OOMGUARD_TRANSFORMER_ENGINE_VERSION", "OOMGUARD_OPTIMIZER_IMPLEMENTATION"};
+    "PYTORCH_CUDA_ALLOC_CONF",           "NCCL_GRAPH_REGISTER",
+    "OOMGUARD_MEGATRON_CORE_VERSION",    "OOMGUARD_TRANSFORMER_ENGINE_VERSION",
+    "OOMGUARD_OPTIMIZER_IMPLEMENTATION", "OOMGUARD_GPU_ARCHITECTURE"};
 
 bool IsPython(absl::string_view name) {
   if (!absl::ConsumePrefix(&name, "python")) return false;

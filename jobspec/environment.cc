@@ -68,6 +68,17 @@ absl::Status ApplyEnvironment(const std::map<std::string, std::string>& env, v1:
     job->mutable_runtime()->set_transformer_engine_version(
         std::string(absl::StripAsciiWhitespace(te->second)));
   }
+  if (auto arch = env.find("OOMGUARD_GPU_ARCHITECTURE"); arch != env.end()) {
+    const absl::string_view value = absl::StripAsciiWhitespace(arch->second);
+    if (value == "hopper") {
+      job->mutable_runtime()->set_gpu_architecture(v1::GPU_ARCHITECTURE_HOPPER);
+    } else if (value == "blackwell") {
+      job->mutable_runtime()->set_gpu_architecture(v1::GPU_ARCHITECTURE_BLACKWELL);
+    } else {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "OOMGUARD_GPU_ARCHITECTURE: expected hopper or blackwell, got ", Quote(value)));
+    }
+  }
   if (auto adam = env.find("OOMGUARD_OPTIMIZER_IMPLEMENTATION"); adam != env.end()) {
     const absl::string_view value = absl::StripAsciiWhitespace(adam->second);
     if (value == "fused") {

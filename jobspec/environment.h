@@ -1,6 +1,7 @@
 // The job's environment variables that change its memory: PyTorch's
-// caching-allocator configuration, NCCL's CUDA-graph buffer registration and
-// the Megatron-Core / Transformer Engine versions the job runs.
+// caching-allocator configuration, NCCL's CUDA-graph buffer registration,
+// the Megatron-Core / Transformer Engine versions the job runs and the GPU
+// architecture it runs on.
 #ifndef OOMGUARD_JOBSPEC_ENVIRONMENT_H_
 #define OOMGUARD_JOBSPEC_ENVIRONMENT_H_
 
@@ -17,11 +18,12 @@ namespace oomguard {
 // NCCL_GRAPH_REGISTER (=0), and OOMGUARD_MEGATRON_CORE_VERSION /
 // OOMGUARD_TRANSFORMER_ENGINE_VERSION ("MAJOR.MINOR", copied to
 // runtime.megatron_core_version / transformer_engine_version, which
-// ValidateJob checks), and OOMGUARD_OPTIMIZER_IMPLEMENTATION (fused or
-// torch: runtime.optimizer_implementation). An expandable_segments value
-// other than True or False, which PyTorch refuses at start-up, or an
-// optimizer implementation other than those two, is InvalidArgument naming
-// the variable and the value.
+// ValidateJob checks), OOMGUARD_OPTIMIZER_IMPLEMENTATION (fused or
+// torch: runtime.optimizer_implementation) and OOMGUARD_GPU_ARCHITECTURE
+// (hopper or blackwell: runtime.gpu_architecture). An expandable_segments
+// value other than True or False, which PyTorch refuses at start-up, or an
+// optimizer implementation or GPU architecture other than those two, is
+// InvalidArgument naming the variable and the value.
 absl::Status ApplyEnvironment(const std::map<std::string, std::string>& env, v1::JobSpec* job);
 
 }  // namespace oomguard

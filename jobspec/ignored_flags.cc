@@ -60,6 +60,9 @@ constexpr absl::string_view kSilentFlags[] = {
     "openai-gelu", "te-rng-tracker", "inference-rng-tracker", "norm-epsilon", "apply-layernorm-1p",
     "use-rope-scaling", "rope-scaling-factor", "use-transformer-engine-op-fuser",
     "cuda-graph-warmup-steps",
+    // Read only with --fp4-recipe custom, which the flag table refuses (the
+    // --fp8-quantizer-factory of --fp8-recipe custom is under the fp8- prefix).
+    "fp4-quantizer-factory",
     // Host memory only: activation offloading's pinned CPU buffers kept for the
     // next iteration (TE's cpu_offload retain_pinned_cpu_buffers).
     "cpu-offloading-retain-pinned-cpu-buffers",

@@ -386,6 +386,14 @@ void AddPrecisionFlags(FlagTable& t) {
                                       {"blockwise", v1::PrecisionSpec::FP8_RECIPE_BLOCKWISE},
                                       {"mxfp8", v1::PrecisionSpec::FP8_RECIPE_MXFP8}}));
   t.Add("fp8-param-gather", Switch("precision.fp8_param_gather", true));
+  t.Add("reuse-grad-buf-for-mxfp8-param-ag",
+        Switch("precision.reuse_grad_buf_for_mxfp8_param_ag", true));
+  // NVFP4 training (estimator/fp8_memory.h); `custom` (a quantizer
+  // factory) is not modelled, so not a choice of --fp4-recipe.
+  t.Add("fp4-format", Word("precision.fp4_format", {{"e2m1", v1::PrecisionSpec::FP4_FORMAT_E2M1}}));
+  t.Add("fp4-recipe",
+        Word("precision.fp4_recipe", {{"nvfp4", v1::PrecisionSpec::FP4_RECIPE_NVFP4}}));
+  t.Add("fp4-param-gather", Switch("precision.fp4_param_gather", true));
   t.Add("first-last-layers-bf16", Switch("precision.first_last_layers_bf16", true));
   t.Add("num-layers-at-start-in-bf16", Uint("precision.num_layers_at_start_in_bf16"));
   t.Add("num-layers-at-end-in-bf16", Uint("precision.num_layers_at_end_in_bf16"));

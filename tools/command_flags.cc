@@ -58,7 +58,8 @@ namespace {
 
 constexpr std::pair<absl::string_view, absl::string_view> kVersionFlags[] = {
     {"--megatron-core-version", "OOMGUARD_MEGATRON_CORE_VERSION"},
-    {"--transformer-engine-version", "OOMGUARD_TRANSFORMER_ENGINE_VERSION"}};
+    {"--transformer-engine-version", "OOMGUARD_TRANSFORMER_ENGINE_VERSION"},
+    {"--gpu-architecture", "OOMGUARD_GPU_ARCHITECTURE"}};
 
 }  // namespace
 

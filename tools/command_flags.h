@@ -33,13 +33,15 @@ absl::StatusOr<double> ParseCoverageFlag(const std::string& value);
 
 // The value of `--peak-bound upper|point`: which peak the verdict compares.
 absl::StatusOr<v1::PeakBound> ParsePeakBoundFlag(const std::string& value);
-// True when args `a` is `--megatron-core-version` or
-// `--transformer-engine-version` (alone or as "name=value").
+// True when args `a` is `--megatron-core-version`,
+// `--transformer-engine-version` or `--gpu-architecture` (alone or as
+// "name=value").
 bool IsVersionFlag(const std::string& a);
 
 // Takes the version flag at args[i] (i moves past its value) into `env` as
 // the variable ApplyEnvironment reads (OOMGUARD_MEGATRON_CORE_VERSION,
-// OOMGUARD_TRANSFORMER_ENGINE_VERSION); the estimate validates the value.
+// OOMGUARD_TRANSFORMER_ENGINE_VERSION, OOMGUARD_GPU_ARCHITECTURE), which
+// validates the value.
 // InvalidArgument "NAME: missing value" when there is none.
 absl::Status TakeVersionFlag(const std::vector<std::string>& args, size_t& i,
                              std::map<std::string, std::string>& env);

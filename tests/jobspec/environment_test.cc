@@ -103,5 +103,17 @@ TEST(ApplyEnvironmentTest, OptimizerImplementation) {
             "OOMGUARD_OPTIMIZER_IMPLEMENTATION: expected fused or torch, got \"apex\"");
 }
 
+TEST(ApplyEnvironmentTest, GpuArchitecture) {
+  v1::JobSpec job;
+  ASSERT_TRUE(ApplyEnvironment({{"OOMGUARD_GPU_ARCHITECTURE", "blackwell"}}, &job).ok());
+  EXPECT_EQ(job.runtime().gpu_architecture(), v1::GPU_ARCHITECTURE_BLACKWELL);
+  ASSERT_TRUE(ApplyEnvironment({{"OOMGUARD_GPU_ARCHITECTURE", " hopper "}}, &job).ok());
+  EXPECT_EQ(job.runtime().gpu_architecture(), v1::GPU_ARCHITECTURE_HOPPER);
+  const absl::Status bad = ApplyEnvironment({{"OOMGUARD_GPU_ARCHITECTURE", "ampere"}}, &job);
+  EXPECT_EQ(bad.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(bad.message(),
+            "OOMGUARD_GPU_ARCHITECTURE: expected hopper or blackwell, got \"ampere\"");
+}
+
 }  // namespace
 }  // namespace oomguard

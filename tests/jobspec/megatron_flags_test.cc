@@ -322,8 +322,23 @@ TEST(MegatronFlagsTest, Fp8Flags) {
                   .moe_router_padding_for_fp8());
 }
 
+TEST(MegatronFlagsTest, Fp4Flags) {
+  const v1::PrecisionSpec p = ParseFull(
+                                  "--bf16 --fp4-format e2m1 --fp4-recipe nvfp4 --fp4-param-gather "
+                                  "--fp4-quantizer-factory pkg.mod.factory --vocab-size 8")
+                                  .precision();
+  EXPECT_FALSE(p.fp8());
+  EXPECT_EQ(p.fp4_format(), v1::PrecisionSpec::FP4_FORMAT_E2M1);
+  EXPECT_EQ(p.fp4_recipe(), v1::PrecisionSpec::FP4_RECIPE_NVFP4);
+  EXPECT_TRUE(p.fp4_param_gather());
+  EXPECT_TRUE(ParseFull("--reuse-grad-buf-for-mxfp8-param-ag --vocab-size 8")
+                  .precision()
+                  .reuse_grad_buf_for_mxfp8_param_ag());
+}
+
 TEST(MegatronFlagsTest, Fp8FlagsRefuseUnknownWords) {
-  for (const char* args : {"--fp8-recipe custom", "--fp8-format e5m2"}) {
+  for (const char* args :
+       {"--fp8-recipe custom", "--fp8-format e5m2", "--fp4-recipe custom", "--fp4-format e3m0"}) {
     const absl::Status status = ParseError(absl::StrCat(args, " --vocab-size 8"));
     EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << args;
     const std::vector<std::string> words = absl::StrSplit(args, ' ');
