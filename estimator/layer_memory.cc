@@ -73,7 +73,10 @@ double NormActivation(const ValidatedJob& j, const MicroBatchShape& s, bool sepa
                       bool offloaded, int fp8_readers = 0) {
   if (offloaded) return 0;
   const double input = s.elt * s.sp_tokens * j.model.hidden;
-  const double output_elt = fp8_readers > 0 ? s.LinearInput(fp8_readers) : s.elt;
+  double output_elt = s.elt;
+  if (fp8_readers > 0 && s.fp8_input > 0) {
+    output_elt = separate ? fp8_readers * s.fp8_input : s.fp8_norm_input;
+  }
   double output = output_elt * s.sp_tokens * j.model.hidden + s.norm_stats * s.sp_tokens;
   if (separate && j.recompute.HasModule(v1::RECOMPUTE_MODULE_LAYERNORM)) {
     output = fp8_readers > 0 && s.fp8_input > 0 ? output_elt * s.sp_tokens * j.model.hidden : 0;
@@ -352,7 +355,10 @@ BlockCost DecoderLayerCost(const ValidatedJob& j, bool moe, v1::ModuleNode* tree
                            bool kept_in_bf16) {
   BlockCost c;
   MicroBatchShape s(j);
-  if (!kept_in_bf16) s.fp8_input = Fp8SavedInputBytesPerElement(j);
+  if (!kept_in_bf16) {
+    s.fp8_input = Fp8SavedInputBytesPerElement(j);
+    s.fp8_norm_input = Fp8NormLinearSavedInputBytesPerElement(j);
+  }
   BlockBuilder b(&c, tree);
   if (j.mla.enabled) {
     LatentAttention(j, s, b, c);
@@ -423,15 +429,18 @@ BlockCost MtpLayerCost(const ValidatedJob& j, v1::ModuleNode* tree) {
   b.Module(nullptr, "hnorm", "TENorm", NormParams(j, j.model.hidden), 0,
            NormActivation(j, s, true, false));
   // MTP runs under Megatron's global FP8 context (multi_token_prediction.py
-  // get_fp8_context(config)): eh_proj saves an FP8 copy of its input.
-  s.fp8_input = Fp8SavedInputBytesPerElement(j);
+  // get_fp8_context(config)): eh_proj saves an FP8 copy of its input. FP4
+  // leaves MTP layers in bf16 (_proj_and_transformer_layer enters no FP4
+  // context, and their weights are built outside fp8_model_init).
+  const bool bf16 = j.precision.fp4;
+  if (!bf16) s.fp8_input = Fp8SavedInputBytesPerElement(j);
   const double eh_weight = 2 * h * h / j.parallelism.tp;
   b.Module(nullptr, "eh_proj", "ColumnParallelLinear",
            eh_weight + (j.model.linear_bias ? h / j.parallelism.tp : 0), 0,
            s.LinearInput() * s.sp_tokens * 2 * h);
   if (s.fp8_input > 0) c.fp8_dense_weights += eh_weight;
   v1::ModuleNode* layer = b.Group("transformer_layer", "TransformerLayer");
-  c.Add(DecoderLayerCost(j, j.moe.mtp_layer_is_moe, layer));
+  c.Add(DecoderLayerCost(j, j.moe.mtp_layer_is_moe, layer, bf16));
   BlockCost loss = LossCost(j, false, tree);
   c.Add(loss);
   return c;

@@ -22,9 +22,13 @@ struct MicroBatchShape {
   double tp;
   double elt;         // Bytes per activation element (bf16/fp16: 2).
   double norm_stats;  // Bytes per token of saved norm statistics (fp32).
-  // Bytes per element of the input an FP8 linear saves (one quantized copy
-  // per linear, estimator/fp8_memory.h); 0 outside FP8 layers.
+  // Bytes per element of the input an FP8 or NVFP4 linear saves (one
+  // quantized copy per linear, estimator/fp8_memory.h); 0 outside FP8 and
+  // NVFP4 layers.
   double fp8_input = 0;
+  // Bytes per element of the norm output a fused TE LayerNormLinear saves
+  // in such a layer (Fp8NormLinearSavedInputBytesPerElement).
+  double fp8_norm_input = 0;
   // Bytes per element of a tensor that `readers` linears save as their
   // input: their FP8 copies in an FP8 layer, else the one bf16 tensor.
   double LinearInput(int readers = 1) const { return fp8_input > 0 ? readers * fp8_input : elt; }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <string>
 
+#include "estimator/fp8_memory.h"
 #include "estimator/layer_memory.h"
 #include "estimator/moe_dispatch_memory.h"
 #include "estimator/reported_count.h"
@@ -126,12 +127,8 @@ OverheadSums AddOverheads(const ValidatedJob& j, const RankMemory& m, bool with_
              "output layer's input of each deferred micro-batch until the "
              "pipeline flush");
   }
-  list.Add(j.precision.fp8_param_gather ? "fp8_param_columnwise_copy" : "fp8_weight_workspace",
-           m.fp8_weight_cache_bytes, true,
-           "Transformer Engine keeps FP8 copies of each FP8 linear's weight for the whole step: "
-           "the quantize_weight workspace cached across micro-batches (is_first_microbatch), "
-           "rowwise + columnwise (Float8Tensor transpose on Hopper), or with --fp8-param-gather "
-           "the columnwise copy and scale-inverse of the FP8 parameter");
+  const WeightCacheTerm weight_cache = Fp8WeightCacheTerm(j);
+  list.Add(weight_cache.name, m.fp8_weight_cache_bytes, true, weight_cache.description);
   list.Add("tp_comm_overlap_workspace", TpCommOverlapWorkspaceBytes(j), true,
            "--tp-comm-overlap: the overlapped GEMMs' cuBLAS workspace, 32 MiB for each of the 3 "
            "userbuffers streams (Transformer Engine's get_cublas_workspace with ub=True)");

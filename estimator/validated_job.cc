@@ -673,8 +673,8 @@ absl::StatusOr<ValidatedJob> ValidateJob(const v1::JobSpec& job, std::vector<std
   OOMGUARD_RETURN_IF_ERROR(ResolveTraining(job, j));
   OOMGUARD_RETURN_IF_ERROR(ResolveRecompute(job.recompute(), j.model, j.moe, j.recompute));
   OOMGUARD_RETURN_IF_ERROR(ResolvePrecision(job.precision(), j));
-  OOMGUARD_RETURN_IF_ERROR(ResolveFp8(job.precision(), j, notes));
   OOMGUARD_RETURN_IF_ERROR(ResolveRuntime(job.runtime(), j.runtime));
+  OOMGUARD_RETURN_IF_ERROR(ResolveFp8(job.precision(), job.runtime().gpu_architecture(), j, notes));
   ResolveOptimizerState(job.precision(), j);
   OOMGUARD_RETURN_IF_ERROR(CheckSize("runtime.gpus_per_node", j.runtime.gpus_per_node, 1024));
 

@@ -185,9 +185,15 @@ struct PrecisionSettings {
   double step_grad_copy_bytes = 0;
   bool fp8 = false;               // An FP8 recipe (or FP8 weights).
   bool fp8_param_gather = false;  // FP8 weights.
-  // With fp8: the recipe (UNSPECIFIED resolved to DELAYED), the decoder
-  // layers kept in bf16 at each end (0 without --first-last-layers-bf16),
-  // and whether the router pads tokens per expert (estimator/fp8_memory.h).
+  bool fp4 = false;               // NVFP4 (--fp4-format e2m1).
+  bool fp4_param_gather = false;  // NVFP4 weights.
+  // --reuse-grad-buf-for-mxfp8-param-ag: quantized weights keep their own
+  // storage; their all-gather runs in the gradient buffer.
+  bool param_gather_in_grad_buffer = false;
+  // With fp8: the recipe (UNSPECIFIED resolved to DELAYED). With fp8 or fp4:
+  // the decoder layers kept in bf16 at each end (0 without
+  // --first-last-layers-bf16), and whether the router pads tokens per
+  // expert (estimator/fp8_memory.h).
   v1::PrecisionSpec::Fp8Recipe fp8_recipe = v1::PrecisionSpec::FP8_RECIPE_UNSPECIFIED;
   int64_t bf16_layers_at_start = 0;
   int64_t bf16_layers_at_end = 0;
@@ -210,6 +216,8 @@ struct RuntimeSettings {
   SoftwareVersion transformer_engine = kNewestTransformerEngine;
   // Megatron's gradient_accumulation_fusion (off: --no-gradient-accumulation-fusion).
   bool gradient_accumulation_fusion = true;
+  // runtime.gpu_architecture, UNSPECIFIED resolved (estimator/fp8_memory.h).
+  v1::GpuArchitecture gpu_architecture = v1::GPU_ARCHITECTURE_HOPPER;
 };
 
 struct ValidatedJob {

@@ -61,6 +61,7 @@ const std::map<std::string, std::vector<std::string>>& Defaults() {
       {"cross-entropy-fusion-impl", {"native"}},
       {"cpu-offloading-num-layers", {"0"}},
       {"fp8-recipe", {"delayed"}},
+      {"fp4-recipe", {"nvfp4"}},
       {"num-layers-at-start-in-bf16", {"1"}},
       {"num-layers-at-end-in-bf16", {"1"}},
       {"cuda-graph-impl", {"none"}},
@@ -108,6 +109,7 @@ const std::set<std::string>& WithoutDefault() {
       "recompute-modules",
       "offload-modules",
       "fp8-format",
+      "fp4-format",
       "cuda-graph-scope",
   };
   return *kFlags;
