@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "admission/gpu_catalog.h"
 #include "admission/peak_wording.h"
 #include "admission/recommendations.h"
 #include "common/status_macros.h"
@@ -291,9 +292,11 @@ namespace {
 
 // The check; `fast_peaks`: re-estimates through EstimatePeaks (only with the
 // real estimator, which it shares its numbers with).
-absl::StatusOr<v1::CheckResponse> RunCheck(const v1::JobSpec& job, const v1::GpuSpec& gpu,
+absl::StatusOr<v1::CheckResponse> RunCheck(const v1::JobSpec& job_spec, const v1::GpuSpec& gpu,
                                            const AdmissionOptions& options,
                                            EstimateFunction estimate, bool fast_peaks) {
+  // The job and every change the ladder tries run on this GPU's architecture.
+  const v1::JobSpec job = JobOnGpu(job_spec, gpu);
   const double margin = options.safety_margin;
   if (!(margin >= 0 && margin < 1)) {
     return absl::InvalidArgumentError(

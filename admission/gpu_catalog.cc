@@ -260,6 +260,27 @@ absl::StatusOr<v1::GpuSpec> GpuCatalog::Find(std::string_view name) const {
                                           "; known: ", absl::StrJoin(known, ", ")));
 }
 
+v1::GpuArchitecture GpuArchitectureOf(const v1::GpuSpec& gpu) {
+  if (gpu.vendor() != v1::GPU_VENDOR_NVIDIA) return v1::GPU_ARCHITECTURE_UNSPECIFIED;
+  switch (gpu.compute_capability_major()) {
+    case 9:
+      return v1::GPU_ARCHITECTURE_HOPPER;
+    case 10:
+    case 11:
+      return v1::GPU_ARCHITECTURE_BLACKWELL;
+    default:
+      return v1::GPU_ARCHITECTURE_UNSPECIFIED;
+  }
+}
+
+v1::JobSpec JobOnGpu(const v1::JobSpec& job, const v1::GpuSpec& gpu) {
+  v1::JobSpec on_gpu = job;
+  if (on_gpu.runtime().gpu_architecture() == v1::GPU_ARCHITECTURE_UNSPECIFIED) {
+    on_gpu.mutable_runtime()->set_gpu_architecture(GpuArchitectureOf(gpu));
+  }
+  return on_gpu;
+}
+
 bool NeedsNcclGraphRegisterOff(const v1::GpuSpec& gpu) {
   return !(gpu.vendor() == v1::GPU_VENDOR_NVIDIA && gpu.compute_capability_major() >= 10);
 }

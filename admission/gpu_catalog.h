@@ -11,6 +11,7 @@
 
 #include "absl/status/statusor.h"
 #include "oomguard/v1/admission.pb.h"
+#include "oomguard/v1/job.pb.h"
 
 namespace oomguard {
 
@@ -43,6 +44,14 @@ class GpuCatalog {
 
   std::vector<v1::GpuSpec> gpus_;
 };
+
+// The architecture of `gpu` by its compute capability (NVIDIA 9: Hopper;
+// 10 and 11: Blackwell), UNSPECIFIED for any other or an unknown one.
+v1::GpuArchitecture GpuArchitectureOf(const v1::GpuSpec& gpu);
+
+// `job` as it runs on `gpu`: runtime.gpu_architecture from the GPU where the
+// job leaves it unspecified (a job's own setting stays).
+v1::JobSpec JobOnGpu(const v1::JobSpec& job, const v1::GpuSpec& gpu);
 
 // True when MCore requires NCCL_GRAPH_REGISTER=0 for CUDA graphs with
 // expandable segments on `gpu`: before Blackwell, or when unknown.

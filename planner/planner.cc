@@ -12,6 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "admission/gpu_catalog.h"
 #include "common/status_macros.h"
 #include "estimator/estimator.h"
 #include "estimator/expert_parallel_overlap.h"
@@ -382,7 +383,7 @@ absl::Status CheckOptions(const PlanCluster& cluster, const PlanOptions& options
 // The job with the shape defaults the plan assumes.
 v1::JobSpec WithShape(const v1::JobSpec& job, const PlanCluster& cluster,
                       std::vector<std::string>* notes) {
-  v1::JobSpec base = job;
+  v1::JobSpec base = JobOnGpu(job, cluster.gpu);
   if (base.training().seq_length() == 0) {
     base.mutable_training()->set_seq_length(kDefaultSeqLength);
     notes->push_back(absl::StrCat("no --seq-length: ", kDefaultSeqLength, " assumed"));

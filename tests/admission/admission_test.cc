@@ -479,6 +479,46 @@ TEST(AdmissionTest, WithoutTheReportTheAnswerIsTheSame) {
   }
 }
 
+// The GPU's architecture decides which quantized weight copies TE keeps and
+// which recipes run: Llama-3 8B with FP8 (tensorwise) weights keeps their
+// transpose on an H100 (1 byte per FP8 weight) and none on a B200; NVFP4 is
+// refused on the H100, naming its flag's field.
+TEST(AdmissionTest, TheGpuDecidesTheQuantizedWeightCopies) {
+  const GpuCatalog catalog = GpuCatalog::Builtin();
+  const v1::GpuSpec h100 = catalog.Find("H100").value();
+  const v1::GpuSpec b200 = catalog.Find("B200").value();
+  const std::vector<std::string> base = {
+      "--use-distributed-optimizer", "--seq-length", "4096", "--micro-batch-size", "1",
+      "--global-batch-size",         "128"};
+  std::vector<std::string> fp8 = base;
+  for (const char* word :
+       {"--fp8-format", "hybrid", "--fp8-recipe", "tensorwise", "--fp8-param-gather"}) {
+    fp8.push_back(word);
+  }
+  const v1::JobSpec fp8_job = testing::JobFromArgs(fp8, 8, "llama3-8b");
+  absl::StatusOr<v1::CheckResponse> on_h100 = CheckJob(fp8_job, h100, {});
+  absl::StatusOr<v1::CheckResponse> on_b200 = CheckJob(fp8_job, b200, {});
+  ASSERT_TRUE(on_h100.ok() && on_b200.ok()) << on_h100.status() << on_b200.status();
+  const auto copy = [](const v1::CheckResponse& r) -> double {
+    for (const v1::Overhead& o : r.report().ranks(0).overheads()) {
+      if (o.name() == "fp8_param_columnwise_copy") return static_cast<double>(o.bytes());
+    }
+    return 0;
+  };
+  EXPECT_EQ(copy(*on_h100), 32 * 218103808.0);  // Llama-3 8B's linear weights.
+  EXPECT_EQ(copy(*on_b200), 0);
+  EXPECT_GT(on_h100->peak_device_bytes(), on_b200->peak_device_bytes());
+
+  std::vector<std::string> fp4 = base;
+  for (const char* word : {"--fp4-format", "e2m1", "--fp4-param-gather"}) fp4.push_back(word);
+  const v1::JobSpec fp4_job = testing::JobFromArgs(fp4, 8, "llama3-8b");
+  EXPECT_TRUE(CheckJob(fp4_job, b200, {}).ok());
+  absl::StatusOr<v1::CheckResponse> refused = CheckJob(fp4_job, h100, {});
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(refused.status().message()),
+              HasSubstr("precision.fp4_format = FP4_FORMAT_E2M1: runs on Blackwell GPUs only"));
+}
+
 TEST(AdmissionTest, EstimatorErrorsPassThrough) {
   v1::JobSpec job = MoeJob();
   job.mutable_parallelism()->set_tensor_model_parallel_size(3);

@@ -185,5 +185,27 @@ TEST(GpuCatalogTest, NcclGraphRegisterOffIsNeededBeforeBlackwell) {
   EXPECT_TRUE(NeedsNcclGraphRegisterOff(v1::GpuSpec()));  // Unknown: be safe.
 }
 
+TEST(GpuCatalogTest, ArchitectureFromComputeCapability) {
+  const GpuCatalog catalog = GpuCatalog::Builtin();
+  EXPECT_EQ(GpuArchitectureOf(*catalog.Find("H100")), v1::GPU_ARCHITECTURE_HOPPER);
+  EXPECT_EQ(GpuArchitectureOf(*catalog.Find("H200")), v1::GPU_ARCHITECTURE_HOPPER);
+  for (const char* blackwell : {"B200", "B300", "GB200", "GB300"}) {
+    EXPECT_EQ(GpuArchitectureOf(*catalog.Find(blackwell)), v1::GPU_ARCHITECTURE_BLACKWELL)
+        << blackwell;
+  }
+  // Compute capability 8 is Ampere or Ada (L40S): neither is modelled.
+  EXPECT_EQ(GpuArchitectureOf(*catalog.Find("A100-40GB")), v1::GPU_ARCHITECTURE_UNSPECIFIED);
+  EXPECT_EQ(GpuArchitectureOf(*catalog.Find("MI300X")), v1::GPU_ARCHITECTURE_UNSPECIFIED);
+  EXPECT_EQ(GpuArchitectureOf(v1::GpuSpec()), v1::GPU_ARCHITECTURE_UNSPECIFIED);
+
+  // The GPU fills an unspecified architecture; the job's own stays.
+  v1::JobSpec job;
+  EXPECT_EQ(JobOnGpu(job, *catalog.Find("B200")).runtime().gpu_architecture(),
+            v1::GPU_ARCHITECTURE_BLACKWELL);
+  job.mutable_runtime()->set_gpu_architecture(v1::GPU_ARCHITECTURE_HOPPER);
+  EXPECT_EQ(JobOnGpu(job, *catalog.Find("B200")).runtime().gpu_architecture(),
+            v1::GPU_ARCHITECTURE_HOPPER);
+}
+
 }  // namespace
 }  // namespace oomguard
