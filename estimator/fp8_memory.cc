@@ -13,8 +13,14 @@ namespace {
 using Recipe = v1::PrecisionSpec::Fp8Recipe;
 
 // TE 2.7 adds NVFP4BlockScaling (Megatron-LM validate_args refuses
-// --fp4-format before it).
+// --fp4-format before it); Megatron-Core 0.15 adds --fp4-format, 0.13
+// --reuse-grad-buf-for-mxfp8-param-ag (arguments.py of core_v0.15.0 and
+// core_v0.13.0).
 constexpr SoftwareVersion kFirstTeWithNvfp4{2, 7};
+constexpr SoftwareVersion kFirstMegatronCoreWithFp4{0, 15};
+constexpr SoftwareVersion kFirstMegatronCoreWithGradBufferParamGather{0, 13};
+
+std::string VersionText(SoftwareVersion v) { return absl::StrCat(v.major, ".", v.minor); }
 
 absl::Status Bad(absl::string_view field, const auto& value, absl::string_view why) {
   return absl::InvalidArgumentError(absl::StrCat(field, " = ", value, ": ", why));
@@ -90,12 +96,17 @@ absl::Status ResolveFp4(const v1::PrecisionSpec& p, ValidatedJob& j) {
                "cannot be used with precision.fp8 (--fp8-format); Megatron-LM refuses FP4 and "
                "FP8 together");
   }
+  if (j.runtime.megatron_core < kFirstMegatronCoreWithFp4) {
+    return Bad("precision.fp4_format", v1::PrecisionSpec::Fp4Format_Name(p.fp4_format()),
+               absl::StrCat("needs Megatron-Core 0.15 or newer (--fp4-format); "
+                            "runtime.megatron_core_version is ",
+                            VersionText(j.runtime.megatron_core)));
+  }
   if (j.runtime.transformer_engine < kFirstTeWithNvfp4) {
-    return Bad(
-        "precision.fp4_format", v1::PrecisionSpec::Fp4Format_Name(p.fp4_format()),
-        absl::StrCat("needs Transformer Engine 2.7 or newer (NVFP4BlockScaling); "
-                     "runtime.transformer_engine_version is ",
-                     j.runtime.transformer_engine.major, ".", j.runtime.transformer_engine.minor));
+    return Bad("precision.fp4_format", v1::PrecisionSpec::Fp4Format_Name(p.fp4_format()),
+               absl::StrCat("needs Transformer Engine 2.7 or newer (NVFP4BlockScaling); "
+                            "runtime.transformer_engine_version is ",
+                            VersionText(j.runtime.transformer_engine)));
   }
   if (!j.training.transformer_engine) {
     return Bad("precision.fp4_format", v1::PrecisionSpec::Fp4Format_Name(p.fp4_format()),
@@ -174,6 +185,12 @@ absl::Status ResolveFp8(const v1::PrecisionSpec& p, v1::GpuArchitecture arch, Va
     return Bad("precision.reuse_grad_buf_for_mxfp8_param_ag", "true",
                "needs precision.fp8_param_gather (--fp8-param-gather); Megatron-Core refuses it "
                "without");
+  }
+  if (precision.param_gather_in_grad_buffer &&
+      j.runtime.megatron_core < kFirstMegatronCoreWithGradBufferParamGather) {
+    return Bad("precision.reuse_grad_buf_for_mxfp8_param_ag", "true",
+               absl::StrCat("needs Megatron-Core 0.13 or newer; runtime.megatron_core_version is ",
+                            VersionText(j.runtime.megatron_core)));
   }
   if (!precision.fp8) {
     if (p.fp8_format() != v1::PrecisionSpec::FP8_FORMAT_UNSPECIFIED) {

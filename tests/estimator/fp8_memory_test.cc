@@ -409,6 +409,25 @@ TEST(Fp8Memory, RefusesRecipesTheGpuDoesNotRun) {
   absl::StatusOr<v1::EstimateReport> old = Estimate(te26);
   ASSERT_FALSE(old.ok());
   EXPECT_TRUE(absl::StrContains(old.status().message(), "Transformer Engine 2.7")) << old.status();
+  // Megatron-Core has --fp4-format from 0.15, the gradient-buffer
+  // all-gather from 0.13.
+  v1::JobSpec core14 = JobFromArgs(CiModel(Fp4()));
+  core14.mutable_runtime()->set_megatron_core_version("0.14");
+  absl::StatusOr<v1::EstimateReport> no_fp4 = Estimate(core14);
+  ASSERT_FALSE(no_fp4.ok());
+  EXPECT_TRUE(absl::StrContains(no_fp4.status().message(),
+                                "precision.fp4_format = FP4_FORMAT_E2M1: needs Megatron-Core 0.15"))
+      << no_fp4.status();
+  v1::JobSpec core12 =
+      JobFromArgs(CiModel(Fp8("mxfp8", {"--use-distributed-optimizer", "--fp8-param-gather",
+                                        "--reuse-grad-buf-for-mxfp8-param-ag"})));
+  core12.mutable_runtime()->set_megatron_core_version("0.12");
+  absl::StatusOr<v1::EstimateReport> no_reuse = Estimate(core12);
+  ASSERT_FALSE(no_reuse.ok());
+  EXPECT_TRUE(absl::StrContains(no_reuse.status().message(),
+                                "precision.reuse_grad_buf_for_mxfp8_param_ag = true: needs "
+                                "Megatron-Core 0.13"))
+      << no_reuse.status();
 }
 
 }  // namespace
