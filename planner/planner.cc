@@ -449,11 +449,7 @@ absl::StatusOr<PlanResult> Plan(const v1::JobSpec& job, const PlanCluster& clust
   bounds.gpus_per_node = cluster.gpus_per_node;
   bounds.allow_recompute = options.allow_recompute;
   bounds.allow_offload = options.allow_offload;
-  // The flex dispatcher's DeepEP/HybridEP kernels are built for an EP group
-  // across nodes (one copy of a token per remote node, forwarded on NVLink
-  // there: step_time.cc), as DeepSeek-V3's EP 64 recipes run it.
-  const bool flex_dispatcher = base.model().moe_token_dispatcher() == v1::TOKEN_DISPATCHER_FLEX;
-  bounds.cross_node_expert_parallel = options.allow_cross_node_expert_parallel || flex_dispatcher;
+  bounds.cross_node_expert_parallel = options.allow_cross_node_expert_parallel;
   Search search(base, cluster, options, usable);
   OOMGUARD_RETURN_IF_ERROR(search.Run(bounds));
   const std::vector<Setting> settings = EnumerateSettings(base, bounds);
@@ -468,11 +464,9 @@ absl::StatusOr<PlanResult> Plan(const v1::JobSpec& job, const PlanCluster& clust
       base.model().mtp_num_layers() > 0 ? ", layouts counting embedding, MTP and loss as layers"
                                         : "",
       kMaxVpp,
-      !bounds.cross_node_expert_parallel ? "within the NVLink domain"
-      : options.allow_cross_node_expert_parallel
-          ? "within and across NVLink domains (allowed)"
-          : "within and across NVLink domains (the flex dispatcher's DeepEP/HybridEP kernels "
-            "span nodes)",
+      bounds.cross_node_expert_parallel
+          ? "within and across NVLink domains (across them on the network)"
+          : "within the NVLink domain (crossing it forbidden)",
       recomputes, bounds.allow_offload ? "off/on" : "off",
       base.model().num_experts() == 0 ? ""
       : base.parallelism().overlap_moe_expert_parallel_comm()
@@ -487,12 +481,9 @@ absl::StatusOr<PlanResult> Plan(const v1::JobSpec& job, const PlanCluster& clust
                     "; TP > 1 with sequence parallelism only (the job's --tp-comm-overlap)");
   }
   if (search.empty() && base.model().num_experts() > 0 && !bounds.cross_node_expert_parallel) {
-    bounds.cross_node_expert_parallel = true;
-    OOMGUARD_RETURN_IF_ERROR(search.Run(bounds));
     notes.push_back(
-        "nothing fits with the expert-parallel group inside one NVLink domain: EP x ETP across "
-        "domains searched too (its all-to-all runs over the network)");
-    absl::StrAppend(&space, "; EP x ETP across nodes");
+        "nothing fits with the expert-parallel group inside one NVLink domain, and the request "
+        "forbids crossing it (allow_cross_node_expert_parallel = false)");
   }
   if (const GivenOverlap* refused = search.OverlapRefusedEverywhere();
       refused != nullptr && search.empty()) {

@@ -10,14 +10,18 @@
 //             its splits: even, embedding and loss counted as layers
 //             (--account-for-embedding/loss-in-pipeline-split), uneven
 //             first/last stages (--decoder-first/last-pipeline-num-layers),
-//             and for models with MTP layers the layouts that count the
-//             embedding, each MTP layer and the loss as a layer
-//             (--pipeline-model-parallel-layout, e.g. "Et|(tt|)*30mL");
+//             and for models with MTP layers the layouts of
+//             mtp_layouts.h (--pipeline-model-parallel-layout: embedding,
+//             MTP layers and loss as their own entries, counted as layers,
+//             "Et|(tt|)*30mL", or with lighter first and last stages,
+//             "Etttt|(tttt|)*14tmL");
 //   VPP       1 and the divisors of the layers per stage, up to kMaxVpp
-//             (a layout's virtual stages: those that divide it evenly);
+//             (a layout's: every VPP up to kMaxVpp, or the one the job
+//             fixes);
 //   EP, ETP   (MoE models) EP a power of two dividing the experts, ETP 1 or
-//             TP; EP x ETP inside the NVLink domain unless nothing there
-//             fits (or the request allows more);
+//             TP; EP x ETP inside the NVLink domain and across domains
+//             (ranked by the step-time model, which charges the network's
+//             all-to-all), unless the request forbids crossing;
 //   micro-batch 1, 2, 4, 8 (dividing the global batch over DP);
 //   recompute none, selective (core_attn; moe_act + layernorm; moe +
 //             layernorm; mlp; with MLA mla_up_proj + mlp), full (block: half
@@ -81,7 +85,11 @@ struct PlanOptions {
   uint32_t limit = 20;  // Candidates returned, best first; 1..kMaxPlanLimit.
   bool allow_recompute = true;
   bool allow_offload = true;
-  bool allow_cross_node_expert_parallel = false;
+  // EP x ETP may span NVLink domains: the search tries it and the step-time
+  // model ranks it (its all-to-all over the network); false keeps the
+  // expert-parallel groups inside one domain (PlanConstraints.
+  // allow_cross_node_expert_parallel = false).
+  bool allow_cross_node_expert_parallel = true;
   // Try each setting with --overlap-moe-expert-parallel-comm added where
   // Megatron-Core accepts it (PlanConstraints.no_expert_parallel_overlap
   // turns that off; a job that sets the flag keeps it either way).

@@ -5,7 +5,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
-#include "estimator/pipeline_layout.h"
+#include "planner/mtp_layouts.h"
 #include "planner/planner.h"
 
 namespace oomguard {
@@ -93,32 +93,77 @@ void AddExpertLayouts(Layout l, const v1::ParallelismSpec& p, int64_t experts, i
   }
 }
 
-// The layouts of a model with `mtp` MTP layers over `pp` stages of `vpp`
-// virtual stages each: the embedding, each MTP layer and the loss count as
-// one layer, and every virtual stage holds c of those T = layers + 2 + mtp
-// when S = pp x vpp divides T: the first "E" and c - 1 decoder layers, the
-// middle c decoder layers each, the last c - 1 - mtp decoder layers, the
-// MTP layers and the loss. DeepSeek-V3 (61 layers, 1 MTP) on PP 8 x VPP 4:
-// "Et|(tt|)*30mL". Empty when it does not divide, a stage would hold fewer
-// than none, or the layout would be too long to give (kMaxLayoutChars).
-std::string MtpLayoutPattern(int64_t layers, int64_t mtp, int64_t pp, int64_t vpp) {
-  const int64_t stages = pp * vpp, total = layers + 2 + mtp;
-  if (stages < 2 || total % stages != 0) return "";
-  const int64_t c = total / stages;
-  if (c < 1 + mtp) return "";
-  // About 3c symbols: past the longest layout Megatron-Core's grammar takes
-  // here, and not built (a 10^5-layer model on PP 2 would need 10^5).
-  if (3 * c + 32 > static_cast<int64_t>(kMaxLayoutChars)) return "";
-  const std::string middle(static_cast<size_t>(c), 't');
-  std::string out = "E" + std::string(static_cast<size_t>(c - 1), 't') + "|";
-  const int64_t middles = stages - 2;
-  if (middles >= 2) {
-    out += absl::StrCat("(", middle, "|)*", middles);
-  } else if (middles == 1) {
-    out += middle + "|";
+// The virtual pipeline sizes of a split of `layers_per_stage` decoder layers
+// a stage: 1, and with PP > 1 its divisors up to kMaxVpp.
+std::vector<int64_t> VirtualStages(int64_t pp, int64_t layers_per_stage, const SizeRange& range) {
+  std::vector<int64_t> vpps = {1};
+  if (pp > 1) {
+    for (int64_t v = 2; v <= std::min(kMaxVpp, layers_per_stage); ++v) {
+      if (layers_per_stage % v == 0) vpps.push_back(v);
+    }
   }
-  out += std::string(static_cast<size_t>(c - 1 - mtp), 't') +
-         std::string(static_cast<size_t>(mtp), 'm') + "L";
+  return Within(std::move(vpps), range);
+}
+
+// The ways of placing the layers on `pp` stages (PP, VPP, the split or
+// layout, the layers of a middle chunk): the job's own when it fixes them,
+// else the flag splits with their virtual stages; for a model with MTP
+// layers first the layouts of mtp_layouts.h, over the virtual stages the job
+// fixes (--num-virtual-stages-per-pipeline-rank, which the layout then
+// states) or every VPP up to kMaxVpp.
+std::vector<Layout> PipelinePlacements(const v1::JobSpec& base, int64_t pp,
+                                       const SizeRanges& sizes) {
+  const v1::ParallelismSpec& p = base.parallelism();
+  const int64_t layers = DecoderLayers(base);
+  const bool split_given =
+      p.has_decoder_first_pipeline_num_layers() || p.has_decoder_last_pipeline_num_layers() ||
+      !p.pipeline_model_parallel_layout().empty() || p.account_for_embedding_in_pipeline_split() ||
+      p.account_for_loss_in_pipeline_split();
+  // A layout sets the virtual stages too.
+  const bool vpp_by_layers =
+      p.has_num_layers_per_virtual_pipeline_stage() || !p.pipeline_model_parallel_layout().empty();
+  const bool vpp_given = p.has_num_virtual_stages_per_pipeline_rank() || vpp_by_layers;
+  const int64_t mtp = base.model().mtp_num_layers();
+  std::vector<Layout> out;
+  if (mtp > 0 && !split_given && !vpp_by_layers && pp > 1) {
+    std::vector<int64_t> vpps;
+    if (p.has_num_virtual_stages_per_pipeline_rank()) {
+      vpps = {p.num_virtual_stages_per_pipeline_rank()};
+    } else {
+      for (int64_t v = 1; v <= kMaxVpp; ++v) vpps.push_back(v);
+    }
+    for (const int64_t v : Within(std::move(vpps), sizes.vpp)) {
+      for (MtpLayout& m : MtpLayouts(layers, mtp, pp, v)) {
+        Layout l;
+        l.pp = pp;
+        l.vpp = v;
+        l.split = PipelineSplit::kMtpLayout;
+        l.pattern = std::move(m.pattern);
+        l.layers_per_chunk = m.middle_layers;
+        out.push_back(std::move(l));
+      }
+    }
+  }
+  std::vector<Layout> splits;
+  if (split_given || pp == 1) {
+    Layout l;
+    l.pp = pp;
+    l.layers_per_chunk = (layers + pp - 1) / pp;
+    splits.push_back(l);
+  } else {
+    splits = Splits(layers, pp);
+  }
+  for (const Layout& split : splits) {
+    // Kept as given (0; the planner checked it against the range).
+    const std::vector<int64_t> vpps =
+        vpp_given ? std::vector<int64_t>{0} : VirtualStages(pp, split.layers_per_chunk, sizes.vpp);
+    for (const int64_t vpp : vpps) {
+      Layout l = split;
+      l.vpp = vpp;
+      if (vpp > 1) l.layers_per_chunk = split.layers_per_chunk / vpp;
+      out.push_back(l);
+    }
+  }
   return out;
 }
 
@@ -144,15 +189,6 @@ std::vector<Layout> EnumerateLayouts(const v1::JobSpec& base, const SearchBounds
     for (int64_t cp = 1; cp == 1 || seq / cp >= kMinCpTokens; cp *= 2) cps.push_back(cp);
   }
   cps = Within(std::move(cps), sizes.cp);
-  const bool split_given =
-      p.has_decoder_first_pipeline_num_layers() || p.has_decoder_last_pipeline_num_layers() ||
-      !p.pipeline_model_parallel_layout().empty() || p.account_for_embedding_in_pipeline_split() ||
-      p.account_for_loss_in_pipeline_split();
-  // A layout sets the virtual stages too.
-  const bool vpp_given = p.has_num_virtual_stages_per_pipeline_rank() ||
-                         p.has_num_layers_per_virtual_pipeline_stage() ||
-                         !p.pipeline_model_parallel_layout().empty();
-  const int64_t mtp = base.model().mtp_num_layers();
   std::vector<Layout> out;
   for (const int64_t tp : tps) {
     for (const int64_t cp : cps) {
@@ -168,50 +204,12 @@ std::vector<Layout> EnumerateLayouts(const v1::JobSpec& base, const SearchBounds
       }
       pps = Within(std::move(pps), sizes.pp);
       for (const int64_t pp : pps) {
-        std::vector<Layout> splits;
-        if (split_given || pp == 1) {
-          Layout l;
-          l.pp = pp;
-          l.layers_per_chunk = (layers + pp - 1) / pp;
-          splits.push_back(l);
-        } else {
-          splits = Splits(layers, pp);
-        }
-        if (mtp > 0 && !split_given && !vpp_given && pp > 1) {
-          for (int64_t v = 1; v <= kMaxVpp; ++v) {
-            if (!sizes.vpp.Contains(v)) continue;
-            Layout l;
-            l.pp = pp;
-            l.split = PipelineSplit::kMtpLayout;
-            l.pattern = MtpLayoutPattern(layers, mtp, pp, v);
-            if (l.pattern.empty()) continue;
-            l.tp = tp;
-            l.cp = cp;
-            l.vpp = v;
-            l.layers_per_chunk = (layers + 2 + mtp) / (pp * v);
-            AddExpertLayouts(l, p, experts, world, node, bounds, out);
-          }
-        }
-        for (Layout split : splits) {
-          std::vector<int64_t> vpps = {1};
-          if (vpp_given) {
-            vpps = {0};  // Kept as given (the planner checked it against the range).
-          } else {
-            if (pp > 1) {
-              for (int64_t v = 2; v <= std::min(kMaxVpp, split.layers_per_chunk); ++v) {
-                if (split.layers_per_chunk % v == 0) vpps.push_back(v);
-              }
-            }
-            vpps = Within(std::move(vpps), sizes.vpp);
-          }
-          for (const int64_t vpp : vpps) {
-            Layout l = split;
-            l.tp = tp;
-            l.cp = cp;
-            l.vpp = vpp;
-            if (vpp > 1) l.layers_per_chunk = split.layers_per_chunk / vpp;
-            AddExpertLayouts(l, p, experts, world, node, bounds, out);
-          }
+        // Each dimension below multiplies the layouts: the pipeline
+        // placements of PP, then the expert sizes of each.
+        for (Layout l : PipelinePlacements(base, pp, sizes)) {
+          l.tp = tp;
+          l.cp = cp;
+          AddExpertLayouts(l, p, experts, world, node, bounds, out);
         }
       }
     }

@@ -221,7 +221,9 @@ absl::Status RequestHandlers::RunPlan(const v1::PlanRequest& request, absl::Time
   if (request.limit() > 0) options.limit = request.limit();
   options.allow_recompute = !c.no_recompute();
   options.allow_offload = !c.no_offload();
-  options.allow_cross_node_expert_parallel = c.allow_cross_node_expert_parallel();
+  // Unset: allowed (plan.proto's three states).
+  options.allow_cross_node_expert_parallel =
+      !c.has_allow_cross_node_expert_parallel() || c.allow_cross_node_expert_parallel();
   options.allow_expert_parallel_overlap = !c.no_expert_parallel_overlap();
   options.deadline = Deadline(deadline, &stop_);
   OOMGUARD_ASSIGN_OR_RETURN(

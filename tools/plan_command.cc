@@ -24,7 +24,7 @@ namespace {
 constexpr char kUsage[] =
     "usage: oomguard plan --gpus N --gpu NAME [--gpus-per-node K] (--preset P | --hf-config F)\n"
     "                     [--top K] [--json] [--memory-margin F] [--no-recompute] [--no-offload]\n"
-    "                     [--allow-cross-node-expert-parallel] [--no-expert-parallel-overlap]\n"
+    "                     [--no-cross-node-expert-parallel] [--no-expert-parallel-overlap]\n"
     "                     [--bound NAME=MIN:MAX ...] (NAME: tp pp vpp cp ep etp mbs; an end\n"
     "                     may be left out: --bound tp=:4 --bound pp=2:)\n"
     "                     [--peak-bound upper|point] [--coverage 0.95] [--env NAME=VALUE ...]\n"
@@ -126,9 +126,13 @@ absl::StatusOr<PlanFlags> ParseFlags(const std::vector<std::string>& args) {
     } else if (a == "--no-offload") {
       f.options.allow_offload = false;
     } else if (a == "--allow-cross-node-expert-parallel") {
-      // PlanConstraints.allow_cross_node_expert_parallel: EP x ETP may span
-      // nodes (e.g. with HybridEP or DeepEP), not only when nothing fits in one.
+      // PlanConstraints.allow_cross_node_expert_parallel = true: EP x ETP
+      // may span nodes, ranked by the step-time model (the default).
       f.options.allow_cross_node_expert_parallel = true;
+    } else if (a == "--no-cross-node-expert-parallel") {
+      // PlanConstraints.allow_cross_node_expert_parallel = false: EP x ETP
+      // stays inside the NVLink domain.
+      f.options.allow_cross_node_expert_parallel = false;
     } else if (IsFlag(a, "--bound")) {
       OOMGUARD_ASSIGN_OR_RETURN(const std::string v, TakeFlagValue(args, i, "--bound"));
       OOMGUARD_RETURN_IF_ERROR(ParseBound(v, f.options.sizes));

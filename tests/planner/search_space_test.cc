@@ -208,10 +208,14 @@ TEST(SearchSpace, ExpertLayouts) {
   EXPECT_THAT(Describe(EnumerateLayouts(job, SearchBounds())), ElementsAre("2/1/1/1/2/1 given 8"));
 }
 
-// A model with MTP layers also gets the layouts that count the embedding,
-// each MTP layer and the loss as a layer: 7 layers + E + m + L = 10 over PP
-// 2 is 5 a stage, "Etttt|tttmL" (VPP 5 would give 1 a stage, fewer than
-// the first stage's E plus a layer); then the uneven splits of 7 over 2.
+// A model with MTP layers also gets the layouts of planner/mtp_layouts.h
+// for each VPP: 7 layers + E + m + L = 10 over PP 2 is 5 a stage,
+// "Etttt|tttmL" (the lighter ends give the same); VPP 2, 4 stages: 10 does
+// not divide, the lighter ends 2 a middle stage, 7 - 4 = 3 left, 2 to the
+// first and 1 to the last; VPP 4, 8 stages: 1 a middle stage, 1 left to the
+// first; VPP 3 and 5 and more: the middle stages alone would need more than
+// 7 layers. Then the uneven splits of 7 over 2. (The layouts at VPP 2 and 4
+// are new: before, only those that divide evenly.)
 TEST(SearchSpace, MtpLayouts) {
   v1::JobSpec job = DenseBase(7, 2);
   job.mutable_model()->set_mtp_num_layers(1);
@@ -220,12 +224,23 @@ TEST(SearchSpace, MtpLayouts) {
   p->set_context_parallel_size(1);
   p->set_pipeline_model_parallel_size(2);
   EXPECT_THAT(Describe(EnumerateLayouts(job, SearchBounds())),
-              ElementsAre("1/1/2/1/1/1 mtp 5 Etttt|tttmL", "1/1/2/1/1/1 uneven 4 3/4",
+              ElementsAre("1/1/2/1/1/1 mtp 5 Etttt|tttmL", "1/1/2/2/1/1 mtp 2 Ett|(tt|)*2tmL",
+                          "1/1/2/4/1/1 mtp 1 Et|(t|)*6mL", "1/1/2/1/1/1 uneven 4 3/4",
                           "1/1/2/2/1/1 uneven 2 3/4", "1/1/2/4/1/1 uneven 1 3/4"));
+  // The job fixes VPP 2: the layouts of VPP 2 only (the layout then states
+  // it), and the uneven split kept at the given VPP.
+  p->set_num_virtual_stages_per_pipeline_rank(2);
+  EXPECT_THAT(Describe(EnumerateLayouts(job, SearchBounds())),
+              ElementsAre("1/1/2/2/1/1 mtp 2 Ett|(tt|)*2tmL", "1/1/2/0/1/1 uneven 4 3/4"));
+  // A layout the job gives is kept: no other.
+  p->clear_num_virtual_stages_per_pipeline_rank();
+  p->set_pipeline_model_parallel_layout("Etttt|tttmL");
+  EXPECT_THAT(Describe(EnumerateLayouts(job, SearchBounds())), ElementsAre("1/1/2/0/1/1 given 4"));
 }
 
-// DeepSeek-V3's layout: 61 layers + E + m + L = 64 over PP 8 x VPP 4 = 32
-// virtual stages, 2 each: "Et|(tt|)*30mL".
+// DeepSeek-V3's layouts over PP 8 (planner/mtp_layouts_test.cc derives
+// each): VPP 1 and 2 counted and with lighter ends, VPP 4 the one
+// "Et|(tt|)*30mL" (both rules give it); VPP 8 gives 1 a stage, too few.
 TEST(SearchSpace, DeepSeekV3Layout) {
   v1::JobSpec job = DenseBase(61, 8);
   job.mutable_model()->set_mtp_num_layers(1);
@@ -237,11 +252,11 @@ TEST(SearchSpace, DeepSeekV3Layout) {
   for (const Layout& l : EnumerateLayouts(job, SearchBounds())) {
     if (l.split == PipelineSplit::kMtpLayout) mtp.push_back(Describe(l));
   }
-  // 64 / 8 = 8 a stage (VPP 1), 4 (VPP 2), 2 (VPP 4); VPP 8 gives 1 a
-  // stage, too few for the last stage's MTP layer and loss.
   EXPECT_THAT(
       mtp, ElementsAre("1/1/8/1/1/1 mtp 8 Ettttttt|(tttttttt|)*6ttttttmL",
-                       "1/1/8/2/1/1 mtp 4 Ettt|(tttt|)*14ttmL", "1/1/8/4/1/1 mtp 2 Et|(tt|)*30mL"));
+                       "1/1/8/1/1/1 mtp 8 Etttttttt|(tttttttt|)*6tttttmL",
+                       "1/1/8/2/1/1 mtp 4 Ettt|(tttt|)*14ttmL",
+                       "1/1/8/2/1/1 mtp 4 Etttt|(tttt|)*14tmL", "1/1/8/4/1/1 mtp 2 Et|(tt|)*30mL"));
 }
 
 TEST(SearchSpace, MicroBatchSizes) {

@@ -1,7 +1,9 @@
 // The Plan RPC against a real server on a loopback port: candidates streamed
 // best first (at most `limit`), then the summary; bad requests name their
 // field; a deadline too short for the plan is DEADLINE_EXCEEDED.
+#include <algorithm>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -132,6 +134,40 @@ TEST_F(PlanRpcTest, ExpertParallelOverlapConstraintAndRefusal) {
             std::string::npos)
       << status.error_message();
   EXPECT_TRUE(messages.empty());
+}
+
+// PlanConstraints.allow_cross_node_expert_parallel's three states: unset
+// and true search EP x ETP across nodes too; false keeps it inside the node
+// of 8, and the summary says so.
+TEST_F(PlanRpcTest, CrossNodeExpertParallelThreeStates) {
+  v1::PlanRequest request;
+  v1::MegatronJob* job = request.mutable_job()->mutable_megatron();
+  job->set_preset("qwen3-30b-a3b");
+  job->set_num_gpus(32);
+  for (const char* word :
+       {"--seq-length", "4096", "--global-batch-size", "256", "--moe-grouped-gemm",
+        "--tensor-model-parallel-size", "1", "--micro-batch-size", "1"}) {
+    job->add_argv(word);
+  }
+  request.set_gpu_name("H100");
+  request.set_limit(200);
+  for (const std::optional<bool> allowed :
+       {std::optional<bool>(), std::optional<bool>(true), std::optional<bool>(false)}) {
+    if (allowed) request.mutable_constraints()->set_allow_cross_node_expert_parallel(*allowed);
+    std::vector<v1::PlanResponse> messages;
+    ASSERT_TRUE(Plan(request, &messages).ok());
+    ASSERT_GE(messages.size(), 2u);
+    uint32_t widest = 0;
+    for (const v1::PlanResponse& m : messages) {
+      if (m.has_candidate()) widest = std::max(widest, m.candidate().ep() * m.candidate().etp());
+    }
+    const bool across = !allowed.has_value() || *allowed;
+    EXPECT_EQ(widest > 8, across) << "EP x ETP up to " << widest;
+    EXPECT_EQ(
+        messages.back().summary().search_space().find("crossing it forbidden") != std::string::npos,
+        !across)
+        << messages.back().summary().search_space();
+  }
 }
 
 // PlanConstraints' size ranges reach the search; a bad range is

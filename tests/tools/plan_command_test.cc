@@ -57,26 +57,35 @@ TEST(PlanCommand, TableByDefaultAndFixedSizesKept) {
   EXPECT_THAT(out, Not(HasSubstr("args: --tensor-model-parallel-size 1 ")));
 }
 
-// Expert-parallel groups stay inside the NVLink domain unless the flag lets
-// them span nodes: the search then holds more settings and says so.
-TEST(PlanCommand, CrossNodeExpertParallelOnlyWhenAllowed) {
+// Expert-parallel groups may span nodes by default (the step-time model
+// ranks them), as with --allow-cross-node-expert-parallel;
+// --no-cross-node-expert-parallel keeps them inside the NVLink domain: the
+// search holds fewer settings and says so. (Before, inside was the default.)
+TEST(PlanCommand, CrossNodeExpertParallelUnlessForbidden) {
   const std::vector<std::string> moe = {"--gpus",       "32",       "--gpu",
                                         "H100",         "--preset", "qwen3-30b-a3b",
                                         "--seq-length", "4096",     "--global-batch-size",
                                         "256",          "--json"};
   std::string out, err;
   ASSERT_EQ(RunPlanCommand(moe, out, err), 0) << err;
-  const nlohmann::json in_node = nlohmann::json::parse(out)["summary"];
+  const nlohmann::json by_default = nlohmann::json::parse(out)["summary"];
   std::vector<std::string> allowed = moe;
   allowed.push_back("--allow-cross-node-expert-parallel");
   ASSERT_EQ(RunPlanCommand(allowed, out, err), 0) << err;
   const nlohmann::json across = nlohmann::json::parse(out)["summary"];
+  std::vector<std::string> forbidden = moe;
+  forbidden.push_back("--no-cross-node-expert-parallel");
+  ASSERT_EQ(RunPlanCommand(forbidden, out, err), 0) << err;
+  const nlohmann::json in_node = nlohmann::json::parse(out)["summary"];
   EXPECT_THAT(in_node["search_space"].get<std::string>(),
-              HasSubstr("EP x ETP within the NVLink domain"));
-  EXPECT_THAT(across["search_space"].get<std::string>(),
-              Not(HasSubstr("EP x ETP within the NVLink domain")));
-  EXPECT_GT(across["candidates_considered"].get<uint64_t>(),
-            in_node["candidates_considered"].get<uint64_t>());
+              HasSubstr("EP x ETP within the NVLink domain (crossing it forbidden)"));
+  for (const nlohmann::json& s : {by_default, across}) {
+    EXPECT_THAT(s["search_space"].get<std::string>(),
+                HasSubstr("EP x ETP within and across NVLink domains"));
+    EXPECT_GT(s["candidates_considered"].get<uint64_t>(),
+              in_node["candidates_considered"].get<uint64_t>());
+  }
+  EXPECT_EQ(by_default, across);
 }
 
 // Each candidate says whether it adds --overlap-moe-expert-parallel-comm,
