@@ -59,8 +59,10 @@ const std::vector<GpuPerformance>& Table() {
       // sustained as the host link) between the 8 GPUs of a node.
       {"A100-PCIe-40GB", 312 * kT, 0, 1555 * kG, 20 * kG, 25 * kG, 20 * kG},
       // B200 (HGX, 1000 W): 2.25 PFLOP/s BF16, 4.5 FP8 dense, 8 TB/s, NVLink 5
-      // 1.8 TB/s, ConnectX-8 800 Gb/s.
-      {"B200-192GB", 2250 * kT, 4500 * kT, 8000 * kG, 900 * kG, 100 * kG, 50 * kG},
+      // 1.8 TB/s. Network: the DGX B200 datasheet's eight single-port
+      // ConnectX-7 at 400 Gb/s, one per GPU (50 GB/s; ConnectX-8 at 800 Gb/s
+      // came with Blackwell Ultra, the B300 and GB300 below).
+      {"B200-192GB", 2250 * kT, 4500 * kT, 8000 * kG, 900 * kG, 50 * kG, 50 * kG},
       // HGX B300 datasheet, per GPU (eighth of the board): 2.25 PFLOP/s BF16,
       // 4.5 FP8 dense (36 and 72 PFLOP/s per board with sparsity), 8 TB/s
       // HBM3e, NVLink 5 1.8 TB/s, ConnectX-8 800 Gb/s; host link as B200.

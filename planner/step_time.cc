@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <initializer_list>
 
 namespace oomguard {
 namespace {
@@ -50,12 +51,25 @@ constexpr double kPermuteBytesPerRoutedHidden = 8;
 // size: kernel launches and, in an MoE layer, the dropless dispatcher's host
 // synchronisation on the per-expert token counts (the alltoall dispatcher
 // copies tokens_per_expert to the host every forward) with the ~100 small
-// kernels of routing and permutation. Fitted: seed 002's micro-batch 4 with
-// full recompute beats micro-batch 1 without recompute, which only a cost
-// per micro-batch explains. A third of it is the forward (what recompute
-// redoes).
+// kernels of routing and permutation. Fitted in total: seed 002's
+// micro-batch 4 with full recompute beats micro-batch 1 without recompute,
+// which only a cost per micro-batch explains. A third of it is the forward
+// (what recompute redoes).
 constexpr double kLayerOverheadSeconds = 0.3e-3;
 constexpr double kMoeLayerOverheadSeconds = 5e-3;
+// The parts of those a CUDA graph replays without the host launching each
+// kernel (Megatron-Core's cuda_graph_scope; Transformer Engine's
+// make_graphed_callables captures forward and backward): a layer's
+// attention and its MLP half of kLayerOverheadSeconds each (~30 kernels a
+// block forward at ~5 us of host time each, three times over forward and
+// backward); of an MoE layer's, the router's and the token preprocessing's
+// ~100 kernels at ~10 us (PyTorch's eager dispatch of small ops), three
+// times over: 3 ms of the 5. The rest, the host's wait on the token counts
+// before the dispatch, stays (a dropless dispatch is not captured). Split by
+// kernel counts, not fitted: the fitted tables run without graphs.
+constexpr double kAttentionLaunchSeconds = kLayerOverheadSeconds / 2;
+constexpr double kMlpLaunchSeconds = kLayerOverheadSeconds / 2;
+constexpr double kMoeRoutingLaunchSeconds = 3e-3;
 // Adam's step reads and writes ~36 bytes per owned parameter (fp32 master,
 // two moments, gradient, bf16 copy out).
 constexpr double kOptimizerStepBytesPerParam = 36;
@@ -162,9 +176,10 @@ class Model {
     const double gemm_peak =
         j.precision.fp8 && gpu.fp8_flops > 0 ? gpu.fp8_flops * kFp8PeakUse : gpu.bf16_flops;
     gemm_flops_ = gemm_peak * kGemmPeakFraction;
-    const double node = static_cast<double>(j.runtime.gpus_per_node);
-    tp_bw_ = Bandwidth(tp_ <= node);
-    cp_bw_ = Bandwidth(tp_ * cp_ <= node);
+    domain_ = static_cast<double>(
+        NvlinkDomain(gpu, static_cast<uint32_t>(std::max<int64_t>(0, j.runtime.gpus_per_node))));
+    tp_bw_ = Bandwidth(tp_ <= domain_);
+    cp_bw_ = Bandwidth(tp_ * cp_ <= domain_);
   }
 
   // Seconds of a GEMM of `flops` with `rows` rows and a `width`-wide shard.
@@ -212,6 +227,34 @@ class Model {
   }
   double MlpFlops(double ffn) const { return 2 * (j_.model.gated ? 3 : 2) * hidden_ * ffn; }
 
+  // The fixed time of one layer per micro-batch (forward + backward): its
+  // kernel launches, less those a CUDA graph replays, and an MoE layer's
+  // wait on the token counts. The graphed parts: the whole layer without a
+  // scope, else the scope's modules (attn; mlp of a dense layer; moe,
+  // moe_router or moe_preprocess the routing's kernels).
+  double LayerOverhead(bool moe) const {
+    double overhead = moe ? kMoeLayerOverheadSeconds : kLayerOverheadSeconds;
+    const RuntimeSettings& rt = j_.runtime;
+    if (!rt.cuda_graphs) return overhead;
+    const auto graphed = [&](std::initializer_list<const char*> modules) {
+      if (rt.cuda_graph_modules.empty()) return true;
+      for (const char* m : modules) {
+        if (std::find(rt.cuda_graph_modules.begin(), rt.cuda_graph_modules.end(), m) !=
+            rt.cuda_graph_modules.end()) {
+          return true;
+        }
+      }
+      return false;
+    };
+    if (graphed({"attn"})) overhead -= kAttentionLaunchSeconds;
+    if (moe) {
+      if (graphed({"moe", "moe_router", "moe_preprocess"})) overhead -= kMoeRoutingLaunchSeconds;
+    } else if (graphed({"mlp"})) {
+      overhead -= kMlpLaunchSeconds;
+    }
+    return overhead;
+  }
+
   // One decoder layer (dense or MoE), per micro-batch on one GPU.
   Cost Layer(bool moe) const {
     const Parallelism& par = j_.parallelism;
@@ -254,8 +297,7 @@ class Model {
       act = Elementwise(tokens_in * topk * eff * 6);
       // All-to-all: every routed copy that leaves the GPU, 2 bytes a value.
       const double bytes = tokens_in * topk * hidden_ * 2 * (1 - 1 / ep);
-      const double node = static_cast<double>(j_.runtime.gpus_per_node);
-      const double in_node = std::min(ep, std::max(1.0, node / etp));
+      const double in_node = std::min(ep, std::max(1.0, domain_ / etp));
       const double inter_share = (ep - in_node) / ep;
       double network_bytes = bytes * inter_share;
       if (me.flex_dispatcher && ep > in_node) {
@@ -277,7 +319,7 @@ class Model {
       if (etp > 1) a2a += Collective(tokens_in * topk * hidden_ * 2 * etp, etp, tp_bw_);
     }
     // Forward + backward: 3x the forward GEMMs; element-wise work 3x.
-    const double overhead = moe ? kMoeLayerOverheadSeconds : kLayerOverheadSeconds;
+    const double overhead = LayerOverhead(moe);
     const double forward = attn_linear + attn_core + mlp + elementwise + act + permute;
     c.compute = 3 * forward + overhead;
     const double tp_one = par.tp > 1 ? Collective(tokens_ * hidden_ * 2, tp_, tp_bw_) : 0;
@@ -363,13 +405,17 @@ class Model {
   }
 
   double tokens() const { return tokens_; }
+  // GPUs one NVLink domain joins: the node's, or the rack's on GB200/GB300
+  // NVL72 (NvlinkDomain, gpu_performance.h), whatever gpus_per_node says.
+  double domain() const { return domain_; }
   double tp() const { return tp_; }
   double hidden() const { return hidden_; }
 
  private:
   const ValidatedJob& j_;
   const GpuPerformance& gpu_;
-  double tp_ = 1, cp_ = 1, tokens_ = 0, hidden_ = 0, gemm_flops_ = 0, tp_bw_ = 0, cp_bw_ = 0;
+  double tp_ = 1, cp_ = 1, domain_ = 1, tokens_ = 0, hidden_ = 0, gemm_flops_ = 0, tp_bw_ = 0,
+         cp_bw_ = 0;
   mutable double full_forward_ = 0;
 };
 
@@ -464,7 +510,7 @@ StepTime EstimateStepTime(const ValidatedJob& j, const GpuPerformance& gpu) {
   // Bubble: (p - 1) / v micro-batches of the rank's time. Without
   // interleaving, the stage-to-stage send/receive is exposed too
   // (interleaved 1F1B overlaps it).
-  const double node = static_cast<double>(j.runtime.gpus_per_node);
+  const double node = m.domain();
   const double stride = static_cast<double>(par.world / par.pp);
   double p2p = 0;
   if (par.pp > 1 && par.vpp == 1) {

@@ -33,6 +33,7 @@ struct Table {
   std::string shape;  // Arguments every row shares.
   bool tflops;        // The value is model TFLOP/s per GPU (else tokens/GPU/s).
   std::vector<Measured> rows;
+  uint32_t gpus_per_node = 0;  // runtime.gpus_per_node; 0: unset (8).
 };
 
 std::vector<std::string> Words(const std::string& line) {
@@ -48,6 +49,7 @@ StepTime Predict(const Table& t, const Measured& row) {
   auto job = BuildJob(src, &notes);
   EXPECT_TRUE(job.ok()) << row.config << ": " << job.status();
   if (!job.ok()) return {};
+  if (t.gpus_per_node > 0) job->mutable_runtime()->set_gpus_per_node(t.gpus_per_node);
   auto validated = ValidateJob(*job, nullptr);
   EXPECT_TRUE(validated.ok()) << row.config << ": " << validated.status();
   if (!validated.ok()) return {};
@@ -352,6 +354,78 @@ TEST(StepTime, TpCommOverlapHidesTheTensorParallelCollectives) {
                       "--recompute-num-layers 1 --tp-comm-overlap",
                       0});
   EXPECT_LT(full_on.recompute, full_off.recompute);
+}
+
+// The EP all-to-all of Qwen3-30B-A3B (48 MoE layers, hidden 2048, 8 of
+// 128 experts a token) at TP 1, micro-batch 1 of 4096 tokens, EP 16 on 16
+// GPUs, global batch 1024: 64 micro-batches, each layer's dispatch and
+// combine forward and again backward (4 transfers). A transfer moves the
+// 8 routed copies of the 4096 tokens, 2 bytes a value, less the 1/16 that
+// stay: 4096 x 8 x 2048 x 2 x 15/16 = 125,829,120 bytes.
+//   H100, 8 a node: the 8 ranks of the other node get half (62,914,560
+//   bytes) over the 50 GB/s NIC at the all-to-all's 0.8 (40 GB/s), while
+//   the other half goes on NVLink (450 GB/s x 0.9), faster: 1.5729 ms + the
+//   15 us launch, x 4 x 48 x 64.
+//   GB200, 4 a compute tray but 72 in the NVLink domain (NVL72): all of it
+//   on NVLink at 900 GB/s x 0.9: 0.1553 ms + 15 us, x 4 x 48 x 64. (Before,
+//   the model read gpus_per_node 4 as the domain and sent 12/16 over the
+//   network.)
+TEST(StepTime, ExpertParallelAllToAllOnTheNetworkAndInsideNvl72) {
+  const std::string args =
+      "--seq-length 4096 --global-batch-size 1024 --micro-batch-size 1 --moe-grouped-gemm "
+      "--moe-token-dispatcher-type alltoall --tensor-model-parallel-size 1 "
+      "--pipeline-model-parallel-size 1 --expert-model-parallel-size 16";
+  const double bytes = 4096.0 * 8 * 2048 * 2 * 15 / 16;
+  const double transfers = 4.0 * 48 * 64;
+  const Table h100{"Qwen3-30B-A3B", "qwen3-30b-a3b", 16, "H100", args, false, {}};
+  EXPECT_NEAR(Predict(h100, {"", 0}).expert_parallel,
+              transfers * (bytes / 2 / (50e9 * 0.8) + 15e-6), 1e-9);
+  const Table gb200{"Qwen3-30B-A3B", "qwen3-30b-a3b", 16, "GB200", args, false, {}, 4};
+  const StepTime rack = Predict(gb200, {"", 0});
+  EXPECT_NEAR(rack.expert_parallel, transfers * (bytes / (900e9 * 0.9) + 15e-6), 1e-9);
+}
+
+// CUDA graphs replay a layer's kernels without the host launching each:
+// Llama-3 70B (80 dense layers) at TP 4, PP 4 (20 layers a rank), 64
+// micro-batches, whole layers graphed (--cuda-graph-impl local) saves the
+// 0.3 ms of launches a layer and micro-batch: 64 x 20 x 0.3 ms = 0.384 s of
+// compute; graphing only the attention (TE scope attn) half of it.
+// Qwen3-30B-A3B's MoE layers with the router and token preprocessing
+// graphed (Megatron-Bridge's --cuda-graph-scope attn moe_router
+// moe_preprocess) save their attention's 0.15 ms and the routing's 3 ms of
+// the 5 ms; the wait on the token counts stays: 64 x 48 x 3.15 ms.
+TEST(StepTime, CudaGraphsSaveTheLaunchesOfWhatTheyCapture) {
+  const Table llama{"Llama-3 70B",
+                    "llama3-70b",
+                    32,
+                    "H100",
+                    "--seq-length 4096 --global-batch-size 128 --tensor-model-parallel-size 4 "
+                    "--sequence-parallel --pipeline-model-parallel-size 4 --micro-batch-size 1",
+                    false,
+                    {}};
+  const StepTime eager = Predict(llama, {"", 0});
+  const StepTime graphed = Predict(llama, {"--cuda-graph-impl local", 0});
+  const StepTime attn =
+      Predict(llama, {"--cuda-graph-impl transformer_engine --cuda-graph-scope attn", 0});
+  EXPECT_NEAR(eager.compute - graphed.compute, 64 * 20 * 0.3e-3, 1e-9);
+  EXPECT_NEAR(eager.compute - attn.compute, 64 * 20 * 0.15e-3, 1e-9);
+  EXPECT_DOUBLE_EQ(graphed.tensor_parallel, eager.tensor_parallel);
+
+  const Table qwen{"Qwen3-30B-A3B",
+                   "qwen3-30b-a3b",
+                   16,
+                   "H100",
+                   "--seq-length 4096 --global-batch-size 1024 --micro-batch-size 1 "
+                   "--moe-grouped-gemm --moe-token-dispatcher-type alltoall "
+                   "--tensor-model-parallel-size 1 --expert-model-parallel-size 8",
+                   false,
+                   {}};
+  const StepTime moe_eager = Predict(qwen, {"", 0});
+  const StepTime moe_graphed =
+      Predict(qwen, {"--cuda-graph-impl transformer_engine --cuda-graph-scope attn moe_router "
+                     "moe_preprocess",
+                     0});
+  EXPECT_NEAR(moe_eager.compute - moe_graphed.compute, 64 * 48 * 3.15e-3, 1e-9);
 }
 
 TEST(StepTime, Seed002Qwen3On256H800) { CheckTable(Qwen3Table()); }
