@@ -39,6 +39,14 @@ struct Found {
   double tokens_per_gpu_per_second = 0;
 };
 
+// A layout and micro-batch size to search, with the tokens/GPU/s of its
+// fastest setting (Search::FastestTokens).
+struct Pending {
+  size_t layout = 0;
+  int64_t micro_batch = 0;
+  double tokens = 0;
+};
+
 // One setting of a layout in the order tried: its step time, its index and
 // whether the EP overlap is added. Ties go to the earlier setting, then to
 // the one without the overlap (less memory).
@@ -136,6 +144,12 @@ class Search {
     const double tokens_per_gpu = static_cast<double>(global_batch) *
                                   static_cast<double>(base_.training().seq_length()) /
                                   static_cast<double>(base_.parallelism().num_gpus());
+    // Best first: every layout and micro-batch size by the speed of its
+    // fastest setting (FastestTokens), so the best `limit` are found first
+    // and the rest is cut short without a memory estimate.
+    std::vector<Pending> pending;
+    // Per layout, its smallest micro-batch size the global batch takes.
+    std::vector<int64_t> smallest(layouts_.size(), 0);
     for (size_t li = 0; li < layouts_.size(); ++li) {
       if (options_.deadline.Passed()) {
         return options_.deadline.Check(
@@ -146,6 +160,44 @@ class Search {
           static_cast<int64_t>(base_.parallelism().num_gpus()) / (l.tp * l.cp * l.pp);
       for (const int64_t mb : micro_batches) {
         if (global_batch % (mb * dp) != 0) continue;
+        if (smallest[li] == 0) smallest[li] = mb;
+        pending.push_back(Pending{li, mb, FastestTokens(l, mb, tokens_per_gpu, job)});
+      }
+    }
+    std::stable_sort(pending.begin(), pending.end(),
+                     [](const Pending& a, const Pending& b) { return a.tokens > b.tokens; });
+    // Per layout, the smallest micro-batch size whose most memory-saving
+    // setting does not fit: no larger one fits either.
+    std::vector<int64_t> too_large(layouts_.size(), std::numeric_limits<int64_t>::max());
+    std::vector<bool> smallest_checked(layouts_.size(), false);
+    for (size_t pi = 0; pi < pending.size(); ++pi) {
+      if (options_.deadline.Passed()) {
+        return options_.deadline.Check(absl::StrCat("planning (after ", pi, " of ", pending.size(),
+                                                    " layouts and micro-batch sizes)"));
+      }
+      const size_t li = pending[pi].layout;
+      const int64_t mb = pending[pi].micro_batch;
+      const Layout& l = layouts_[li];
+      // Branch and bound: once `limit` candidates are found, a layout no
+      // faster than the slowest of them cannot enter them, nor can any
+      // after it.
+      if (best_.size() >= options_.limit && pending[pi].tokens <= best_.top()) {
+        counts_.pruned += pending.size() - pi;
+        break;
+      }
+      if (mb > smallest[li] && !smallest_checked[li]) {
+        // The layout's smallest micro-batch size first (memory grows with
+        // it): if its most memory-saving setting does not fit, none does.
+        smallest_checked[li] = true;
+        ApplyCandidate(base_, l, smallest[li], settings_[most_saving], &job);
+        const absl::StatusOr<ValidatedJob> v = ValidateJob(job, nullptr);
+        if (v.ok()) {
+          ++counts_.estimated;
+          if (ComparedPeak(*v) > usable_) too_large[li] = smallest[li];
+        }
+      }
+      if (mb >= too_large[li]) continue;
+      {
         // The most memory-saving setting first: if it does not fit, no
         // setting does, nor any larger micro-batch.
         ApplyCandidate(base_, l, mb, settings_[most_saving], &job);
@@ -160,7 +212,10 @@ class Search {
         }
         ++counts_.estimated;
         const bool saving_fits = ComparedPeak(*saving) <= usable_;
-        if (!saving_fits) break;
+        if (!saving_fits) {
+          too_large[li] = mb;
+          continue;
+        }
         // The others by predicted speed; the first that fits is kept. Where
         // Megatron-Core accepts it, each setting is tried with the EP
         // overlap added too (it costs one more warm-up forward of memory).
@@ -222,6 +277,25 @@ class Search {
       }
     }
     return absl::OkStatus();
+  }
+
+  // The tokens/GPU/s of the fastest setting of layout `l` at micro-batch
+  // `mb`: its first (no recompute beyond the job's, no offload), with the
+  // EP overlap where it may be added. Recompute and offload only add time in
+  // the step-time model (recompute beside an overlapped transfer hides at
+  // most what it adds). Infinite when Megatron-Core refuses the first
+  // setting: the search tries the others and says why.
+  double FastestTokens(const Layout& l, int64_t mb, double tokens_per_gpu, v1::JobSpec& job) const {
+    ApplyCandidate(base_, l, mb, settings_.front(), &job);
+    const absl::StatusOr<ValidatedJob> v = ValidateJob(job, nullptr);
+    if (!v.ok()) return std::numeric_limits<double>::infinity();
+    const StepTime t = EstimateStepTime(*v, cluster_.speed);
+    double seconds = t.seconds;
+    if (!ep_overlap_.given && options_.allow_expert_parallel_overlap &&
+        ExpertParallelOverlapAccepted(*v)) {
+      seconds = std::min(seconds, t.seconds - t.expert_parallel + t.expert_parallel_overlapped);
+    }
+    return tokens_per_gpu / seconds;
   }
 
   // The best `limit` of what was found, described.

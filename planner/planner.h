@@ -34,7 +34,10 @@
 // (EstimatePeaks). Of the settings of one layout and micro-batch size only
 // the fastest that fits is kept: the others are slower by the model and
 // need no estimate. A layout whose most memory-saving setting does not fit
-// at a micro-batch size skips the larger sizes.
+// at a micro-batch size skips the larger sizes. The layouts and micro-batch
+// sizes are searched best first, by the speed of their fastest setting (no
+// recompute, no offload): once `limit` candidates are found, the first that
+// cannot enter them ends the search, with no memory estimate of the rest.
 #ifndef OOMGUARD_PLANNER_PLANNER_H_
 #define OOMGUARD_PLANNER_PLANNER_H_
 
