@@ -320,6 +320,19 @@ TEST(StepTime, SharedExpertOverlapHidesPartOfTheAllToAll) {
                    Predict(qwen3, row).expert_parallel);
 }
 
+// Llama-3 70B on 32 H100 at TP 4 (sequence parallel), PP 4, micro-batch 1
+// of 4096 tokens, global batch 128 (DP 2: 64 micro-batches).
+Table Llama70bTp4Pp4() {
+  return Table{"Llama-3 70B",
+               "llama3-70b",
+               32,
+               "H100",
+               "--seq-length 4096 --global-batch-size 128 --tensor-model-parallel-size 4 "
+               "--sequence-parallel --pipeline-model-parallel-size 4 --micro-batch-size 1",
+               false,
+               {}};
+}
+
 // --tp-comm-overlap on Llama-3 70B, TP 4 inside an H100 node: each block's
 // all-gather + reduce-scatter (64 MiB of bf16 activations, ~0.3 ms on
 // NVLink) is shorter than the block's GEMMs beside it (the attention's
@@ -328,14 +341,7 @@ TEST(StepTime, SharedExpertOverlapHidesPartOfTheAllToAll) {
 // overlap, and the rest of the step (full recompute's forward aside) is
 // unchanged.
 TEST(StepTime, TpCommOverlapHidesTheTensorParallelCollectives) {
-  const Table llama{"Llama-3 70B",
-                    "llama3-70b",
-                    32,
-                    "H100",
-                    "--seq-length 4096 --global-batch-size 128 --tensor-model-parallel-size 4 "
-                    "--sequence-parallel --pipeline-model-parallel-size 4 --micro-batch-size 1",
-                    false,
-                    {}};
+  const Table llama = Llama70bTp4Pp4();
   const StepTime off = Predict(llama, {"", 0});
   const StepTime on = Predict(llama, {"--tp-comm-overlap", 0});
   ASSERT_GT(off.tensor_parallel, 0);
@@ -395,14 +401,7 @@ TEST(StepTime, ExpertParallelAllToAllOnTheNetworkAndInsideNvl72) {
 // moe_preprocess) save their attention's 0.15 ms and the routing's 3 ms of
 // the 5 ms; the wait on the token counts stays: 64 x 48 x 3.15 ms.
 TEST(StepTime, CudaGraphsSaveTheLaunchesOfWhatTheyCapture) {
-  const Table llama{"Llama-3 70B",
-                    "llama3-70b",
-                    32,
-                    "H100",
-                    "--seq-length 4096 --global-batch-size 128 --tensor-model-parallel-size 4 "
-                    "--sequence-parallel --pipeline-model-parallel-size 4 --micro-batch-size 1",
-                    false,
-                    {}};
+  const Table llama = Llama70bTp4Pp4();
   const StepTime eager = Predict(llama, {"", 0});
   const StepTime graphed = Predict(llama, {"--cuda-graph-impl local", 0});
   const StepTime attn =
