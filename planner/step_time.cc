@@ -64,12 +64,15 @@ constexpr double kMoeLayerOverheadSeconds = 5e-3;
 // block forward at ~5 us of host time each, three times over forward and
 // backward); of an MoE layer's, the router's and the token preprocessing's
 // ~100 kernels at ~10 us (PyTorch's eager dispatch of small ops), three
-// times over: 3 ms of the 5. The rest, the host's wait on the token counts
-// before the dispatch, stays (a dropless dispatch is not captured). Split by
-// kernel counts, not fitted: the fitted tables run without graphs.
+// times over: 3 ms of the 5. The rest is the host's wait on the token
+// counts before the dispatch, which a graph does not remove (a dropless
+// dispatch is not captured). Split by kernel counts, not fitted: the fitted
+// tables run without graphs.
 constexpr double kAttentionLaunchSeconds = kLayerOverheadSeconds / 2;
 constexpr double kMlpLaunchSeconds = kLayerOverheadSeconds / 2;
 constexpr double kMoeRoutingLaunchSeconds = 3e-3;
+constexpr double kMoeHostWaitSeconds =
+    kMoeLayerOverheadSeconds - kAttentionLaunchSeconds - kMoeRoutingLaunchSeconds;
 // Adam's step reads and writes ~36 bytes per owned parameter (fp32 master,
 // two moments, gradient, bf16 copy out).
 constexpr double kOptimizerStepBytesPerParam = 36;
@@ -229,11 +232,18 @@ class Model {
 
   // The fixed time of one layer per micro-batch (forward + backward): its
   // kernel launches, less those a CUDA graph replays, and an MoE layer's
-  // wait on the token counts. The graphed parts: the whole layer without a
-  // scope, else the scope's modules (attn; mlp of a dense layer; moe,
-  // moe_router or moe_preprocess the routing's kernels).
+  // wait on the token counts unless they are the capacity. The graphed parts: the whole layer
+  // without a scope, else the scope's modules (attn; mlp of a dense layer; moe, moe_router or
+  // moe_preprocess the routing's kernels).
   double LayerOverhead(bool moe) const {
     double overhead = moe ? kMoeLayerOverheadSeconds : kLayerOverheadSeconds;
+    // Expert inputs padded to the capacity (drop and pad): every count is
+    // the capacity, known on the host, and no wait is needed
+    // (MoEAlltoAllTokenDispatcher.preprocess returns before the counts'
+    // device-to-host copy; _HybridEPManager.setup_metadata sizes
+    // num_permuted_tokens from it, megatron/core/transformer/moe/
+    // token_dispatcher.py).
+    if (moe && j_.moe.pad_to_capacity) overhead -= kMoeHostWaitSeconds;
     const RuntimeSettings& rt = j_.runtime;
     if (!rt.cuda_graphs) return overhead;
     const auto graphed = [&](std::initializer_list<const char*> modules) {
