@@ -320,17 +320,17 @@ TEST(StepTime, SharedExpertOverlapHidesPartOfTheAllToAll) {
                    Predict(qwen3, row).expert_parallel);
 }
 
+// A job of `preset` on `gpus` H100 with `args`, no measured rows.
+Table H100Job(const char* preset, uint32_t gpus, const char* args) {
+  return Table{preset, preset, gpus, "H100", args, false, {}};
+}
+
 // Llama-3 70B on 32 H100 at TP 4 (sequence parallel), PP 4, micro-batch 1
 // of 4096 tokens, global batch 128 (DP 2: 64 micro-batches).
 Table Llama70bTp4Pp4() {
-  return Table{"Llama-3 70B",
-               "llama3-70b",
-               32,
-               "H100",
-               "--seq-length 4096 --global-batch-size 128 --tensor-model-parallel-size 4 "
-               "--sequence-parallel --pipeline-model-parallel-size 4 --micro-batch-size 1",
-               false,
-               {}};
+  return H100Job("llama3-70b", 32,
+                 "--seq-length 4096 --global-batch-size 128 --tensor-model-parallel-size 4 "
+                 "--sequence-parallel --pipeline-model-parallel-size 4 --micro-batch-size 1");
 }
 
 // --tp-comm-overlap on Llama-3 70B, TP 4 inside an H100 node: each block's
@@ -391,6 +391,15 @@ TEST(StepTime, ExpertParallelAllToAllOnTheNetworkAndInsideNvl72) {
   EXPECT_NEAR(rack.expert_parallel, transfers * (bytes / (900e9 * 0.9) + 15e-6), 1e-9);
 }
 
+// Qwen3-30B-A3B (48 MoE layers) on 16 H100 at TP 1, EP 8, micro-batch 1 of
+// 4096 tokens, global batch 1024 (DP 16: 64 micro-batches).
+Table Qwen3MoeEp8On16H100() {
+  return H100Job("qwen3-30b-a3b", 16,
+                 "--seq-length 4096 --global-batch-size 1024 --micro-batch-size 1 "
+                 "--moe-grouped-gemm --moe-token-dispatcher-type alltoall "
+                 "--tensor-model-parallel-size 1 --expert-model-parallel-size 8");
+}
+
 // CUDA graphs replay a layer's kernels without the host launching each:
 // Llama-3 70B (80 dense layers) at TP 4, PP 4 (20 layers a rank), 64
 // micro-batches, whole layers graphed (--cuda-graph-impl local) saves the
@@ -410,15 +419,7 @@ TEST(StepTime, CudaGraphsSaveTheLaunchesOfWhatTheyCapture) {
   EXPECT_NEAR(eager.compute - attn.compute, 64 * 20 * 0.15e-3, 1e-9);
   EXPECT_DOUBLE_EQ(graphed.tensor_parallel, eager.tensor_parallel);
 
-  const Table qwen{"Qwen3-30B-A3B",
-                   "qwen3-30b-a3b",
-                   16,
-                   "H100",
-                   "--seq-length 4096 --global-batch-size 1024 --micro-batch-size 1 "
-                   "--moe-grouped-gemm --moe-token-dispatcher-type alltoall "
-                   "--tensor-model-parallel-size 1 --expert-model-parallel-size 8",
-                   false,
-                   {}};
+  const Table qwen = Qwen3MoeEp8On16H100();
   const StepTime moe_eager = Predict(qwen, {"", 0});
   const StepTime moe_graphed =
       Predict(qwen, {"--cuda-graph-impl transformer_engine --cuda-graph-scope attn moe_router "
@@ -433,15 +434,7 @@ TEST(StepTime, CudaGraphsSaveTheLaunchesOfWhatTheyCapture) {
 // - 3 = 1.85 ms a layer and micro-batch, goes (64 x 48 of them, Qwen3-30B-A3B
 // as above), graphs or not.
 TEST(StepTime, DropAndPadNeedsNoWaitOnTheTokenCounts) {
-  const Table qwen{"Qwen3-30B-A3B",
-                   "qwen3-30b-a3b",
-                   16,
-                   "H100",
-                   "--seq-length 4096 --global-batch-size 1024 --micro-batch-size 1 "
-                   "--moe-grouped-gemm --moe-token-dispatcher-type alltoall "
-                   "--tensor-model-parallel-size 1 --expert-model-parallel-size 8",
-                   false,
-                   {}};
+  const Table qwen = Qwen3MoeEp8On16H100();
   const std::string padded = "--moe-expert-capacity-factor 1 --moe-pad-expert-input-to-capacity ";
   const std::string graphs =
       "--cuda-graph-impl transformer_engine --cuda-graph-scope attn moe_router moe_preprocess";
