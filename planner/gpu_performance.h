@@ -17,6 +17,7 @@ struct GpuPerformance {
   const char* name = "";
   double bf16_flops = 0;  // Dense BF16 tensor-core peak, FLOP/s (no sparsity).
   double fp8_flops = 0;   // Dense FP8 peak, FLOP/s; 0 = no FP8 (runs at bf16 speed).
+  double fp4_flops = 0;   // Dense NVFP4 peak, FLOP/s; 0 = no FP4 (Blackwell has it).
   double hbm_bytes_per_second = 0;
   // NVLink per GPU and direction (the link rate a ring collective's bus
   // bandwidth approaches; all-to-all reaches less, see step_time.cc).

@@ -30,6 +30,13 @@ constexpr double kGemmHalfWidth = 320;
 // Llama benchmarks report 1.3-1.7x per layer): fraction of the FP8 peak
 // reached relative to the BF16 fraction (fitted to seed 001's FP8 runs).
 constexpr double kFp8PeakUse = 0.85;
+// NVFP4 GEMMs (--fp4-format e2m1): Transformer Engine's NVFP4BlockScaling
+// runs fprop, dgrad and wgrad in FP4 (transformer_engine/common/recipe), at
+// the GPU's dense FP4 peak. The casts that keep FP8 at kFp8PeakUse of its
+// peak are memory traffic, not tensor-core work: they take the same time
+// beside an FP4 GEMM as beside the FP8 one (at least: NVFP4's 16x16
+// Hadamard transforms and stochastic rounding add to them; no NVFP4 table to
+// fit that to). On a GPU without FP4 the job runs at the FP8 rate.
 // Flash attention (forward + backward) reaches ~60% of the BF16 peak on
 // Hopper at long sequences (FlashAttention-3 paper: 500-600 TFLOP/s fwd,
 // less in backward); it falls at short per-rank sequences.
@@ -176,8 +183,12 @@ class Model {
     cp_ = static_cast<double>(par.cp);
     tokens_ = static_cast<double>(j.training.micro_batch * j.training.seq) / cp_;
     hidden_ = static_cast<double>(j.model.hidden);
-    const double gemm_peak =
-        j.precision.fp8 && gpu.fp8_flops > 0 ? gpu.fp8_flops * kFp8PeakUse : gpu.bf16_flops;
+    double gemm_peak = gpu.bf16_flops;
+    if (j.precision.fp4 && gpu.fp4_flops > 0 && gpu.fp8_flops > 0) {
+      gemm_peak = 1 / (1 / gpu.fp4_flops + (1 / kFp8PeakUse - 1) / gpu.fp8_flops);
+    } else if ((j.precision.fp8 || j.precision.fp4) && gpu.fp8_flops > 0) {
+      gemm_peak = gpu.fp8_flops * kFp8PeakUse;
+    }
     gemm_flops_ = gemm_peak * kGemmPeakFraction;
     domain_ = static_cast<double>(
         NvlinkDomain(gpu, static_cast<uint32_t>(std::max<int64_t>(0, j.runtime.gpus_per_node))));

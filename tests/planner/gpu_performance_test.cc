@@ -65,6 +65,14 @@ TEST(GpuPerformanceTest, NewGpusCarryTheDenseDatasheetFigures) {
   EXPECT_DOUBLE_EQ(FindGpuPerformance("GB200")->bf16_flops, 360000 * kT / 72 / 2);
   EXPECT_DOUBLE_EQ(FindGpuPerformance("GB300")->bf16_flops, 360000 * kT / 72 / 2);
   EXPECT_DOUBLE_EQ(FindGpuPerformance("GB200")->hbm_bytes_per_second, 576000 * kG / 72);
+  // Dense FP4 (NVFP4): HGX B200 144 PFLOP/s sparse per 8 GPUs; HGX B300 108
+  // dense per 8; GB200 NVL72 1440 sparse per 72; GB300 NVL72 1080 dense per
+  // 72. No FP4 before Blackwell.
+  EXPECT_DOUBLE_EQ(FindGpuPerformance("B200")->fp4_flops, 144000 * kT / 8 / 2);
+  EXPECT_DOUBLE_EQ(FindGpuPerformance("B300")->fp4_flops, 108000 * kT / 8);
+  EXPECT_DOUBLE_EQ(FindGpuPerformance("GB200")->fp4_flops, 1440000 * kT / 72 / 2);
+  EXPECT_DOUBLE_EQ(FindGpuPerformance("GB300")->fp4_flops, 1080000 * kT / 72);
+  EXPECT_DOUBLE_EQ(FindGpuPerformance("H100")->fp4_flops, 0);
   EXPECT_DOUBLE_EQ(FindGpuPerformance("L40S")->bf16_flops, 362.05 * kT);
   EXPECT_DOUBLE_EQ(FindGpuPerformance("L40S")->hbm_bytes_per_second, 864 * kG);
   // H800: H100 compute with NVLink cut from 450 to 200 GB/s per direction;

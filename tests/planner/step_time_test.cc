@@ -444,6 +444,41 @@ TEST(StepTime, DropAndPadNeedsNoWaitOnTheTokenCounts) {
               64 * 48 * 1.85e-3, 1e-9);
 }
 
+// NVFP4 (--fp4-format e2m1 --fp4-recipe nvfp4) runs its GEMMs at the GPU's
+// dense FP4 peak, and keeps FP8's casting time: on a GB300 entry whose FP4
+// peak were its FP8 peak (5 PFLOP/s) the NVFP4 job takes exactly the FP8
+// job's time. At the datasheet's 15 PFLOP/s a GEMM takes 1/15 + (1/0.85 - 1)
+// / 5 of what 1 / (0.85 x 5) is at FP8: 0.433 of it; the compute less
+// (attention's core, element-wise work and launches stay). Before, NVFP4 ran
+// at the BF16 rate.
+TEST(StepTime, Nvfp4RunsAtTheFp4Peak) {
+  const std::string shape =
+      "--seq-length 8192 --global-batch-size 128 --micro-batch-size 1 "
+      "--tensor-model-parallel-size 1 --pipeline-model-parallel-size 1 ";
+  const auto step = [&](const std::string& precision, const GpuPerformance& gpu) {
+    JobInputs src;
+    src.preset = "llama3-8b";
+    src.num_gpus = 8;
+    src.megatron_args = Words(shape + precision);
+    const absl::StatusOr<v1::JobSpec> job = BuildJob(src, nullptr);
+    EXPECT_TRUE(job.ok()) << job.status();
+    const absl::StatusOr<ValidatedJob> v = ValidateJob(*job, nullptr);
+    EXPECT_TRUE(v.ok()) << v.status();
+    return v.ok() ? EstimateStepTime(*v, gpu) : StepTime();
+  };
+  const std::string fp8 = "--fp8-format e4m3 --fp8-recipe mxfp8";
+  const std::string fp4 = "--fp4-format e2m1 --fp4-recipe nvfp4";
+  GpuPerformance gb300 = *FindGpuPerformance("GB300");
+  const StepTime fp8_time = step(fp8, gb300);
+  const StepTime fp4_time = step(fp4, gb300);
+  const StepTime bf16_time = step("", gb300);
+  EXPECT_LT(fp4_time.compute, 0.8 * fp8_time.compute);
+  EXPECT_GT(fp4_time.compute, 0.433 * fp8_time.compute);
+  EXPECT_LT(fp8_time.compute, bf16_time.compute);
+  gb300.fp4_flops = gb300.fp8_flops;
+  EXPECT_DOUBLE_EQ(step(fp4, gb300).compute, fp8_time.compute);
+}
+
 TEST(StepTime, Seed002Qwen3On256H800) { CheckTable(Qwen3Table()); }
 TEST(StepTime, Seed001Llama70bParallelism) { CheckTable(LlamaParallelismTable()); }
 TEST(StepTime, Seed003Llama70bRecompute) { CheckTable(LlamaRecomputeTable()); }
