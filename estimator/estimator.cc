@@ -10,6 +10,7 @@
 #include "common/status_macros.h"
 #include "estimator/checkpointed_attention_mask.h"
 #include "estimator/fp8_memory.h"
+#include "estimator/fsdp_memory.h"
 #include "estimator/layer_memory.h"
 #include "estimator/module_tree.h"
 #include "estimator/moe_dispatch_memory.h"
@@ -156,8 +157,12 @@ ChunkCost CostOfChunk(const ValidatedJob& j, const StageContents& st, const Bloc
 
 // How many GPUs share the optimizer state of one dense and one expert
 // element: each distributed-optimizer instance shards over its part of the
-// data-parallel group.
+// data-parallel group; FSDP as its strategy says (fsdp_memory.h).
 std::pair<double, double> OptimizerShards(const ValidatedJob& j) {
+  if (j.fsdp.on()) {
+    const FsdpShards shards = FsdpStateShards(j);
+    return {shards.dense.optimizer, shards.expert.optimizer};
+  }
   if (!j.precision.distributed_optimizer) return {1, 1};
   const Parallelism& par = j.parallelism;
   const double instances = static_cast<double>(j.precision.optimizer_instances);
@@ -181,13 +186,16 @@ void FillStatic(const ValidatedJob& j, double dense, double adam, double expert,
   const double host_opt = (state + precision.offloaded_host_extra_bytes) * f;
   const double extra_moments = adam * (precision.adam_moment_bytes - precision.moment_bytes);
   const double fp8_param = Fp8LinearParamBytesPerElement(j);
-  s->set_dense_param_bytes(
-      RoundedCount((dense - fp8_dense) * precision.param_bytes + fp8_dense * fp8_param));
-  s->set_dense_grad_bytes(RoundedCount(dense * precision.grad_bytes));
+  // The weights and gradients each rank keeps a share of under FSDP.
+  const FsdpShards shards = FsdpStateShards(j);
+  s->set_dense_param_bytes(RoundedCount(
+      ((dense - fp8_dense) * precision.param_bytes + fp8_dense * fp8_param) / shards.dense.params));
+  s->set_dense_grad_bytes(RoundedCount(dense * precision.grad_bytes / shards.dense.grads));
   s->set_dense_optimizer_bytes(RoundedCount((dense * gpu_opt + extra_moments * (1 - f)) / r_dense));
   s->set_expert_param_bytes(
-      RoundedCount((expert - fp8_expert) * precision.param_bytes + fp8_expert * fp8_param));
-  s->set_expert_grad_bytes(RoundedCount(expert * precision.grad_bytes));
+      RoundedCount(((expert - fp8_expert) * precision.param_bytes + fp8_expert * fp8_param) /
+                   shards.expert.params));
+  s->set_expert_grad_bytes(RoundedCount(expert * precision.grad_bytes / shards.expert.grads));
   s->set_expert_optimizer_bytes(RoundedCount(expert * gpu_opt / r_expert));
   s->set_host_optimizer_bytes(RoundedCount((dense * host_opt + extra_moments * f) / r_dense +
                                            expert * host_opt / r_expert));
@@ -226,6 +234,34 @@ double OptimizerStepTemporaryBytes(const ValidatedJob& j, double dense, double a
   return 0;
 }
 
+// Chunk `c` (virtual stage `st`) as FSDP sees it: its decoder and MTP
+// layers are the units (Megatron-FSDP's fsdp_unit_modules: TransformerLayer,
+// MoETransformerLayer; an MTP layer counted as one), the rest the embedding,
+// output layer and final norm.
+FsdpChunk FsdpChunkOf(const ValidatedJob& j, const StageContents& st, const BlockCosts& b,
+                      const ChunkCost& c) {
+  FsdpChunk out;
+  const int moe_layers = st.num_layers - st.num_dense_layers;
+  const double fp8 = Fp8LinearParamBytesPerElement(j), p = j.precision.param_bytes;
+  const auto consider = [&out, fp8, p](const BlockCost& unit, int count) {
+    if (count <= 0) return;
+    out.units += count;
+    out.units_elements += count * unit.params();
+    if (unit.params() <= out.unit_elements) return;
+    const double fp8_weights = unit.fp8_dense_weights + unit.fp8_expert_weights;
+    out.unit_elements = unit.params();
+    out.unit_weight_bytes = (unit.params() - fp8_weights) * p + fp8_weights * fp8;
+  };
+  consider(b.dense_layer, st.num_dense_layers);
+  consider(b.moe_layer, moe_layers);
+  consider(b.mtp, st.num_mtp_layers);
+  const bool embedding = st.has_embedding || st.num_mtp_layers > 0;
+  out.embedding_elements = embedding ? b.embedding.params() : 0;
+  out.other_elements =
+      std::max(0.0, c.total.params() - out.units_elements - out.embedding_elements);
+  return out;
+}
+
 // The costs of the few distinct blocks of `j`.
 BlockCosts CostsOfBlocks(const ValidatedJob& j) {
   BlockCosts b;
@@ -244,8 +280,9 @@ BlockCosts CostsOfBlocks(const ValidatedJob& j) {
 // One PP rank's memory: what the report and the peaks-only path both read.
 struct RankTotals {
   double dense = 0, adam = 0, expert = 0, transient = 0;
-  std::vector<ChunkCost> chunks;  // Per model chunk.
-  std::vector<double> chunk_act;  // Per model chunk: activation bytes of one micro-batch.
+  std::vector<ChunkCost> chunks;       // Per model chunk.
+  std::vector<double> chunk_act;       // Per model chunk: activation bytes of one micro-batch.
+  std::vector<FsdpChunk> fsdp_chunks;  // Per model chunk, under FSDP.
   // Of the parameters, the weights of FP8 linears.
   double fp8_dense = 0, fp8_expert = 0;
   InFlight in_flight;
@@ -341,6 +378,13 @@ absl::Status ComputeRank(const ValidatedJob& j, const BlockCosts& b, int64_t r, 
     t.mem.layer_activation_bytes += count * t.chunks[c].layer_act;
   }
   t.mem.fp8_weight_cache_bytes = (t.fp8_dense + t.fp8_expert) * Fp8WeightCacheBytesPerElement(j);
+  if (j.fsdp.on()) {
+    t.fsdp_chunks.resize(par.vpp);
+    for (int64_t c = 0; c < par.vpp; ++c) {
+      t.fsdp_chunks[c] = FsdpChunkOf(j, j.stages[r + c * par.pp], b, t.chunks[c]);
+    }
+    t.mem.fsdp = FsdpBufferBytes(j, t.fsdp_chunks);
+  }
   FillStatic(j, t.dense, t.adam, t.expert, t.fp8_dense, t.fp8_expert, TeDummyWgradBytes(j, r),
              &t.static_bytes);
   t.activation_bytes = RoundedCount(t.in_flight.held_bytes);

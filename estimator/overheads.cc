@@ -166,6 +166,30 @@ OverheadSums AddOverheads(const ValidatedJob& j, const RankMemory& m, bool with_
              "graph pools depend on which tensors the capture keeps static: sd 50% (a few GiB "
              "to +34 GiB measured on matched runs)");
   }
+  // FSDP (fsdp_memory.h): what the sharding gathers and scatters while the
+  // forward and backward run. How many units coexist depends on Megatron-FSDP's
+  // bucket grouping (a MoE layer's dense and expert buckets are separate
+  // collectives) and on when the caching allocator reuses a freed bucket.
+  list.Add("fsdp_all_gather_buffers", m.fsdp.all_gather, true,
+           "FSDP's all-gathered weights of the layers in flight: the running unit and the "
+           "prefetched ones (Megatron-FSDP AllGatherPipeline.all_gather_params, up to half of "
+           "--suggested-communication-unit-size, at least 5x10^8 elements; two units with "
+           "--fsdp-double-buffer; Torch FSDP2 one unit ahead)",
+           0.3,
+           "bucket groups and prefetch granularity decide how many layers coexist: sd 30% of "
+           "the gathered units");
+  list.Add("fsdp_reduce_scatter_buffers", m.fsdp.reduce_scatter, true,
+           "FSDP's unsharded gradients of the layers queued for reduce-scatter "
+           "(Megatron-FSDP GradReducePipeline.wait_for_previous_grad_reduce frees them beyond "
+           "--suggested-communication-unit-size elements, at least 10^9; two units with "
+           "--fsdp-double-buffer; Torch FSDP2 two units)",
+           0.3,
+           "when a queued reduce-scatter completes and frees its bucket depends on the network: "
+           "sd 30% of the queued units");
+  list.Add("fsdp_unsharded_non_unit_weights", m.fsdp.non_unit_weights, true,
+           "Megatron-FSDP optim_grads_params keeps the weights outside its units (embedding, "
+           "output layer, final norm) gathered after their first all-gather "
+           "(AllGatherPipeline.reset preserve_non_fsdp_units)");
   list.Add("cuda_context", 2.5 * kGiB, false,
            "CUDA context, cuBLAS/cuDNN handles and NCCL initialisation outside "
            "PyTorch's allocator "
@@ -186,8 +210,11 @@ OverheadSums AddOverheads(const ValidatedJob& j, const RankMemory& m, bool with_
   // What the allocator allocates and frees again within an iteration: the
   // activations and backward working set, or the optimizer step's copies
   // and temporaries, whichever is larger.
+  // FSDP's per-layer buffers are allocated and freed with each layer unless
+  // double-buffered.
+  const double fsdp_churn = m.fsdp.persistent ? 0 : m.fsdp.all_gather + m.fsdp.reduce_scatter;
   const double churn =
-      std::max(m.held_activation_bytes + m.transient_bytes, m.optimizer_step_bytes);
+      std::max(m.held_activation_bytes + m.transient_bytes + fsdp_churn, m.optimizer_step_bytes);
   if (j.runtime.expandable_segments) {
     const double slack = 64 * kMiB + 0.01 * churn;
     list.Add("allocator_slack", slack, false,

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "estimator/fsdp_memory.h"
 #include "estimator/peak_bound.h"
 #include "estimator/validated_job.h"
 #include "oomguard/v1/report.pb.h"
@@ -30,6 +31,7 @@ struct RankMemory {
   double optimizer_step_bytes = 0;
   double recomputed_moe_layers = 0;   // MoE layers whose forward runs under a checkpoint.
   double fp8_weight_cache_bytes = 0;  // FP8 weight copies TE keeps (fp8_memory.h).
+  FsdpBuffers fsdp;                   // FSDP's gathered and scattered buffers (fsdp_memory.h).
 };
 
 // The overheads of one rank summed (each item rounded to a count, sums

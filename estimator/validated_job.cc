@@ -9,6 +9,7 @@
 #include "common/status_macros.h"
 #include "estimator/activation_cpu_offload.h"
 #include "estimator/fp8_memory.h"
+#include "estimator/fsdp_memory.h"
 #include "estimator/interleaved_schedule_rules.h"
 #include "estimator/job_defaults.h"
 #include "estimator/known_enums.h"
@@ -492,7 +493,9 @@ absl::Status ResolvePrecision(const v1::PrecisionSpec& p, ValidatedJob& j) {
   if (!low_precision) precision.grad_bytes = 4;
   precision.optimizer =
       p.optimizer() == v1::OPTIMIZER_UNSPECIFIED ? v1::OPTIMIZER_ADAM : p.optimizer();
-  precision.distributed_optimizer = p.use_distributed_optimizer();
+  // Megatron-FSDP (version 1) turns the distributed optimizer on
+  // (arguments.py validate_args: "Using DistributedOptimizer...").
+  precision.distributed_optimizer = p.use_distributed_optimizer() || j.fsdp.megatron();
   const bool aware = p.use_precision_aware_optimizer();
   // optimizer/optimizer_config.py __post_init__: without the precision-aware
   // optimizer the state dtypes can only be their default, fp32.
@@ -562,7 +565,9 @@ absl::Status ResolvePrecision(const v1::PrecisionSpec& p, ValidatedJob& j) {
         CheckFraction("precision.optimizer_offload_fraction", OptimizerOffloadFraction(p), true));
   }
   precision.fp8 = p.fp8() || p.fp8_param_gather();
-  precision.fp8_param_gather = p.fp8_param_gather();
+  // validate_args turns --fp8-param-gather off under Torch FSDP2 (TE 2.0+).
+  precision.fp8_param_gather =
+      p.fp8_param_gather() && j.fsdp.implementation != v1::FSDP_IMPLEMENTATION_TORCH_FSDP2;
   return absl::OkStatus();
 }
 
@@ -570,7 +575,8 @@ absl::Status ResolvePrecision(const v1::PrecisionSpec& p, ValidatedJob& j) {
 // and Transformer Engine (TE) allocate for the master weights and the moments,
 // where they live, and the gradient copy the step makes. Needs the resolved
 // parameter and gradient bytes, FP8 recipe and TE version.
-void ResolveOptimizerState(const v1::PrecisionSpec& p, ValidatedJob& j) {
+void ResolveOptimizerState(const v1::JobSpec& job, ValidatedJob& j) {
+  const v1::PrecisionSpec& p = job.precision();
   PrecisionSettings& precision = j.precision;
   const bool low_precision = precision.param_bytes < 4;
   const bool grads_16_bit = precision.grad_bytes < 4;
@@ -608,6 +614,15 @@ void ResolveOptimizerState(const v1::PrecisionSpec& p, ValidatedJob& j) {
   // precision-aware optimizer).
   set_moments(aware ? DtypeBytes(p.exp_avg_dtype(), 4) : 4,
               aware ? DtypeBytes(p.exp_avg_sq_dtype(), 4) : 4);
+  if (j.fsdp.on()) {
+    // FSDP keeps its own gradient buffer and main weights (fsdp_memory.h);
+    // ResolveFsdp refused the CPU offload above.
+    const FsdpStateBytes fsdp = FsdpOptimizerStateBytes(job.parallelism(), precision, aware);
+    precision.grad_bytes = fsdp.grad;
+    precision.master_bytes = fsdp.master;
+    precision.step_grad_copy_bytes = fsdp.step_grad_copy;
+    return;
+  }
   const v1::Dtype main_params =
       p.main_params_dtype() == v1::DTYPE_UNSPECIFIED ? v1::DTYPE_FP32 : p.main_params_dtype();
   // optimizer/optimizer_config.py: use_precision_aware_optimizer_no_fp8_or_ds_fp8,
@@ -672,10 +687,11 @@ absl::StatusOr<ValidatedJob> ValidateJob(const v1::JobSpec& job, std::vector<std
   OOMGUARD_RETURN_IF_ERROR(ResolveParallelism(job.parallelism(), j, notes));
   OOMGUARD_RETURN_IF_ERROR(ResolveTraining(job, j));
   OOMGUARD_RETURN_IF_ERROR(ResolveRecompute(job.recompute(), j.model, j.moe, j.recompute));
+  OOMGUARD_RETURN_IF_ERROR(ResolveFsdp(job, j, notes));
   OOMGUARD_RETURN_IF_ERROR(ResolvePrecision(job.precision(), j));
   OOMGUARD_RETURN_IF_ERROR(ResolveRuntime(job.runtime(), j.runtime));
   OOMGUARD_RETURN_IF_ERROR(ResolveFp8(job.precision(), job.runtime().gpu_architecture(), j, notes));
-  ResolveOptimizerState(job.precision(), j);
+  ResolveOptimizerState(job, j);
   OOMGUARD_RETURN_IF_ERROR(CheckSize("runtime.gpus_per_node", j.runtime.gpus_per_node, 1024));
 
   const int64_t divisor = job.model().has_make_vocab_size_divisible_by()

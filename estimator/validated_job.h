@@ -220,6 +220,24 @@ struct RuntimeSettings {
   v1::GpuArchitecture gpu_architecture = v1::GPU_ARCHITECTURE_HOPPER;
 };
 
+// Fully sharded data parallelism (JobSpec.parallelism's FSDP fields;
+// estimator/fsdp_memory.h resolves them and holds the rules).
+struct FsdpSettings {
+  v1::FsdpImplementation implementation = v1::FSDP_IMPLEMENTATION_NONE;
+  // What is sharded: Megatron-FSDP's --data-parallel-sharding-strategy;
+  // OPTIM_GRADS_PARAMS for Torch FSDP2, which shards everything.
+  v1::ShardingStrategy strategy = v1::SHARDING_STRATEGY_NO_SHARD;
+  // Hybrid sharding with --outer-dp-sharding-strategy optim: the main
+  // weights and moments also shard over the distributed-optimizer instances.
+  bool outer_shards_optimizer = false;
+  bool double_buffer = false;               // Megatron-FSDP's persistent double buffer.
+  int64_t communication_unit_elements = 0;  // 0 = Megatron-FSDP's default.
+  bool reshard_after_forward = true;        // Torch FSDP2.
+
+  bool on() const { return implementation != v1::FSDP_IMPLEMENTATION_NONE; }
+  bool megatron() const { return implementation == v1::FSDP_IMPLEMENTATION_MEGATRON_FSDP; }
+};
+
 struct ValidatedJob {
   ModelShape model;
   LatentAttentionShape mla;
@@ -230,6 +248,7 @@ struct ValidatedJob {
   RecomputeSettings recompute;
   PrecisionSettings precision;
   RuntimeSettings runtime;
+  FsdpSettings fsdp;
 
   bool is_moe_model() const { return moe.experts > 0; }
 };

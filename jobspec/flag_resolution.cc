@@ -148,6 +148,18 @@ void ResolveBatchSchedule(ParseState& s) {
   }
 }
 
+// Megatron-LM refuses the two FSDP implementations together: validate_args
+// asserts --ckpt-format torch_dist or torch_dcp for Torch FSDP2 and
+// fsdp_dtensor for Megatron-FSDP.
+absl::Status CheckOneFsdp(const ParseState& s) {
+  if (s.megatron_fsdp && s.torch_fsdp2) {
+    return absl::InvalidArgumentError(
+        "--use-megatron-fsdp with --use-torch-fsdp2: Megatron-LM refuses the pair (Torch FSDP2 "
+        "needs --ckpt-format torch_dist or torch_dcp, Megatron-FSDP fsdp_dtensor); choose one");
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 void ParseState::Note(std::string text) {
@@ -159,6 +171,7 @@ void ParseState::Note(std::string text) {
 }
 
 absl::Status ResolveFlags(ParseState& s) {
+  OOMGUARD_RETURN_IF_ERROR(CheckOneFsdp(s));
   ResolveQueryGroups(s);
   OOMGUARD_RETURN_IF_ERROR(ResolveVocab(s));
   OOMGUARD_RETURN_IF_ERROR(ResolvePrecisionFlags(s));

@@ -37,6 +37,8 @@ struct ParseState {
   bool vocab_size_given = false;
   bool global_batch_size_given = false;
   std::optional<uint32_t> final_scheduled_batch_size = std::nullopt;
+  bool megatron_fsdp = false;  // --use-megatron-fsdp.
+  bool torch_fsdp2 = false;    // --use-torch-fsdp2.
 
   size_t notes_added = 0;
 
@@ -49,8 +51,8 @@ struct ParseState {
 // vocabulary size, the parameter dtype, the gradient buffer's dtype, the
 // cross-entropy fusion and the global batch size. InvalidArgument for flags that contradict each
 // other
-// (--bf16 with --fp16) or miss a partner (NullTokenizer without
-// --vocab-size).
+// (--bf16 with --fp16, --use-megatron-fsdp with --use-torch-fsdp2) or miss a partner
+// (NullTokenizer without --vocab-size).
 absl::Status ResolveFlags(ParseState& s);
 
 }  // namespace oomguard

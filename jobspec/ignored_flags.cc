@@ -8,11 +8,19 @@
 namespace oomguard {
 namespace {
 
-// Megatron-LM features oomguard cannot estimate: the whole job is refused.
-constexpr absl::string_view kUnimplementedFlags[] = {
-    "use-torch-fsdp2",
-    "use-megatron-fsdp",
-    "use-custom-fsdp",
+// Megatron-LM features oomguard cannot estimate: the whole job is refused,
+// with the reason.
+struct Unimplemented {
+  absl::string_view flag;
+  absl::string_view reason;
+};
+
+constexpr Unimplemented kUnimplementedFlags[] = {
+    // Megatron-FSDP's spelling until Megatron-LM af28b5a559 (2025-08), which
+    // removed it; its memory is modelled under the current spelling.
+    {"use-custom-fsdp",
+     "Megatron-LM removed this spelling of Megatron-FSDP (2025-08): oomguard models the job "
+     "written with --use-megatron-fsdp"},
 };
 
 // Flags that do not change per-rank GPU memory (or change it by a negligible
@@ -51,8 +59,10 @@ constexpr absl::string_view kSilentFlags[] = {
     "no-overlap-p2p-communication", "overlap-p2p-communication-warmup-flush",
     "use-ring-exchange-p2p", "variable-seq-lengths", "batch-p2p-comm",
     "no-async-tensor-model-parallel-allreduce",
-    // Megatron-FSDP settings (FSDP itself is refused: kUnimplementedFlags).
-    "data-parallel-sharding-strategy", "outer-dp-sharding-strategy",
+    // FSDP settings without memory of their own: NCCL registration of the
+    // buffers counted, the gradient division's fusion, checkpoint loading.
+    "fsdp-manual-registration", "no-gradient-reduce-div-fusion", "disable-strict-fsdp-dtensor-load",
+    "no-strict-fsdp-dtensor-load",
     // Kernel choices and numerics with the same saved tensors.
     "use-mcore-models", "gradient-accumulation-fusion", "attention-softmax-in-fp32",
     "apply-query-key-layer-scaling", "no-bias-gelu-fusion", "no-bias-swiglu-fusion",
@@ -77,11 +87,9 @@ constexpr absl::string_view kSilentFlags[] = {
 // Prefixes of silently accepted flag families. Exact table entries (e.g.
 // moe-router-topk, fp8-format in megatron_flags.h) are looked up first.
 constexpr absl::string_view kSilentPrefixes[] = {
-    "log-",           "tensorboard",     "wandb",      "one-logger",  "ckpt-",
-    "dist-ckpt-",     "non-persistent-", "tokenizer-", "tiktoken-",   "lr-",
-    "muon-",          "eval-",           "exit-",      "manual-gc",   "ddp-",
-    "megatron-fsdp-", "rotary-",         "mscale",     "moe-router-", "fp8-",
-    "straggler-"};
+    "log-",       "tensorboard", "wandb",  "one-logger",  "ckpt-", "dist-ckpt-", "non-persistent-",
+    "tokenizer-", "tiktoken-",   "lr-",    "muon-",       "eval-", "exit-",      "manual-gc",
+    "ddp-",       "rotary-",     "mscale", "moe-router-", "fp8-",  "straggler-"};
 
 // Flags that may change memory in ways oomguard does not model: accepted
 // with a note that says so.
@@ -105,11 +113,36 @@ constexpr Unmodelled kUnmodelledFlags[] = {
     {"hybrid-layer-pattern", "hybrid (Mamba) models are not modelled"},
     {"spec", "custom layer specs are not modelled; a GPT layer is assumed"},
     {"use-legacy-models", "legacy (non-Core) models are not modelled"},
+    // Megatron-FSDP settings whose memory is not counted
+    // (estimator/fsdp_memory.h counts whole-layer buffers in the gradients'
+    // own dtype).
+    {"megatron-fsdp-grad-comm-dtype",
+     "Megatron-FSDP's gradient communication buffers in another dtype are not counted"},
+    {"megatron-fsdp-enable-fine-grained-param-gather",
+     "Megatron-FSDP's per-module all-gathers are counted as whole-layer ones"},
+    {"keep-fp8-transpose-cache", "Megatron-FSDP's kept FP8 transpose caches are not counted"},
+    {"fsdp-db-use-persist-buf-on-alloc-fail",
+     "Megatron-FSDP's persistent fallback buffers for units outside its double buffer are not "
+     "counted"},
+    {"create-all-gather-group",
+     "the NCCL buffers of Megatron-FSDP's (or the distributed optimizer's) separate all-gather "
+     "communicator are not counted"},
 };
 
 }  // namespace
 
-absl::Span<const absl::string_view> UnimplementedFlags() { return kUnimplementedFlags; }
+std::vector<absl::string_view> UnimplementedFlags() {
+  std::vector<absl::string_view> names;
+  for (const Unimplemented& entry : kUnimplementedFlags) names.push_back(entry.flag);
+  return names;
+}
+
+std::optional<absl::string_view> UnimplementedFlagReason(absl::string_view name) {
+  for (const Unimplemented& entry : kUnimplementedFlags) {
+    if (entry.flag == name) return entry.reason;
+  }
+  return std::nullopt;
+}
 
 bool IsSilentFlag(absl::string_view name) {
   if (std::find(std::begin(kSilentFlags), std::end(kSilentFlags), name) != std::end(kSilentFlags)) {

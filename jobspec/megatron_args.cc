@@ -107,8 +107,9 @@ absl::StatusOr<size_t> ApplyFlag(absl::string_view token, absl::string_view toke
   FlagUse use{absl::StrCat("--", body), {}};
   if (const MegatronFlag* flag = FindMegatronFlag(use.display); flag != nullptr) {
     if (flag->unimplemented) {
-      return absl::UnimplementedError(
-          absl::StrCat(use.display, ": FSDP jobs are not modelled by oomguard"));
+      return absl::UnimplementedError(absl::StrCat(
+          use.display, ": ",
+          UnimplementedFlagReason(CanonicalFlagName(use.display)).value_or("not modelled")));
     }
     return ApplyKnownFlag(*flag, use, inline_value, token_source, following, s);
   }

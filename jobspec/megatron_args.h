@@ -46,8 +46,9 @@ enum class ArgsMode {
 // (`--use_distributed_optimizer`); a later flag overrides an earlier one.
 // Does not set parallelism.num_gpus (not a Megatron-LM flag).
 // Errors: InvalidArgument naming the flag and the value for malformed
-// values, missing values and stray tokens; Unimplemented for FSDP
-// (`--use-torch-fsdp2`, `--use-megatron-fsdp`, `--use-custom-fsdp`).
+// values, missing values and stray tokens; Unimplemented for the flags
+// oomguard refuses (ignored_flags.h UnimplementedFlags: `--use-custom-fsdp`,
+// the spelling of Megatron-FSDP Megatron-LM removed).
 // `arg_sources` (empty, or one per arg): the variable an argument holds the
 // value of, as the hook read it (MegatronJob.argv_sources); an error about
 // such an argument names the variable instead of showing the value

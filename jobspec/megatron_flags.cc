@@ -282,6 +282,44 @@ void AddModelFlags(FlagTable& t) {
   t.Add("mtp-num-layers", Uint("model.mtp_num_layers"));
 }
 
+// Fully sharded data parallelism: the implementation (the two switches are
+// recorded, as Megatron-LM refuses them together: flag_resolution.h) and
+// Megatron-FSDP's settings (megatron/core/distributed/
+// distributed_data_parallel_config.py, arguments.py _add_distributed_args).
+void AddFsdpFlags(FlagTable& t) {
+  t.Add("use-megatron-fsdp",
+        AlsoRecord(Switch("parallelism.fsdp_implementation", v1::FSDP_IMPLEMENTATION_MEGATRON_FSDP),
+                   [](ParseState& s) { s.megatron_fsdp = true; }));
+  t.Add("use-torch-fsdp2",
+        AlsoRecord(Switch("parallelism.fsdp_implementation", v1::FSDP_IMPLEMENTATION_TORCH_FSDP2),
+                   [](ParseState& s) { s.torch_fsdp2 = true; }));
+  t.Add("data-parallel-sharding-strategy",
+        Word("parallelism.data_parallel_sharding_strategy",
+             {{"no_shard", v1::SHARDING_STRATEGY_NO_SHARD},
+              {"optim", v1::SHARDING_STRATEGY_OPTIM},
+              {"optim_grads", v1::SHARDING_STRATEGY_OPTIM_GRADS},
+              {"optim_grads_params", v1::SHARDING_STRATEGY_OPTIM_GRADS_PARAMS}}));
+  // Megatron-LM's choices: no_shard and optim only.
+  t.Add("outer-dp-sharding-strategy", Word("parallelism.outer_dp_sharding_strategy",
+                                           {{"no_shard", v1::SHARDING_STRATEGY_NO_SHARD},
+                                            {"optim", v1::SHARDING_STRATEGY_OPTIM}}));
+  t.Add("fsdp-double-buffer", Switch("parallelism.fsdp_double_buffer", true));
+  t.Add("megatron-fsdp-max-pool-double-buffer",
+        Switch("parallelism.megatron_fsdp_max_pool_double_buffer", true));
+  const std::vector<FlagWord> fsdp_dtypes = {{"fp32", v1::FSDP_DTYPE_FP32},
+                                             {"bf16", v1::FSDP_DTYPE_BF16},
+                                             {"fp16", v1::FSDP_DTYPE_FP16},
+                                             {"auto", v1::FSDP_DTYPE_AUTO}};
+  t.Add("megatron-fsdp-main-params-dtype",
+        Word("parallelism.megatron_fsdp_main_params_dtype", fsdp_dtypes));
+  t.Add("megatron-fsdp-main-grads-dtype",
+        Word("parallelism.megatron_fsdp_main_grads_dtype", fsdp_dtypes));
+  t.Add("suggested-communication-unit-size", Uint("parallelism.suggested_communication_unit_size"));
+  t.Add("torch-fsdp2-no-reshard-after-forward",
+        Switch("parallelism.torch_fsdp2_reshard_after_forward", false));
+  t.Add("megatron-fsdp-version", Uint("parallelism.megatron_fsdp_version"));
+}
+
 void AddParallelismFlags(FlagTable& t) {
   t.Add("tensor-model-parallel-size", Uint("parallelism.tensor_model_parallel_size"));
   t.Add("pipeline-model-parallel-size", Uint("parallelism.pipeline_model_parallel_size"));
@@ -314,6 +352,7 @@ void AddParallelismFlags(FlagTable& t) {
         Switch("parallelism.overlap_moe_expert_parallel_comm", true));
   t.Add("moe-shared-expert-overlap", Switch("parallelism.moe_shared_expert_overlap", true));
   t.Add("tp-comm-overlap", Switch("parallelism.tp_comm_overlap", true));
+  AddFsdpFlags(t);
 }
 
 void AddTrainingFlags(FlagTable& t) {

@@ -6,7 +6,7 @@
 // does it set?" (FindMegatronFlag) and the reverse, "which flag sets this
 // field?" (FindMegatronFlagForField); the writer over it
 // (megatron_args_writer.h) spells a JobSpec back as the flags that parse
-// to it. The FSDP flags (refused) are in it; the flags read without being
+// to it. The refused flags (ignored_flags.h) are in it; the flags read without being
 // modelled are in ignored_flags.h, and the argv grammar that applies the
 // table is megatron_args.h.
 #ifndef OOMGUARD_JOBSPEC_MEGATRON_FLAGS_H_
@@ -44,7 +44,7 @@ struct MegatronFlag {
   // The enum words its values are (argparse `choices`); empty when its
   // values are not enum words.
   std::vector<FlagWord> words = {};
-  // Refused: a job with it is Unimplemented (the FSDP flags).
+  // Refused: a job with it is Unimplemented (ignored_flags.h UnimplementedFlags).
   bool unimplemented = false;
   // Reads one use of the flag and sets its fields (or records it for the
   // resolution). Null for a refused flag.

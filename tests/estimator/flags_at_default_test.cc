@@ -65,6 +65,13 @@ const std::map<std::string, std::vector<std::string>>& Defaults() {
       {"num-layers-at-start-in-bf16", {"1"}},
       {"num-layers-at-end-in-bf16", {"1"}},
       {"cuda-graph-impl", {"none"}},
+      // Megatron-FSDP's (arguments.py _add_distributed_args,
+      // _add_mixed_precision_args).
+      {"data-parallel-sharding-strategy", {"optim_grads_params"}},
+      {"outer-dp-sharding-strategy", {"no_shard"}},
+      {"megatron-fsdp-main-params-dtype", {"fp32"}},
+      {"megatron-fsdp-main-grads-dtype", {"auto"}},
+      {"megatron-fsdp-version", {"1"}},
   };
   return *kDefaults;
 }
@@ -111,6 +118,7 @@ const std::set<std::string>& WithoutDefault() {
       "fp8-format",
       "fp4-format",
       "cuda-graph-scope",
+      "suggested-communication-unit-size",
   };
   return *kFlags;
 }
@@ -146,6 +154,7 @@ std::vector<Representative> Representatives() {
       "--bf16 --use-distributed-optimizer --use-precision-aware-optimizer "
       "--optimizer-cpu-offload",
       "--fp16 --use-distributed-optimizer",
+      "--bf16 --use-megatron-fsdp",
   };
   std::vector<Representative> jobs;
   for (const std::string& precision : precisions) {

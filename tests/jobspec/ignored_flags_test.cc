@@ -28,7 +28,9 @@ TEST(IgnoredFlagsTest, SilentFlagsAndPrefixes) {
     EXPECT_TRUE(IsSilentFlag(name)) << name;
   }
   for (absl::string_view name :
-       {"num-layers", "frobnicate", "tp-comm-overlap-cfg", "use-torch-fsdp2"}) {
+       {"num-layers", "frobnicate", "tp-comm-overlap-cfg", "use-torch-fsdp2",
+        "data-parallel-sharding-strategy", "megatron-fsdp-grad-comm-dtype",
+        "megatron-fsdp-enable-fine-grained-param-gather"}) {
     EXPECT_FALSE(IsSilentFlag(name)) << name;
   }
 }
@@ -40,9 +42,11 @@ TEST(IgnoredFlagsTest, UnmodelledFlagsSayWhy) {
   EXPECT_EQ(UnmodelledFlagReason("num-layers"), std::nullopt);
 }
 
-TEST(IgnoredFlagsTest, UnimplementedFlagsAreFsdp) {
-  EXPECT_THAT(UnimplementedFlags(),
-              ElementsAre("use-torch-fsdp2", "use-megatron-fsdp", "use-custom-fsdp"));
+TEST(IgnoredFlagsTest, UnimplementedFlagsSayWhy) {
+  EXPECT_THAT(UnimplementedFlags(), ElementsAre("use-custom-fsdp"));
+  EXPECT_THAT(UnimplementedFlagReason("use-custom-fsdp"),
+              Optional(HasSubstr("--use-megatron-fsdp")));
+  EXPECT_EQ(UnimplementedFlagReason("use-megatron-fsdp"), std::nullopt);
 }
 
 // The flag table is looked up first: no flag it reads is also ignored.

@@ -336,11 +336,80 @@ TEST(ApplyMegatronArgsTest, LongFlagsAreTruncatedInMessagesAndNotes) {
   EXPECT_EQ(notes[0], "ignored unknown flag --" + std::string(78, 'x') + "...");
 }
 
-TEST(ApplyMegatronArgsTest, FsdpIsUnimplemented) {
-  for (const char* flag : {"--use-torch-fsdp2", "--use-megatron-fsdp", "--use_custom_fsdp"}) {
+// The spelling Megatron-LM removed is refused, saying which to write.
+TEST(ApplyMegatronArgsTest, RemovedFsdpSpellingIsUnimplemented) {
+  for (const char* flag : {"--use-custom-fsdp", "--use_custom_fsdp"}) {
     absl::Status status = ParseError(absl::StrCat("--num-layers 2 ", flag, " --bf16"));
     EXPECT_EQ(status.code(), absl::StatusCode::kUnimplemented) << flag;
     EXPECT_THAT(status.message(), HasSubstr(flag));
+    EXPECT_THAT(status.message(), HasSubstr("--use-megatron-fsdp"));
+  }
+}
+
+TEST(ApplyMegatronArgsTest, FsdpFlagsSetTheirFields) {
+  v1::JobSpec job;
+  std::vector<std::string> notes;
+  const std::vector<std::string> args = absl::StrSplit(
+      "--use-megatron-fsdp --data-parallel-sharding-strategy optim_grads "
+      "--outer-dp-sharding-strategy optim --fsdp-double-buffer "
+      "--megatron-fsdp-main-params-dtype auto --megatron-fsdp-main-grads-dtype fp32 "
+      "--suggested-communication-unit-size 500000000 --megatron-fsdp-version 1 "
+      "--megatron-fsdp-max-pool-double-buffer",
+      ' ');
+  ASSERT_TRUE(ApplyMegatronArgs(args, ArgsMode::kOverrides, &job, &notes).ok());
+  const v1::ParallelismSpec& p = job.parallelism();
+  EXPECT_EQ(p.fsdp_implementation(), v1::FSDP_IMPLEMENTATION_MEGATRON_FSDP);
+  EXPECT_EQ(p.data_parallel_sharding_strategy(), v1::SHARDING_STRATEGY_OPTIM_GRADS);
+  EXPECT_EQ(p.outer_dp_sharding_strategy(), v1::SHARDING_STRATEGY_OPTIM);
+  EXPECT_TRUE(p.fsdp_double_buffer());
+  EXPECT_TRUE(p.megatron_fsdp_max_pool_double_buffer());
+  EXPECT_EQ(p.megatron_fsdp_main_params_dtype(), v1::FSDP_DTYPE_AUTO);
+  EXPECT_EQ(p.megatron_fsdp_main_grads_dtype(), v1::FSDP_DTYPE_FP32);
+  EXPECT_EQ(p.suggested_communication_unit_size(), 500000000u);
+  EXPECT_EQ(p.megatron_fsdp_version(), 1u);
+  EXPECT_THAT(notes, IsEmpty());
+
+  v1::JobSpec fsdp2;
+  ASSERT_TRUE(ApplyMegatronArgs({"--use-torch-fsdp2", "--torch-fsdp2-no-reshard-after-forward"},
+                                ArgsMode::kFullCommandLine, &fsdp2, nullptr)
+                  .ok());
+  EXPECT_EQ(fsdp2.parallelism().fsdp_implementation(), v1::FSDP_IMPLEMENTATION_TORCH_FSDP2);
+  ASSERT_TRUE(fsdp2.parallelism().has_torch_fsdp2_reshard_after_forward());
+  EXPECT_FALSE(fsdp2.parallelism().torch_fsdp2_reshard_after_forward());
+}
+
+// Megatron-LM's --outer-dp-sharding-strategy takes no_shard and optim only.
+TEST(ApplyMegatronArgsTest, OuterShardingTakesMegatronLmsChoices) {
+  absl::Status status = ParseError("--use-megatron-fsdp --outer-dp-sharding-strategy optim_grads");
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("--outer-dp-sharding-strategy"));
+}
+
+// Megatron-LM refuses both FSDP implementations together.
+TEST(ApplyMegatronArgsTest, BothFsdpImplementationsAreRefused) {
+  for (const char* line : {"--use-megatron-fsdp --use-torch-fsdp2",
+                           "--use-torch-fsdp2 --num-layers 2 --use-megatron-fsdp"}) {
+    absl::Status status = ParseError(line);
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << line;
+    EXPECT_THAT(status.message(), HasSubstr("--use-megatron-fsdp with --use-torch-fsdp2"));
+  }
+}
+
+// The Megatron-FSDP settings oomguard does not count are noted, never
+// silently accepted.
+TEST(ApplyMegatronArgsTest, UncountedFsdpSettingsAreNoted) {
+  for (const char* flag :
+       {"--megatron-fsdp-grad-comm-dtype bf16", "--megatron-fsdp-enable-fine-grained-param-gather",
+        "--keep-fp8-transpose-cache", "--fsdp-db-use-persist-buf-on-alloc-fail",
+        "--create-all-gather-group"}) {
+    v1::JobSpec job;
+    std::vector<std::string> notes;
+    const std::vector<std::string> args =
+        absl::StrSplit(absl::StrCat("--use-megatron-fsdp ", flag), ' ');
+    ASSERT_TRUE(ApplyMegatronArgs(args, ArgsMode::kOverrides, &job, &notes).ok()) << flag;
+    ASSERT_THAT(notes, SizeIs(1)) << flag;
+    EXPECT_THAT(notes[0], HasSubstr("Megatron-FSDP")) << flag;
+    EXPECT_THAT(notes[0], HasSubstr("; ignored")) << flag;
   }
 }
 
@@ -431,9 +500,7 @@ const std::string kCalibrationDir = OOMGUARD_SOURCE_DIR "/tests/data/calibration
 
 bool HasFsdpFlag(const std::vector<std::string>& args) {
   for (const std::string& arg : args) {
-    if (arg == "--use-torch-fsdp2" || arg == "--use-megatron-fsdp" || arg == "--use-custom-fsdp") {
-      return true;
-    }
+    if (arg == "--use-torch-fsdp2" || arg == "--use-megatron-fsdp") return true;
   }
   return false;
 }
@@ -449,7 +516,7 @@ TEST(CalibrationTest, EveryMegatronCiLineParses) {
   const std::string content = ReadFile(path);
   ASSERT_FALSE(content.empty()) << path << " is missing or empty";
   int parsed = 0;
-  int refused = 0;
+  int fsdp = 0;
   for (absl::string_view line : absl::StrSplit(content, '\n')) {
     if (line.empty()) continue;
     google::protobuf::Struct record;
@@ -463,12 +530,12 @@ TEST(CalibrationTest, EveryMegatronCiLineParses) {
     v1::JobSpec job;
     std::vector<std::string> notes;
     absl::Status status = ApplyMegatronArgs(args, ArgsMode::kFullCommandLine, &job, &notes);
-    if (HasFsdpFlag(args)) {
-      EXPECT_EQ(status.code(), absl::StatusCode::kUnimplemented) << name;
-      ++refused;
-      continue;
-    }
     ASSERT_TRUE(status.ok()) << name << ": " << status;
+    if (HasFsdpFlag(args)) {
+      EXPECT_NE(job.parallelism().fsdp_implementation(), v1::FSDP_IMPLEMENTATION_UNSPECIFIED)
+          << name;
+      ++fsdp;
+    }
     ExpectNoUnknownFlags(notes, name);
     EXPECT_GT(job.model().num_layers() + job.model().hidden_size(), 0u) << name;
     EXPECT_GT(job.model().vocab_size(), 0u) << name;
@@ -484,7 +551,7 @@ TEST(CalibrationTest, EveryMegatronCiLineParses) {
     ++parsed;
   }
   EXPECT_GT(parsed, 80);
-  EXPECT_EQ(refused, 3);
+  EXPECT_EQ(fsdp, 3);
 }
 
 TEST(CalibrationTest, MegatronCiDeepSeekProxyLine) {

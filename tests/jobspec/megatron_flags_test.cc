@@ -53,12 +53,19 @@ TEST(FindMegatronFlagTest, UnknownAndIgnoredFlagsAreNull) {
   }
 }
 
-TEST(FindMegatronFlagTest, FsdpFlagsAreUnimplemented) {
-  for (const char* name : {"--use-torch-fsdp2", "--use-megatron-fsdp", "--use_custom_fsdp"}) {
+TEST(FindMegatronFlagTest, RemovedFsdpSpellingIsUnimplemented) {
+  const MegatronFlag* flag = FindMegatronFlag("--use_custom_fsdp");
+  ASSERT_NE(flag, nullptr);
+  EXPECT_TRUE(flag->unimplemented);
+  EXPECT_THAT(flag->fields, IsEmpty());
+}
+
+TEST(FindMegatronFlagTest, FsdpFlagsSetTheImplementation) {
+  for (const char* name : {"--use-torch-fsdp2", "--use-megatron-fsdp"}) {
     const MegatronFlag* flag = FindMegatronFlag(name);
     ASSERT_NE(flag, nullptr) << name;
-    EXPECT_TRUE(flag->unimplemented) << name;
-    EXPECT_THAT(flag->fields, IsEmpty()) << name;
+    EXPECT_FALSE(flag->unimplemented) << name;
+    EXPECT_THAT(flag->fields, ElementsAre("parallelism.fsdp_implementation")) << name;
   }
 }
 

@@ -26,8 +26,7 @@ const std::map<std::string, std::string>& NotMegatronLms() {
        "a legacy spelling some forks register, read as --num-virtual-stages-per-pipeline-rank "
        "with a note; never written"},
       {"--use-custom-fsdp",
-       "removed in 2025-08 (Megatron-LM af28b5a559); refused as FSDP like the current "
-       "spellings"},
+       "removed in 2025-08 (Megatron-LM af28b5a559); refused, naming --use-megatron-fsdp"},
   };
   return *kKept;
 }

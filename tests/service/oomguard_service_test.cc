@@ -434,14 +434,16 @@ INSTANTIATE_TEST_SUITE_P(
     }),
     [](const ::testing::TestParamInfo<BadRequestCase>& info) { return info.param.name; });
 
-TEST_F(ServiceTest, FsdpJobIsUnimplementedNotInvalid) {
+// A job oomguard refuses to model (--use-custom-fsdp, the Megatron-FSDP
+// spelling Megatron-LM removed) is UNIMPLEMENTED.
+TEST_F(ServiceTest, UnmodelledJobIsUnimplementedNotInvalid) {
   v1::EstimateRequest request;
   *request.mutable_job() = testing::MegatronSource(
-      "llama3-8b", "--use-torch-fsdp2 --micro-batch-size 1 --seq-length 4096", 8);
+      "llama3-8b", "--use-custom-fsdp --micro-batch-size 1 --seq-length 4096", 8);
   v1::EstimateResponse response;
   const grpc::Status status = Estimate(request, &response);
   EXPECT_EQ(status.error_code(), grpc::StatusCode::UNIMPLEMENTED);
-  EXPECT_THAT(status.error_message(), HasSubstr("--use-torch-fsdp2"));
+  EXPECT_THAT(status.error_message(), HasSubstr("--use-custom-fsdp"));
   // Nothing in the request is wrong: no BadRequest; the reason says it is
   // oomguard's own answer (a client tells it from another server's
   // UNIMPLEMENTED by that).

@@ -262,7 +262,7 @@ TEST_F(CheckCommandTest, NotJudged) {
   EXPECT_EQ(Run({"--gpus", "8", "--preset", "llama3-8b", "--", "--micro-batch-size", "1"}),
             kCheckNotJudged);
   EXPECT_THAT(out_, HasSubstr("GPU type is unknown"));
-  EXPECT_EQ(Run({"--gpu", "H100", "--gpus", "8", "--preset", "llama3-8b", "--", "--use-torch-fsdp2",
+  EXPECT_EQ(Run({"--gpu", "H100", "--gpus", "8", "--preset", "llama3-8b", "--", "--use-custom-fsdp",
                  "--micro-batch-size", "1"}),
             kCheckNotJudged);
   EXPECT_THAT(out_, HasSubstr("FSDP"));
