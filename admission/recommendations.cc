@@ -170,6 +170,13 @@ std::optional<JobChange> MoreTensorParallel(const v1::GpuSpec&, v1::JobSpec* job
 
 std::optional<JobChange> DistributedOptimizer(const v1::GpuSpec&, v1::JobSpec* job) {
   if (job->precision().use_distributed_optimizer()) return std::nullopt;
+  // FSDP shards the optimizer state itself (Torch FSDP2 refuses the
+  // distributed optimizer; Megatron-FSDP turns it on).
+  const v1::FsdpImplementation fsdp = job->parallelism().fsdp_implementation();
+  if (fsdp == v1::FSDP_IMPLEMENTATION_MEGATRON_FSDP ||
+      fsdp == v1::FSDP_IMPLEMENTATION_TORCH_FSDP2) {
+    return std::nullopt;
+  }
   job->mutable_precision()->set_use_distributed_optimizer(true);
   return JobChange{.fields = {"precision.use_distributed_optimizer"}};
 }

@@ -89,6 +89,21 @@ std::string CandidateArgs(const ValidatedJob& j, const v1::JobSpec& job) {
     fields.insert(fields.end(), {"recompute.granularity", "recompute.modules"});
   }
   fields.push_back("precision.use_distributed_optimizer");
+  if (j.fsdp.on()) {
+    // The base job's FSDP settings, and the strategy the search picked
+    // (written where set; FSDP2's reshard switch only where it is off, the
+    // value its flag writes).
+    fields.insert(fields.end(),
+                  {"parallelism.fsdp_implementation", "parallelism.data_parallel_sharding_strategy",
+                   "parallelism.outer_dp_sharding_strategy", "parallelism.fsdp_double_buffer",
+                   "parallelism.megatron_fsdp_max_pool_double_buffer",
+                   "parallelism.megatron_fsdp_main_params_dtype",
+                   "parallelism.megatron_fsdp_main_grads_dtype",
+                   "parallelism.suggested_communication_unit_size"});
+    if (!j.fsdp.reshard_after_forward) {
+      fields.push_back("parallelism.torch_fsdp2_reshard_after_forward");
+    }
+  }
   if (j.precision.offload_fraction > 0) {
     fields.insert(fields.end(),
                   {"precision.optimizer_cpu_offload", "precision.optimizer_offload_fraction",

@@ -265,6 +265,27 @@ std::vector<Setting> EnumerateSettings(const v1::JobSpec& base, const SearchBoun
     uniform.method = v1::RECOMPUTE_METHOD_UNIFORM;
     recomputes.push_back(uniform);
   }
+  const v1::ParallelismSpec& par = base.parallelism();
+  if (par.fsdp_implementation() == v1::FSDP_IMPLEMENTATION_MEGATRON_FSDP) {
+    // Megatron-FSDP shards the optimizer state itself (oomguard does not
+    // model the optimizer offload under it). Without a strategy given, each
+    // that shards the optimizer state is tried, the most sharded last: the
+    // most memory-saving setting is the last one.
+    if (par.data_parallel_sharding_strategy() != v1::SHARDING_STRATEGY_UNSPECIFIED) {
+      return recomputes;
+    }
+    std::vector<Setting> out;
+    for (const v1::ShardingStrategy sharding :
+         {v1::SHARDING_STRATEGY_OPTIM, v1::SHARDING_STRATEGY_OPTIM_GRADS,
+          v1::SHARDING_STRATEGY_OPTIM_GRADS_PARAMS}) {
+      for (Setting s : recomputes) {
+        s.sharding = sharding;
+        out.push_back(s);
+      }
+    }
+    return out;
+  }
+  if (par.fsdp_implementation() == v1::FSDP_IMPLEMENTATION_TORCH_FSDP2) return recomputes;
   std::vector<Setting> out = recomputes;
   if (bounds.allow_offload && !base.precision().optimizer_cpu_offload()) {
     for (Setting s : recomputes) {
@@ -305,8 +326,15 @@ void ApplyCandidate(const v1::JobSpec& base, const Layout& l, int64_t micro_batc
       break;
   }
   job->mutable_training()->set_micro_batch_size(static_cast<uint32_t>(micro_batch));
+  if (s.sharding != v1::SHARDING_STRATEGY_UNSPECIFIED) {
+    p->set_data_parallel_sharding_strategy(s.sharding);
+  }
   v1::PrecisionSpec* precision = job->mutable_precision();
-  precision->set_use_distributed_optimizer(true);
+  // Torch FSDP2 shards the optimizer state itself; Megatron-LM refuses the
+  // distributed optimizer with it.
+  if (p->fsdp_implementation() != v1::FSDP_IMPLEMENTATION_TORCH_FSDP2) {
+    precision->set_use_distributed_optimizer(true);
+  }
   if (s.optimizer_offload) {
     // Megatron-LM runs the hybrid-device optimizer through the
     // precision-aware optimizer (validate_args refuses it without).

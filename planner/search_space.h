@@ -42,6 +42,9 @@ struct Setting {
   bool half_of_chunk = false;  // Full block: half the layers of a chunk.
   std::vector<v1::RecomputeModule> modules;
   bool optimizer_offload = false;
+  // Megatron-FSDP's --data-parallel-sharding-strategy, searched when the base
+  // job runs Megatron-FSDP without one; UNSPECIFIED keeps the base's.
+  v1::ShardingStrategy sharding = v1::SHARDING_STRATEGY_UNSPECIFIED;
 };
 
 // An inclusive range of one size the search tries (PlanConstraints'

@@ -559,8 +559,23 @@ StepTime EstimateStepTime(const ValidatedJob& j, const GpuPerformance& gpu) {
   }
   const double dense_dp = static_cast<double>(par.dp * par.cp);
   const double expert_dp = static_cast<double>(par.edp);
-  const double bytes_per_param =
-      j.precision.grad_bytes + (j.precision.fp8_param_gather ? 1 : j.precision.param_bytes);
+  const double weight_bytes = j.precision.fp8_param_gather ? 1 : j.precision.param_bytes;
+  double bytes_per_param = j.precision.grad_bytes + weight_bytes;
+  if (j.fsdp.on()) {
+    // FSDP (estimator/fsdp_memory.h) moves the sharded states every
+    // micro-batch: full sharding all-gathers the weights for each forward and
+    // backward (once when Torch FSDP2 keeps them gathered) and
+    // reduce-scatters the gradients; optim_grads reduce-scatters the
+    // gradients and gathers the updated weights once. optim and no_shard
+    // reduce once per iteration, as the distributed optimizer does.
+    const double micro_batches = static_cast<double>(j.training.num_microbatches);
+    const double gathers = j.fsdp.reshard_after_forward ? 2 : 1;
+    if (j.fsdp.strategy == v1::SHARDING_STRATEGY_OPTIM_GRADS_PARAMS) {
+      bytes_per_param = micro_batches * (gathers * weight_bytes + j.precision.grad_bytes);
+    } else if (j.fsdp.strategy == v1::SHARDING_STRATEGY_OPTIM_GRADS) {
+      bytes_per_param = micro_batches * j.precision.grad_bytes + weight_bytes;
+    }
+  }
   const bool dense_in_node = static_cast<double>(par.tp * par.cp * par.dp) <= node;
   const bool expert_in_node = stride <= node;
   const double dp_comm =
@@ -568,7 +583,10 @@ StepTime EstimateStepTime(const ValidatedJob& j, const GpuPerformance& gpu) {
       m.Collective(expert_params * bytes_per_param, expert_dp, m.Bandwidth(expert_in_node));
   t.data_parallel = std::max(kDpMinExposed * dp_comm, dp_comm - worst_total);
   // The optimizer step over the owned shard, on the GPU or the host.
-  const double shards = j.precision.distributed_optimizer ? 1.0 : 0.0;
+  // FSDP shards the optimizer state itself unless it shards nothing.
+  const bool sharded = j.fsdp.on() ? j.fsdp.strategy != v1::SHARDING_STRATEGY_NO_SHARD
+                                   : j.precision.distributed_optimizer;
+  const double shards = sharded ? 1.0 : 0.0;
   const double owned =
       dense_params / (shards > 0 ? dense_dp : 1) + expert_params / (shards > 0 ? expert_dp : 1);
   const double f = j.precision.offload_fraction;

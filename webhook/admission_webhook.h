@@ -13,9 +13,10 @@
 // - Everything that cannot be judged is allowed, with a warning saying why
 //   when a Megatron-LM launch was found: no GPU type, an unknown GPU, no
 //   GPUs, a malformed field, a job the Check calls invalid (INVALID_ARGUMENT,
-//   e.g. an impossible layout) or cannot handle (FSDP), a check that ran out
-//   of time. oomguard denies only on a verdict: a wrong denial blocks a valid
-//   job, while a really broken job fails within seconds of starting anyway.
+//   e.g. an impossible layout) or cannot handle (e.g. Megatron-FSDP version
+//   2), a check that ran out of time. oomguard denies only on a verdict: a
+//   wrong denial blocks a valid job, while a really broken job fails within
+//   seconds of starting anyway.
 // - A launch with words only known at run time that may change memory
 //   (`--micro-batch-size $MBS` with MBS set nowhere oomguard can see) is
 //   judged without them, and a DOES_NOT_FIT is not enforced: allowed, with

@@ -729,6 +729,43 @@ TEST(PlannerTest, CandidateArgsAreTheJobsFieldsWrittenBack) {
   }
 }
 
+// A job that runs Megatron-FSDP without a sharding strategy: the plan tries
+// the strategies that shard the optimizer state, and each candidate's
+// arguments run it with the strategy picked. Llama-3 70B on 64 H100s.
+TEST(Plan, SearchesMegatronFsdpShardingStrategies) {
+  const std::string base =
+      "--seq-length 8192 --global-batch-size 128 --untie-embeddings-and-output-weights "
+      "--use-megatron-fsdp ";
+  const v1::JobSpec job = Job("llama3-70b", 64, base);
+  PlanOptions options;
+  options.limit = 20;
+  const auto plan = Plan(job, Cluster("H100"), options);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  ASSERT_FALSE(plan->candidates.empty());
+  for (const v1::PlanCandidate& c : plan->candidates) {
+    EXPECT_THAT(c.megatron_args(), ::testing::HasSubstr("--use-megatron-fsdp"));
+    EXPECT_THAT(c.megatron_args(), ::testing::HasSubstr("--data-parallel-sharding-strategy optim"));
+    const v1::JobSpec again = Job("llama3-70b", 64, base + c.megatron_args());
+    const auto peaks = EstimatePeaks(again);
+    ASSERT_TRUE(peaks.ok()) << peaks.status() << ": " << c.megatron_args();
+    EXPECT_EQ(peaks->ranks[peaks->worst_rank].peak_device_bytes, c.peak_device_bytes())
+        << c.megatron_args();
+  }
+  // Torch FSDP2 takes no distributed optimizer: its candidates write none.
+  const v1::JobSpec fsdp2 =
+      Job("llama3-70b", 64,
+          "--seq-length 8192 --global-batch-size 128 --untie-embeddings-and-output-weights "
+          "--use-torch-fsdp2 --no-gradient-accumulation-fusion --pipeline-model-parallel-size 1");
+  const auto plan2 = Plan(fsdp2, Cluster("H100"), options);
+  ASSERT_TRUE(plan2.ok()) << plan2.status();
+  ASSERT_FALSE(plan2->candidates.empty());
+  for (const v1::PlanCandidate& c : plan2->candidates) {
+    EXPECT_THAT(c.megatron_args(), ::testing::HasSubstr("--use-torch-fsdp2"));
+    EXPECT_THAT(c.megatron_args(),
+                ::testing::Not(::testing::HasSubstr("--use-distributed-optimizer")));
+  }
+}
+
 // Every flag of every candidate's arguments is in oomguard's flag table and
 // in Megatron-LM's parser (tests/data/megatron_lm_arguments.txt): a plan
 // never writes a flag Megatron-LM would exit on.
