@@ -179,8 +179,11 @@ absl::Status ResolveFp8(const v1::PrecisionSpec& p, v1::GpuArchitecture arch, Va
                         std::vector<std::string>* notes) {
   PrecisionSettings& precision = j.precision;
   OOMGUARD_RETURN_IF_ERROR(ResolveFp4(p, j));
-  // distributed/distributed_data_parallel_config.py __post_init__.
-  precision.param_gather_in_grad_buffer = p.reuse_grad_buf_for_mxfp8_param_ag();
+  // distributed/distributed_data_parallel_config.py __post_init__. Megatron-FSDP
+  // turns it off (arguments.py validate_args): its own buffers gather the
+  // weights (fsdp_memory.h).
+  precision.param_gather_in_grad_buffer =
+      p.reuse_grad_buf_for_mxfp8_param_ag() && !j.fsdp.megatron();
   if (precision.param_gather_in_grad_buffer && !precision.fp8_param_gather) {
     return Bad("precision.reuse_grad_buf_for_mxfp8_param_ag", "true",
                "needs precision.fp8_param_gather (--fp8-param-gather); Megatron-Core refuses it "
@@ -231,8 +234,11 @@ absl::Status ResolveFp8(const v1::PrecisionSpec& p, v1::GpuArchitecture arch, Va
     // param_and_grad_buffer.py maps each quantized parameter into the
     // parameter buffer with TE's replace_raw_data, which raises for an
     // MXFP8Tensor; only the gradient-buffer all-gather serves MXFP8 weights.
+    // Megatron-FSDP keeps MXFP8 weights in its own buffers (a transpose
+    // buffer beside the rowwise one: ParamAndGradBuffer's
+    // transpose_weight_buffer).
     if (precision.fp8_param_gather && precision.fp8_recipe == v1::PrecisionSpec::FP8_RECIPE_MXFP8 &&
-        !precision.param_gather_in_grad_buffer) {
+        !precision.param_gather_in_grad_buffer && !j.fsdp.megatron()) {
       return Bad("precision.reuse_grad_buf_for_mxfp8_param_ag", "false",
                  "MXFP8 weights (precision.fp8_param_gather with precision.fp8_recipe "
                  "FP8_RECIPE_MXFP8) need --reuse-grad-buf-for-mxfp8-param-ag: Transformer "

@@ -324,6 +324,10 @@ TEST(FsdpMemory, MegatronFsdpTurnsTheDistributedOptimizerOn) {
   // optimizer and FP8 weights need no flag of their own for it.
   EXPECT_TRUE(Refusal("--use-megatron-fsdp --use-precision-aware-optimizer").ok());
   EXPECT_TRUE(Refusal("--use-megatron-fsdp --fp8-format hybrid --fp8-param-gather").ok());
+  // MXFP8 weights need no gradient-buffer all-gather: Megatron-FSDP turns
+  // --reuse-grad-buf-for-mxfp8-param-ag off and keeps them in its own buffers.
+  EXPECT_TRUE(
+      Refusal("--use-megatron-fsdp --fp8-format e4m3 --fp8-recipe mxfp8 --fp8-param-gather").ok());
   // Torch FSDP2 turns --fp8-param-gather off, with a note.
   std::vector<std::string> notes;
   absl::StatusOr<ValidatedJob> j = ValidateJob(
