@@ -38,6 +38,7 @@ struct ChunkCost {
   double transient = 0;  // backward working set while this chunk runs
   double layer_act = 0;  // decoder-layer part of act_bytes
   double routed_act = 0;
+  double pre_dispatch_act = 0;  // the largest pre_dispatch_act_bytes of its layers
 };
 
 // The cost of decoder layer `l`: dense or MoE, in FP8 or kept in bf16.
@@ -122,6 +123,7 @@ ChunkCost CostOfChunk(const ValidatedJob& j, const StageContents& st, const Bloc
   // (checkpointed_attention_mask.h).
   c.total.act_bytes += CheckpointedAttentionMaskBytes(j, st);
   c.layer_act = layer_act;
+  c.pre_dispatch_act = layers.pre_dispatch_act_bytes;
   c.routed_act =
       j.recompute.granularity == v1::RECOMPUTE_GRANULARITY_FULL ? 0 : layers.routed_act_bytes;
   c.transient = std::max(layers.transient_bytes + remat, 0.0) + reload;
@@ -366,6 +368,15 @@ absl::Status ComputeRank(const ValidatedJob& j, const BlockCosts& b, int64_t r, 
     t.transient = std::max(t.transient, t.chunks[c].transient);
   }
   OOMGUARD_ASSIGN_OR_RETURN(t.in_flight, PeakInFlight(j, r, t.chunk_act, deadline));
+  if (t.in_flight.combined_steps) {
+    // A combined 1F1B step of the EP overlap: the forward's first node of a
+    // layer runs before the backward frees the layer it is paired with
+    // (TransformerLayerSchedulePlan.run: pre_dispatch_computation.forward
+    // before mlp.backward), beside the backward's working set.
+    double layer = 0;
+    for (const ChunkCost& c : t.chunks) layer = std::max(layer, c.pre_dispatch_act);
+    t.transient += layer;
+  }
   t.mem = RankMemory();
   t.mem.in_embedding_group = r == 0 || r == par.pp - 1;
   t.mem.held_activation_bytes = t.in_flight.held_bytes;

@@ -3,7 +3,8 @@
 // combined 1F1B schedule), in one place: admission flags a job that sets it
 // where Megatron-Core refuses it, and the planner turns it on only where
 // Megatron-Core accepts it. The estimate itself takes the flag as given (its
-// memory: one more warm-up forward, pipeline_schedule.h).
+// memory: combined forward-backward steps, and with virtual stages one more
+// warm-up forward, pipeline_schedule.h).
 #ifndef OOMGUARD_ESTIMATOR_EXPERT_PARALLEL_OVERLAP_H_
 #define OOMGUARD_ESTIMATOR_EXPERT_PARALLEL_OVERLAP_H_
 

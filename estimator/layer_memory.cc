@@ -344,6 +344,8 @@ void BlockCost::Add(const BlockCost& o, double times) {
   fp8_dense_weights += o.fp8_dense_weights * times;
   fp8_expert_weights += o.fp8_expert_weights * times;
   transient_bytes = std::max(transient_bytes, o.transient_bytes);
+  if (times > 0)
+    pre_dispatch_act_bytes = std::max(pre_dispatch_act_bytes, o.pre_dispatch_act_bytes);
 }
 
 double LayerInputBytes(const ValidatedJob& j) {
@@ -365,10 +367,14 @@ BlockCost DecoderLayerCost(const ValidatedJob& j, bool moe, v1::ModuleNode* tree
   } else {
     StandardAttention(j, s, b, c);
   }
+  const double attention = c.act_bytes;
   if (moe) {
     MoeMlp(j, s, b, c);
+    // All but the routed experts and mlp_bda (submodule_combine_forward).
+    c.pre_dispatch_act_bytes = c.act_bytes - c.routed_act_bytes - DropoutMask(j, s);
   } else {
     DenseMlp(j, s, b, c);
+    c.pre_dispatch_act_bytes = attention;  // A dense layer's MLP node holds the rest.
   }
   if (s.fp8_input > 0) {
     // Every linear of the layer runs in FP8 but the router (TopKRouter's

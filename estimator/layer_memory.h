@@ -51,6 +51,16 @@ struct BlockCost {
   // Working memory of the block's backward on top of what it keeps
   // (activation gradients, weight-gradient temporaries).
   double transient_bytes = 0;
+  // Of act_bytes, what a decoder layer's first schedule node keeps under
+  // --overlap-moe-expert-parallel-comm (pre_dispatch_computation, built by
+  // build_transformer_layer_callables in megatron/core/models/gpt/
+  // fine_grained_callables.py): attention, and in an MoE layer also the
+  // pre-MLP norm, the shared experts, the router and the dispatch
+  // preprocess; the routed experts and the dense MLP are later nodes. In a
+  // combined 1F1B step the forward micro-batch holds it beside the backward
+  // micro-batch's layers (pipeline_schedule.h). The largest over the blocks
+  // added.
+  double pre_dispatch_act_bytes = 0;
   // Of the parameters, the weights of linears running in FP8 (dense and
   // routed-expert): what TE keeps FP8 weight copies of (fp8_memory.h).
   double fp8_dense_weights = 0;

@@ -85,15 +85,20 @@ absl::StatusOr<InFlight> PeakInFlight(const ValidatedJob& j, int64_t r,
                 n = j.training.num_microbatches;
   InFlight out;
   out.per_chunk.assign(v, 0);
-  const int64_t overlap = j.parallelism.overlap_moe_ep ? 1 : 0;
+  const bool overlap = j.parallelism.overlap_moe_ep;
   if (v == 1) {
     // No interleaving: rank r runs p - r - 1 warm-up forwards, then one more
     // forward before its first backward. With the EP overlap (Megatron-Core
     // takes it only at PP = 1: combined_1f1b_schedule_for_no_pipelining in
-    // megatron/core/pipeline_parallel/combined_1f1b.py) the next
-    // micro-batch's forward runs beside each backward: one more in flight.
-    out.per_chunk[0] = std::min(p - r + overlap, n);
+    // megatron/core/pipeline_parallel/combined_1f1b.py) the first forward
+    // runs alone, then micro-batch i + 1's forward beside micro-batch i's
+    // backward, layer by layer (TransformerModelChunkSchedulePlan.run in
+    // megatron/core/models/common/model_chunk_schedule_plan.py: forward layer
+    // i with backward layer L - 1 - i, each backward layer's state released
+    // after it): one micro-batch whole, no second one.
+    out.per_chunk[0] = std::min(p - r, n);
     out.held_bytes = static_cast<double>(out.per_chunk[0]) * chunk_bytes[0];
+    out.combined_steps = overlap && n > p - r;
     return out;
   }
   // Interleaved (forward_backward_pipelining_with_interleaving): the
@@ -101,7 +106,10 @@ absl::StatusOr<InFlight> PeakInFlight(const ValidatedJob& j, int64_t r,
   // backward per step, forwards and backwards in the table's order.
   const int64_t g = j.parallelism.group_size, total = n * v;
   const ScheduleTable table(n, g, v);
-  const int64_t warmup = std::min(2 * (p - r - 1) + (v - 1) * g + overlap, total);
+  // The EP overlap runs one more warm-up forward (get_pp_rank_microbatches:
+  // "to ensure the forward and backward computations are independent").
+  const int64_t warmup = std::min(2 * (p - r - 1) + (v - 1) * g + (overlap ? 1 : 0), total);
+  out.combined_steps = overlap && warmup < total;
   // The warm-up only adds: its peak is its end.
   ChunkCounts live(v, 0);
   double bytes = 0;
@@ -125,13 +133,20 @@ absl::StatusOr<InFlight> PeakInFlight(const ValidatedJob& j, int64_t r,
       const int64_t f = forward.chunk();
       ++live[f];
       bytes += chunk_bytes[f];
+      const int64_t b = v - 1 - backward.chunk();
+      if (overlap) {
+        // A combined step: the backward's layers go as the forward's come.
+        --live[b];
+        bytes -= chunk_bytes[b];
+      }
       if (bytes > out.held_bytes) {
         out.held_bytes = bytes;
         out.per_chunk = live;
       }
-      const int64_t b = v - 1 - backward.chunk();
-      --live[b];
-      bytes -= chunk_bytes[b];
+      if (!overlap) {
+        --live[b];
+        bytes -= chunk_bytes[b];
+      }
     }
     return absl::OkStatus();
   };

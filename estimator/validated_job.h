@@ -119,7 +119,7 @@ struct Parallelism {
   int64_t vpp = 1;              // Virtual pipeline stages (model chunks) per PP rank.
   int64_t group_size = 1;       // Micro-batches per virtual stage in a row (interleaved 1F1B).
   bool sp = false;              // Sequence parallel (off at TP = 1).
-  bool overlap_moe_ep = false;  // EP communication overlapped: one more warm-up forward.
+  bool overlap_moe_ep = false;  // EP communication overlapped: combined 1F1B steps.
   bool shared_expert_overlap = false;  // Shared experts beside the dispatcher's communication.
   bool tp_comm_overlap = false;        // TP communication beside the GEMMs (TE userbuffers).
 };

@@ -218,7 +218,7 @@ class Search {
         }
         // The others by predicted speed; the first that fits is kept. Where
         // Megatron-Core accepts it, each setting is tried with the EP
-        // overlap added too (it costs one more warm-up forward of memory).
+        // overlap added too (its memory: pipeline_schedule.h).
         order.clear();
         for (size_t si = 0; si < settings_.size(); ++si) {
           validated[si].reset();

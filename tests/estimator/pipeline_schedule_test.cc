@@ -32,6 +32,9 @@ struct Event {
   bool forward;
   int64_t microbatch;
   int64_t chunk;
+  // A forward run with the next event, a backward, as one combined step
+  // (the EP overlap's combined 1F1B): the live set is looked at after both.
+  bool combined_with_next = false;
 };
 
 // What rank r of Megatron-Core's forward_backward_pipelining_with_interleaving
@@ -41,7 +44,9 @@ struct Event {
 // group run on chunk 0, then 1, ..., then v - 1. The warm-up runs
 // 2 (p - r - 1) + (v - 1) g forwards (one more with the EP overlap), all
 // of them when there are fewer; then each step runs the next forward and
-// the next backward; the cool-down the backwards left. The k-th backward
+// the next backward (with the EP overlap as one combined step,
+// combined_1f1b_schedule_for_interleaved_pipelining); the cool-down the
+// backwards left. The k-th backward
 // runs chunk v - 1 - (the k-th forward's chunk), on that chunk's oldest
 // micro-batch not yet run backward.
 std::vector<Event> InterleavedEvents(int64_t p, int64_t r, int64_t v, int64_t g, int64_t n,
@@ -73,6 +78,7 @@ std::vector<Event> InterleavedEvents(int64_t p, int64_t r, int64_t v, int64_t g,
   while (forwards < warmup) forward();
   while (forwards < total) {
     forward();
+    events.back().combined_with_next = overlap;
     backward();
   }
   while (backwards < total) backward();
@@ -90,6 +96,10 @@ InFlight Simulate(const std::vector<Event>& events, const std::vector<double>& b
   for (const Event& e : events) {
     live[e.chunk] += e.forward ? 1 : -1;
     held += e.forward ? bytes[e.chunk] : -bytes[e.chunk];
+    if (e.combined_with_next) {
+      peak.combined_steps = true;
+      continue;
+    }
     if (held > peak.held_bytes) {
       peak.held_bytes = held;
       peak.per_chunk = live;
@@ -134,6 +144,9 @@ TEST(PeakInFlight, EqualsTheSimulatedSchedule) {
                 EXPECT_EQ(fast->held_bytes, slow.held_bytes)
                     << "pp " << pp << " v " << v << " group " << group << " microbatches " << n
                     << " overlap " << overlap << " rank " << r;
+                EXPECT_EQ(fast->combined_steps, slow.combined_steps)
+                    << "pp " << pp << " v " << v << " group " << group << " microbatches " << n
+                    << " overlap " << overlap << " rank " << r;
                 ++cases;
                 if (n % group != 0) ++partial;
               }
@@ -171,13 +184,35 @@ TEST(PeakInFlight, PlainOneFOneBHoldsPipelineDepthMinusRank) {
 }
 
 // Without pipelining, the EP overlap runs micro-batch i + 1's forward beside
-// micro-batch i's backward (combined_1f1b_schedule_for_no_pipelining): two
-// in flight, one when the iteration has one.
-TEST(PeakInFlight, ExpertParallelOverlapWithoutPipeliningHoldsTwo) {
+// micro-batch i's backward, layer by layer (combined_1f1b_schedule_for_no_
+// pipelining, TransformerModelChunkSchedulePlan.run): one micro-batch whole
+// at a time, as without the overlap; the steps are combined only when the
+// iteration has a second micro-batch.
+TEST(PeakInFlight, ExpertParallelOverlapWithoutPipeliningHoldsOne) {
   EXPECT_THAT(PeakInFlight(Schedule(1, 1, 8, false), 0, {2e9})->per_chunk, ElementsAre(1));
-  EXPECT_THAT(PeakInFlight(Schedule(1, 1, 8, true), 0, {2e9})->per_chunk, ElementsAre(2));
-  EXPECT_DOUBLE_EQ(PeakInFlight(Schedule(1, 1, 8, true), 0, {2e9})->held_bytes, 4e9);
+  EXPECT_FALSE(PeakInFlight(Schedule(1, 1, 8, false), 0, {2e9})->combined_steps);
+  EXPECT_THAT(PeakInFlight(Schedule(1, 1, 8, true), 0, {2e9})->per_chunk, ElementsAre(1));
+  EXPECT_DOUBLE_EQ(PeakInFlight(Schedule(1, 1, 8, true), 0, {2e9})->held_bytes, 2e9);
+  EXPECT_TRUE(PeakInFlight(Schedule(1, 1, 8, true), 0, {2e9})->combined_steps);
   EXPECT_THAT(PeakInFlight(Schedule(1, 1, 1, true), 0, {2e9})->per_chunk, ElementsAre(1));
+  EXPECT_FALSE(PeakInFlight(Schedule(1, 1, 1, true), 0, {2e9})->combined_steps);
+}
+
+// With interleaving, the overlap's extra warm-up forward stays; a steady
+// step takes one chunk's forward and another's backward together. PP 2,
+// VPP 2, groups of 2, 4 micro-batches, rank 1, 10 GB a micro-batch on chunk
+// 0 and 1 GB on chunk 1. Forwards run chunks 0 0 1 1 0 0 1 1, backwards
+// chunks 1 1 0 0 1 1 0 0. Warm-up 2 x 0 + 1 x 2 + 1 = 3 forwards: (2, 1).
+// Step 0: forward chunk 1, backward chunk 1: (2, 1). Step 1: forward chunk
+// 0, backward chunk 1: (3, 0) = 30 GB. Step 2: forward chunk 0, backward
+// chunk 0: (3, 0) again, the peak. Counting the forward before the backward
+// (as before the combined step was modelled) would hold (4, 0) in step 2.
+TEST(PeakInFlight, ExpertParallelOverlapInterleavedCountsAfterEachStep) {
+  const absl::StatusOr<InFlight> with = PeakInFlight(Schedule(2, 2, 4, true), 1, {1e10, 1e9});
+  ASSERT_TRUE(with.ok()) << with.status();
+  EXPECT_THAT(with->per_chunk, ElementsAre(3, 0));
+  EXPECT_DOUBLE_EQ(with->held_bytes, 3e10);
+  EXPECT_TRUE(with->combined_steps);
 }
 
 }  // namespace
