@@ -39,6 +39,7 @@ struct ChunkCost {
   double layer_act = 0;  // decoder-layer part of act_bytes
   double routed_act = 0;
   double pre_dispatch_act = 0;  // the largest pre_dispatch_act_bytes of its layers
+  double layer_transient = 0;   // the decoder layers' part of transient
 };
 
 // The cost of decoder layer `l`: dense or MoE, in FP8 or kept in bf16.
@@ -124,6 +125,7 @@ ChunkCost CostOfChunk(const ValidatedJob& j, const StageContents& st, const Bloc
   c.total.act_bytes += CheckpointedAttentionMaskBytes(j, st);
   c.layer_act = layer_act;
   c.pre_dispatch_act = layers.pre_dispatch_act_bytes;
+  c.layer_transient = layers.transient_bytes;
   c.routed_act =
       j.recompute.granularity == v1::RECOMPUTE_GRANULARITY_FULL ? 0 : layers.routed_act_bytes;
   c.transient = std::max(layers.transient_bytes + remat, 0.0) + reload;
@@ -372,10 +374,15 @@ absl::Status ComputeRank(const ValidatedJob& j, const BlockCosts& b, int64_t r, 
     // A combined 1F1B step of the EP overlap: the forward's first node of a
     // layer runs before the backward frees the layer it is paired with
     // (TransformerLayerSchedulePlan.run: pre_dispatch_computation.forward
-    // before mlp.backward), beside the backward's working set.
-    double layer = 0;
-    for (const ChunkCost& c : t.chunks) layer = std::max(layer, c.pre_dispatch_act);
-    t.transient += layer;
+    // before mlp.backward), beside the backward layer's working set. The
+    // loss's backward runs before the layers (post_process.backward), beside
+    // the forward's embedding only.
+    double layer = 0, working = 0;
+    for (const ChunkCost& c : t.chunks) {
+      layer = std::max(layer, c.pre_dispatch_act);
+      working = std::max(working, c.layer_transient);
+    }
+    t.transient = std::max(t.transient, working + layer);
   }
   t.mem = RankMemory();
   t.mem.in_embedding_group = r == 0 || r == par.pp - 1;

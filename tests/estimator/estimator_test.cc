@@ -365,5 +365,64 @@ TEST(Estimator, DeterministicBitForBit) {
   EXPECT_EQ(a->SerializeAsString(), b->SerializeAsString());
 }
 
+// Issue 26, item 3: --overlap-moe-expert-parallel-comm at PP 1 on
+// Qwen3-30B-A3B (EP 8, micro-batch 4 of 4096 tokens, TE's fused cross
+// entropy so that the loss has no backward working set). Megatron-Core's
+// combined_1f1b_schedule_for_no_pipelining runs micro-batch i + 1's forward
+// beside micro-batch i's backward, forward layer k with backward layer
+// L - 1 - k: one micro-batch whole, as without the overlap (it was counted
+// twice), plus what the forward's pre_dispatch_computation node of one layer
+// keeps before the backward's MLP node frees its counterpart, beside that
+// layer's backward working set. 16384 tokens, h 2048, 32 heads and 4 KV
+// groups of 128, bf16:
+//   input norm: input 2 x 16384 x 2048 + output 2 x 16384 x 2048 + 4 x 16384
+//     rsigma = 134,283,264
+//   linear_qkv: output 2 x 16384 x 5120 + q, k after RoPE 2 x 16384 x 36 x
+//     128 = 318,767,104
+//   core attention: softmax LSE 4 x 16384 x 32 + output 2 x 16384 x 4096 =
+//     136,314,880
+//   pre-MLP norm (its own TENorm in an MoE layer): 134,283,264
+//   router, fp32: 16384 x 128 experts x (4 + 4 + 4 + 1) = 27,262,976
+// = 750,911,488 B. The layer's backward working set is the alltoall
+// dispatcher's forward copies (16 local experts, so dispatch_postprocess
+// sorts): permuted, dispatched, fc2 output and its un-sorted copy, each
+// 2 x 131072 routed tokens x 2048 = 536,870,912: 2 GiB.
+TEST(Estimator, ExpertParallelOverlapAtPp1HoldsOneMicroBatchAndOneLayerPart) {
+  const std::vector<std::string> args = {"--expert-model-parallel-size",
+                                         "8",
+                                         "--micro-batch-size",
+                                         "4",
+                                         "--global-batch-size",
+                                         "512",
+                                         "--seq-length",
+                                         "4096",
+                                         "--bf16",
+                                         "--moe-token-dispatcher-type",
+                                         "alltoall",
+                                         "--moe-grouped-gemm",
+                                         "--moe-router-dtype",
+                                         "fp32",
+                                         "--use-distributed-optimizer",
+                                         "--cross-entropy-loss-fusion",
+                                         "--cross-entropy-fusion-impl",
+                                         "te"};
+  std::vector<std::string> overlapped = args;
+  overlapped.push_back("--overlap-moe-expert-parallel-comm");
+  const auto without = Estimate(Job("qwen3-30b-a3b", 8, args));
+  const auto with = Estimate(Job("qwen3-30b-a3b", 8, overlapped));
+  ASSERT_TRUE(without.ok()) << without.status();
+  ASSERT_TRUE(with.ok()) << with.status();
+  const v1::RankReport& a = without->ranks(0);
+  const v1::RankReport& b = with->ranks(0);
+  EXPECT_EQ(b.chunks(0).in_flight_microbatches(), 1u);
+  EXPECT_EQ(b.chunks(0).activation_bytes_per_microbatch(),
+            a.chunks(0).activation_bytes_per_microbatch());
+  EXPECT_EQ(b.activation_bytes(), a.activation_bytes());
+  EXPECT_EQ(b.activation_bytes(), b.chunks(0).activation_bytes_per_microbatch());
+  EXPECT_EQ(a.transient_bytes(), 2147483648u);
+  EXPECT_EQ(b.transient_bytes(), 2147483648u + 750911488u);
+  EXPECT_EQ(b.peak_allocated_bytes() - a.peak_allocated_bytes(), 750911488u);
+}
+
 }  // namespace
 }  // namespace oomguard
