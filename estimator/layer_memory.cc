@@ -309,8 +309,18 @@ void MoeMlp(const ValidatedJob& j, const MicroBatchShape& s, BlockBuilder& b, Bl
                         s.fp8_input * s.sp_tokens * h);  // + fc1's FP8 copy of the norm output
   }
   b.Module(nullptr, "mlp_bda", "BiasDropoutAdd", 0, 0, DropoutMask(j, s));
-  c.transient_bytes = std::max(c.transient_bytes, s.elt * routed_tokens * (g + 1) * ffn_per_rank +
-                                                      s.elt * routed_tokens * h);
+  double experts_backward =
+      s.elt * routed_tokens * (g + 1) * ffn_per_rank + s.elt * routed_tokens * h;
+  if (j.parallelism.delay_wgrad) {
+    // --delay-wgrad-compute: the experts' backward leaves its weight
+    // gradients to mlp.backward_dw, which the combined step runs after the
+    // forward micro-batch's dispatch (TransformerLayerSchedulePlan.run:
+    // mlp.backward, moe_dispatch.forward, mlp.backward_dw; Transformer
+    // Engine's GroupedLinear keeps the inputs and output gradients for it):
+    // the other micro-batch's dispatched tokens arrive beside them.
+    experts_backward += s.LinearInput() * routed_tokens * h + 4 * routed_tokens;
+  }
+  c.transient_bytes = std::max(c.transient_bytes, experts_backward);
   // The dispatcher's working set (moe_dispatch_memory.h): MoELayer.forward's
   // custom_forward locals and combine copies, in the forward and in the
   // forward CheckpointFunction.backward replays; the allgather combine's

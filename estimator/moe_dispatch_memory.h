@@ -61,6 +61,37 @@ double MoeCombineBackwardBytes(const ValidatedJob& j, const MicroBatchShape& s, 
 // once per recomputed MoE layer, not per micro-batch.
 double MoeDispatcherStateBytes(const ValidatedJob& j, const MicroBatchShape& s);
 
+// Bytes of the flex token dispatcher's communication buffers on one GPU,
+// allocated once (when the first MoE layer dispatches) outside PyTorch's
+// allocator and kept for the run; 0 for the other dispatchers. The group is
+// the dispatcher's TP x EP group, G = EP x ETP ranks
+// (MoEFlexTokenDispatcher's tp_ep_group).
+//
+// DeepEP (megatron/core/transformer/moe/fused_a2a.py get_buffer: the larger
+// of the dispatch and combine configurations' size hints for G ranks,
+// deep_ep Buffer.get_dispatch_config / get_combine_config; Config
+// get_nvl_buffer_size_hint / get_rdma_buffer_size_hint in csrc/config.hpp):
+// per channel (SMs / 2; Megatron-Core's default 20 SMs) and NVLink peer
+// (min(G, 8)), the receive queue of that configuration's tokens, each token
+// its hidden row (h x max(2, element bytes)), its source metadata (8 bytes),
+// 128 top-k indices (int64), 128 weights and 128 scales (fp32); with G > 8
+// the RDMA queue, per channel and node (G / 8), twice that of its tokens
+// (16 more bytes each), in NVSHMEM memory; and the 32 MiB workspace
+// (cudaMalloc). NVSHMEM's own reservation beyond it is not counted.
+//
+// HybridEP (deep_ep HybridEPBuffer, csrc/hybrid_ep buffer/intranode.cu,
+// buffer/internode_doca.cu, extension/allgather.cu; Megatron-Core's
+// init_hybrid_ep_buffer passes the rank's tokens): T = the rank's tokens
+// (at least 512, rounded up to 64-token chunks); with R ranks per NVLink
+// domain (runtime.hybrid_ep_ranks_per_nvlink_domain) and N = G / R domains,
+// the shared dispatch/combine buffer of T x G tokens (bf16 rows, fp32
+// probabilities over the domain's E x R local experts, fp32 scales per 128
+// elements), the routing-map all-gather (bool, all experts x T x G) and,
+// across domains, the RDMA staging of dispatch and combine (T tokens of the
+// rank's own and T x (N - 1) of the other domains, rows and probabilities).
+// Sync flags and the preprocessing scratch (kilobytes) are left out.
+double FlexDispatcherBufferBytes(const ValidatedJob& j, const MicroBatchShape& s);
+
 // How many of the MoE layers of virtual stage `st` (MTP layers included)
 // run their forward under a checkpoint: every one under uniform full or
 // `moe` selective recompute; under block full recompute the first

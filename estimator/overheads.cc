@@ -195,6 +195,12 @@ OverheadSums AddOverheads(const ValidatedJob& j, const RankMemory& m, bool with_
            "PyTorch's allocator "
            "(2.4-2.8 GiB measured on one H100)",
            0.06, "sd 0.15 GiB: 2.4-2.8 GiB measured across CUDA and driver versions");
+  list.Add("flex_dispatcher_buffers", FlexDispatcherBufferBytes(j, shape), false,
+           "--moe-token-dispatcher-type flex: DeepEP's NVLink (and across nodes NVSHMEM) "
+           "receive queues per channel and peer plus its 32 MiB workspace, or HybridEP's "
+           "dispatch/combine buffers of the rank's tokens times the group, its routing-map "
+           "gather and across NVLink domains its RDMA staging; allocated once outside "
+           "PyTorch's allocator (moe_dispatch_memory.h FlexDispatcherBufferBytes)");
   list.Add("tp_comm_overlap_userbuffers", TpCommOverlapUserbufferBytes(j), false,
            "--tp-comm-overlap: Transformer Engine registers one [s*b/CP, h] buffer per "
            "overlapped GEMM outside PyTorch's allocator (initialize_ub: 10 GEMMs before TE 2.7, "

@@ -1,6 +1,8 @@
 #include "estimator/validated_job.h"
 
+#include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <limits>
 #include <string>
 
@@ -678,6 +680,132 @@ absl::Status ResolveRuntime(const v1::RuntimeSpec& r, RuntimeSettings& runtime) 
   return absl::OkStatus();
 }
 
+// The MoE communication settings: the flex dispatcher's backend and sizes,
+// HybridEP's rank budget and NVLink domain, the paged stash, and the EP
+// overlap's companions, with what Megatron-LM refuses of them
+// (TransformerConfig.__post_init__ in megatron/core/transformer/
+// transformer_config.py, validate_args in megatron/training/arguments.py),
+// and what the DeepEP and HybridEP buffers assert (deep_ep Buffer,
+// HybridEPBuffer).
+absl::Status ResolveExpertParallelComm(const v1::JobSpec& job, ValidatedJob& j) {
+  const v1::ModelSpec& m = job.model();
+  MoeSettings& moe = j.moe;
+  Parallelism& par = j.parallelism;
+  if (m.moe_enable_deepep()) {
+    if (!moe.flex_dispatcher) {
+      return Bad("model.moe_enable_deepep", "true",
+                 "Megatron-Core runs DeepEP only in the flex token dispatcher "
+                 "(model.moe_token_dispatcher = FLEX)");
+    }
+    if (m.moe_flex_dispatcher_backend() == v1::FLEX_DISPATCHER_BACKEND_HYBRIDEP) {
+      return Bad("model.moe_enable_deepep", "true",
+                 "Megatron-Core takes one flex dispatcher backend, and "
+                 "model.moe_flex_dispatcher_backend is hybridep");
+    }
+  }
+  moe.flex_backend = m.moe_enable_deepep() || m.moe_flex_dispatcher_backend() ==
+                                                  v1::FLEX_DISPATCHER_BACKEND_UNSPECIFIED
+                         ? v1::FLEX_DISPATCHER_BACKEND_DEEPEP
+                         : m.moe_flex_dispatcher_backend();
+  const bool deepep = moe.flex_dispatcher && moe.flex_backend == v1::FLEX_DISPATCHER_BACKEND_DEEPEP;
+  const bool hybridep =
+      moe.flex_dispatcher && moe.flex_backend == v1::FLEX_DISPATCHER_BACKEND_HYBRIDEP;
+  if (deepep && moe.pad_to_capacity) {
+    return Bad("model.moe_pad_expert_input_to_capacity", "true",
+               "Megatron-Core's flex dispatcher with the deepep backend does not support it");
+  }
+  // The SM count: --moe-flex-dispatcher-num-sms, else the first deprecated
+  // spelling set (TransformerConfig.__post_init__ routes it).
+  const char* sms_field = nullptr;
+  if (m.has_moe_flex_dispatcher_num_sms()) {
+    sms_field = "model.moe_flex_dispatcher_num_sms";
+    moe.flex_num_sms = m.moe_flex_dispatcher_num_sms();
+  } else if (m.has_moe_deepep_num_sms()) {
+    sms_field = "model.moe_deepep_num_sms";
+    moe.flex_num_sms = m.moe_deepep_num_sms();
+  } else if (m.has_moe_hybridep_num_sms()) {
+    sms_field = "model.moe_hybridep_num_sms";
+    moe.flex_num_sms = m.moe_hybridep_num_sms();
+  }
+  if (sms_field != nullptr) {
+    OOMGUARD_RETURN_IF_ERROR(CheckSize(sms_field, moe.flex_num_sms, 1024));
+    if (deepep && moe.flex_num_sms % 2 != 0) {
+      return Bad(sms_field, moe.flex_num_sms,
+                 "DeepEP needs an even SM count (Buffer.set_num_sms: two SMs a channel)");
+    }
+  }
+  if (m.has_moe_expert_rank_capacity_factor()) {
+    moe.rank_capacity_factor = m.moe_expert_rank_capacity_factor();
+    if (!std::isfinite(moe.rank_capacity_factor) || moe.rank_capacity_factor <= 0) {
+      return Bad("model.moe_expert_rank_capacity_factor", moe.rank_capacity_factor, "must be > 0");
+    }
+    if (moe.flex_backend != v1::FLEX_DISPATCHER_BACKEND_HYBRIDEP &&
+        moe.flex_backend != v1::FLEX_DISPATCHER_BACKEND_NCCLEP) {
+      return Bad("model.moe_expert_rank_capacity_factor", moe.rank_capacity_factor,
+                 "Megatron-Core needs model.moe_flex_dispatcher_backend hybridep or ncclep "
+                 "with it");
+    }
+  }
+  if (m.moe_paged_stash()) {
+    if (!m.has_moe_expert_rank_capacity_factor()) {
+      return Bad("model.moe_paged_stash", "true",
+                 "Megatron-Core needs model.moe_expert_rank_capacity_factor with it");
+    }
+    return absl::UnimplementedError(
+        "model.moe_paged_stash (--moe-paged-stash): routed-expert activations in a paged "
+        "stash are not modelled by oomguard");
+  }
+  if (moe.flex_dispatcher && moe.flex_backend == v1::FLEX_DISPATCHER_BACKEND_NCCLEP) {
+    return absl::UnimplementedError(
+        "model.moe_flex_dispatcher_backend = ncclep (--moe-flex-dispatcher-backend ncclep): "
+        "NCCL EP's buffers are not modelled by oomguard");
+  }
+  const int64_t group = par.ep * par.etp;  // The dispatcher's TP x EP group.
+  if (j.is_moe_model() && deepep) {
+    // MoEFlexTokenDispatcher asserts TP x EP > 1; DeepEP's Buffer has a
+    // configuration for these group sizes only (get_dispatch_config).
+    constexpr int64_t kDeepepGroups[] = {2, 4, 8, 16, 24, 32, 48, 64, 96, 128, 144, 160};
+    if (std::find(std::begin(kDeepepGroups), std::end(kDeepepGroups), group) ==
+        std::end(kDeepepGroups)) {
+      return Bad("parallelism.expert_model_parallel_size", par.ep,
+                 absl::StrCat("DeepEP runs on EP x ETP = 2, 4, 8, 16, 24, 32, 48, 64, 96, 128, "
+                              "144 or 160 ranks, not ",
+                              group));
+    }
+  }
+  const v1::RuntimeSpec& r = job.runtime();
+  if (j.is_moe_model() && hybridep) {
+    const bool set = r.has_hybrid_ep_ranks_per_nvlink_domain();
+    j.runtime.hybrid_ep_ranks_per_domain =
+        set ? r.hybrid_ep_ranks_per_nvlink_domain() : std::min(group, j.runtime.gpus_per_node);
+    OOMGUARD_RETURN_IF_ERROR(CheckSize("runtime.hybrid_ep_ranks_per_nvlink_domain",
+                                       j.runtime.hybrid_ep_ranks_per_domain, kMaxGpus));
+    if (group % j.runtime.hybrid_ep_ranks_per_domain != 0) {
+      return Bad(set ? "runtime.hybrid_ep_ranks_per_nvlink_domain" : "runtime.gpus_per_node",
+                 set ? j.runtime.hybrid_ep_ranks_per_domain : j.runtime.gpus_per_node,
+                 absl::StrCat("HybridEP's group of EP x ETP = ", group,
+                              " ranks must be whole NVLink domains of that many ranks"));
+    }
+  }
+  par.delay_wgrad = job.parallelism().delay_wgrad_compute();
+  if (par.delay_wgrad) {
+    if (!j.training.transformer_engine) {
+      return Bad("parallelism.delay_wgrad_compute", "true",
+                 "Megatron-LM delays weight gradients only with the transformer_engine "
+                 "implementation");
+    }
+    if (!par.overlap_moe_ep) {
+      return Bad("parallelism.delay_wgrad_compute", "true",
+                 "Megatron-Core needs parallelism.overlap_moe_expert_parallel_comm with it");
+    }
+  }
+  if (job.parallelism().ep_overlap_early_attn_memory_release() && !par.overlap_moe_ep) {
+    return Bad("parallelism.ep_overlap_early_attn_memory_release", "true",
+               "Megatron-Core needs parallelism.overlap_moe_expert_parallel_comm with it");
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<ValidatedJob> ValidateJob(const v1::JobSpec& job, std::vector<std::string>* notes) {
@@ -693,6 +821,7 @@ absl::StatusOr<ValidatedJob> ValidateJob(const v1::JobSpec& job, std::vector<std
   OOMGUARD_RETURN_IF_ERROR(ResolveFp8(job.precision(), job.runtime().gpu_architecture(), j, notes));
   ResolveOptimizerState(job, j);
   OOMGUARD_RETURN_IF_ERROR(CheckSize("runtime.gpus_per_node", j.runtime.gpus_per_node, 1024));
+  OOMGUARD_RETURN_IF_ERROR(ResolveExpertParallelComm(job, j));
 
   const int64_t divisor = job.model().has_make_vocab_size_divisible_by()
                               ? job.model().make_vocab_size_divisible_by()

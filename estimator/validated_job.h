@@ -104,6 +104,12 @@ struct MoeSettings {
   bool flex_dispatcher = false;       // The flex dispatcher (DeepEP / HybridEP kernels).
   double capacity_factor = 0;         // 0 = dropless.
   bool pad_to_capacity = false;       // Expert inputs padded to the capacity.
+  // The flex dispatcher's backend (--moe-enable-deepep read as deepep) and
+  // its SM count (0 = the backend's default), which size its buffers
+  // (moe_dispatch_memory.h FlexDispatcherBufferBytes).
+  v1::FlexDispatcherBackend flex_backend = v1::FLEX_DISPATCHER_BACKEND_DEEPEP;
+  int64_t flex_num_sms = 0;
+  double rank_capacity_factor = 0;  // HybridEP's per-rank token budget; 0 = none.
 };
 
 // Parallel group sizes (JobSpec.parallelism) and the ones they imply.
@@ -122,6 +128,7 @@ struct Parallelism {
   bool overlap_moe_ep = false;  // EP communication overlapped: combined 1F1B steps.
   bool shared_expert_overlap = false;  // Shared experts beside the dispatcher's communication.
   bool tp_comm_overlap = false;        // TP communication beside the GEMMs (TE userbuffers).
+  bool delay_wgrad = false;            // --delay-wgrad-compute (with overlap_moe_ep).
 };
 
 // Batch, sequence and the kernels that run them (JobSpec.training).
@@ -210,6 +217,10 @@ struct RuntimeSettings {
   bool nccl_ub = false;                         // `--use-nccl-ub`: NCCL user buffers.
   bool nccl_graph_register_disabled = false;    // NCCL_GRAPH_REGISTER=0.
   int64_t gpus_per_node = kDefaultGpusPerNode;  // runtime.gpus_per_node.
+  // HybridEP's ranks per NVLink domain (NUM_OF_HYBRID_EP_RANKS_PER_NVLINK_
+  // DOMAIN; default min(EP x ETP, gpus_per_node)); read with the hybridep
+  // flex dispatcher only.
+  int64_t hybrid_ep_ranks_per_domain = 0;
   // torch.optim.AdamW's foreach step (OPTIMIZER_IMPLEMENTATION_TORCH).
   bool torch_adam = false;
   SoftwareVersion megatron_core = kNewestMegatronCore;

@@ -5,6 +5,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
@@ -89,6 +90,18 @@ absl::Status ApplyEnvironment(const std::map<std::string, std::string>& env, v1:
       return absl::InvalidArgumentError(absl::StrCat(
           "OOMGUARD_OPTIMIZER_IMPLEMENTATION: expected fused or torch, got ", Quote(value)));
     }
+  }
+  // deep_ep HybridEPBuffer reads it with int(), which refuses anything but a
+  // whole number.
+  if (auto ranks = env.find("NUM_OF_HYBRID_EP_RANKS_PER_NVLINK_DOMAIN"); ranks != env.end()) {
+    const absl::string_view value = absl::StripAsciiWhitespace(ranks->second);
+    uint32_t count = 0;
+    if (!absl::SimpleAtoi(value, &count)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "NUM_OF_HYBRID_EP_RANKS_PER_NVLINK_DOMAIN: expected a whole number of ranks, got ",
+          Quote(value)));
+    }
+    job->mutable_runtime()->set_hybrid_ep_ranks_per_nvlink_domain(count);
   }
   return absl::OkStatus();
 }

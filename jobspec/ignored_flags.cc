@@ -80,6 +80,16 @@ constexpr absl::string_view kSilentFlags[] = {
     "moe-aux-loss-coeff", "moe-z-loss-coeff", "moe-input-jitter-eps", "moe-permute-fusion",
     "moe-per-layer-logging", "moe-token-drop-policy", "moe-use-legacy-grouped-gemm",
     "mtp-loss-scaling-factor",
+    // HybridEP kernel settings: SMs and blocks of its kernels and where the
+    // permute runs; its buffers are sized by tokens, hidden size, experts
+    // and ranks (moe_dispatch_memory.h). Padding uneven inputs to the group's
+    // largest changes nothing for the equal-length micro-batches modelled.
+    "moe-hybridep-num-blocks-permute", "moe-hybridep-num-blocks-unpermute",
+    "moe-hybridep-num-sms-preprocessing", "moe-permute-fusion-into-hybridep",
+    "moe-hybridep-pad-uneven-dispatch-inputs",
+    // Read only with --moe-paged-stash, which validation refuses.
+    "moe-paged-stash-page-size", "moe-paged-stash-buffer-size-factor-cuda",
+    "moe-paged-stash-buffer-size-factor-cpu",
     // Flags of other model families (BERT, multimodal) that change nothing
     // for a GPT model.
     "bert-no-binary-head", "disable-vision-class-token", "img-h", "img-w", "patch-dim"};
@@ -102,9 +112,6 @@ constexpr Unmodelled kUnmodelledFlags[] = {
     {"tp-comm-overlap-cfg",
      "a custom TP communication overlap configuration is not read: Transformer Engine's default "
      "userbuffers are assumed"},
-    {"delay-wgrad-compute", "delayed weight-gradient buffers are not modelled"},
-    {"moe-flex-dispatcher-backend",
-     "dispatcher communication buffers (DeepEP/HybridEP) are not modelled"},
     {"encoder-num-layers", "encoder-decoder (T5) models are not modelled"},
     {"decoder-num-layers", "encoder-decoder (T5) models are not modelled"},
     {"encoder-seq-length", "encoder-decoder (T5) models are not modelled"},

@@ -279,6 +279,17 @@ void AddModelFlags(FlagTable& t) {
   t.Add("moe-router-force-load-balancing", Switch("model.moe_router_force_load_balancing", true));
   t.Add("moe-expert-capacity-factor", Real("model.moe_expert_capacity_factor", kPositive));
   t.Add("moe-pad-expert-input-to-capacity", Switch("model.moe_pad_expert_input_to_capacity", true));
+  t.Add("moe-flex-dispatcher-backend", Word("model.moe_flex_dispatcher_backend",
+                                            {{"deepep", v1::FLEX_DISPATCHER_BACKEND_DEEPEP},
+                                             {"hybridep", v1::FLEX_DISPATCHER_BACKEND_HYBRIDEP},
+                                             {"ncclep", v1::FLEX_DISPATCHER_BACKEND_NCCLEP}}));
+  t.Add("moe-flex-dispatcher-num-sms", Uint("model.moe_flex_dispatcher_num_sms"));
+  t.Add("moe-deepep-num-sms", Uint("model.moe_deepep_num_sms"));
+  t.Add("moe-hybridep-num-sms", Uint("model.moe_hybridep_num_sms"));
+  t.Add("moe-enable-deepep", Switch("model.moe_enable_deepep", true));
+  t.Add("moe-expert-rank-capacity-factor",
+        Real("model.moe_expert_rank_capacity_factor", kPositive));
+  t.Add("moe-paged-stash", Switch("model.moe_paged_stash", true));
   t.Add("mtp-num-layers", Uint("model.mtp_num_layers"));
 }
 
@@ -353,6 +364,9 @@ void AddParallelismFlags(FlagTable& t) {
   t.Add("moe-shared-expert-overlap", Switch("parallelism.moe_shared_expert_overlap", true));
   t.Add("tp-comm-overlap", Switch("parallelism.tp_comm_overlap", true));
   AddFsdpFlags(t);
+  t.Add("delay-wgrad-compute", Switch("parallelism.delay_wgrad_compute", true));
+  t.Add("ep-overlap-early-attn-memory-release",
+        Switch("parallelism.ep_overlap_early_attn_memory_release", true));
 }
 
 void AddTrainingFlags(FlagTable& t) {

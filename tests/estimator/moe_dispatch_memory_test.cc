@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "estimator/layer_memory.h"
 #include "estimator/validated_job.h"
 #include "jobspec/job_builder.h"
@@ -121,6 +122,121 @@ TEST(MoeDispatchMemory, RecomputedMoeLayersFollowTheRecomputeMethod) {
   const ValidatedJob moe = MoeJob(
       "alltoall", "8", {"--recompute-granularity", "selective", "--recompute-modules", "moe"});
   EXPECT_DOUBLE_EQ(RecomputedMoeLayers(moe, moe.stages[0]), 4);
+}
+
+// The flex dispatcher's buffers (FlexDispatcherBufferBytes), on `gpus` GPUs
+// with expert parallelism `ep`, `experts` experts and the flex backend
+// `backend`, then `extra`; `domain` > 0 sets
+// runtime.hybrid_ep_ranks_per_nvlink_domain (what
+// NUM_OF_HYBRID_EP_RANKS_PER_NVLINK_DOMAIN sets).
+double FlexBufferBytes(uint32_t gpus, int ep, const std::string& experts,
+                       const std::string& backend, std::vector<std::string> extra = {},
+                       uint32_t domain = 0) {
+  std::vector<std::string> moe = {"--expert-model-parallel-size",
+                                  std::to_string(ep),
+                                  "--num-experts",
+                                  experts,
+                                  "--moe-router-topk",
+                                  "2",
+                                  "--moe-ffn-hidden-size",
+                                  "1024",
+                                  "--disable-bias-linear",
+                                  "--moe-grouped-gemm",
+                                  "--moe-token-dispatcher-type",
+                                  "flex",
+                                  "--moe-flex-dispatcher-backend",
+                                  backend,
+                                  "--global-batch-size",
+                                  std::to_string(4 * gpus)};
+  moe.insert(moe.end(), extra.begin(), extra.end());
+  v1::JobSpec job = testing::JobFromArgs(testing::SmallGptArgs(4, std::move(moe)), gpus);
+  if (domain > 0) job.mutable_runtime()->set_hybrid_ep_ranks_per_nvlink_domain(domain);
+  absl::StatusOr<ValidatedJob> j = ValidateJob(job, nullptr);
+  EXPECT_TRUE(j.ok()) << j.status();
+  return j.ok() ? FlexDispatcherBufferBytes(*j, MicroBatchShape(*j)) : -1;
+}
+
+constexpr double kDeepepWorkspace = 32 * kMiB;
+
+// DeepEP on 8 ranks, Megatron-Core's default 20 SMs: 10 channels x 8 NVLink
+// peers, one rank-group (no RDMA). The 8-rank dispatch and combine
+// configurations both queue 256 tokens. A token: its 512 x 2 B row, 8 B of
+// source metadata, 128 int64 top-k indices, 128 fp32 weights and 128 fp32
+// scales = 1024 + 8 + 1024 + 512 + 512 = 3080 B. 10 x 8 x (2 x 1 + 3) x 4 =
+// 1600 B of counters + 10 x 8 x 256 x 3080 = 63,078,400 B of queue =
+// 63,080,000, rounded up to 128 B: 63,080,064; and the 32 MiB workspace.
+TEST(FlexDispatcherBuffers, DeepepWithinOneNode) {
+  EXPECT_DOUBLE_EQ(FlexBufferBytes(8, 8, "64", "deepep"), 63080064 + kDeepepWorkspace);
+  // Not the flex dispatcher: no buffers.
+  const ValidatedJob a2a = MoeJob("alltoall", "64");
+  EXPECT_DOUBLE_EQ(FlexDispatcherBufferBytes(a2a, MicroBatchShape(a2a)), 0);
+}
+
+// DeepEP on 16 ranks (two nodes) with 24 SMs: 12 channels, 8 NVLink peers, 2
+// RDMA ranks. NVLink: the 16-rank configurations queue 288 tokens:
+// 12 x 8 x (2 x 2 + 3) x 4 = 2688 + 12 x 8 x 288 x 3080 = 85,155,840, in all
+// 85,158,528 (a multiple of 128). RDMA: the dispatch configuration sends 20
+// tokens at once, so its 128-token queue rounds up to 140 (the combine's, 12
+// at once, to 132): 12 x 2 x (8 x 2 + 2) x 2 x 4 = 3456 + 12 x 2 x 140 x 2
+// x (3080 + 16) = 20,805,120, in all 20,808,576 (a multiple of 128).
+TEST(FlexDispatcherBuffers, DeepepAcrossNodesAddsTheRdmaQueue) {
+  EXPECT_DOUBLE_EQ(FlexBufferBytes(16, 16, "64", "deepep", {"--moe-flex-dispatcher-num-sms", "24"}),
+                   85158528 + 20808576 + kDeepepWorkspace);
+  // The deprecated spelling sizes it the same.
+  EXPECT_DOUBLE_EQ(FlexBufferBytes(16, 16, "64", "deepep", {"--moe-deepep-num-sms", "24"}),
+                   85158528 + 20808576 + kDeepepWorkspace);
+}
+
+// HybridEP on 8 ranks, one NVLink domain of 8 (the default: min(EP x ETP,
+// 8 GPUs a node)): the rank's 4096 tokens (a multiple of 64, over 512); 64
+// experts, 8 local, 8 x 8 = 64 in the domain. A token of the shared
+// dispatch/combine buffer: 512 x 2 B + 64 x 4 B probabilities + 512 / 128
+// x 4 B scales = 1296 B, for 4096 x 8 tokens: 42,467,328 B; the routing-map
+// gather, 64 experts x 4096 x 8 bools: 2,097,152 B.
+TEST(FlexDispatcherBuffers, HybridepWithinOneDomain) {
+  EXPECT_DOUBLE_EQ(FlexBufferBytes(8, 8, "64", "hybridep"), 42467328 + 2097152);
+  // A rank's tokens under 512 are counted as 512: micro-batch 1 of 256
+  // tokens, 512 x 8 x 1296 + 64 x 512 x 8.
+  EXPECT_DOUBLE_EQ(FlexBufferBytes(8, 8, "64", "hybridep",
+                                   {"--seq-length", "256", "--max-position-embeddings", "256",
+                                    "--micro-batch-size", "1", "--global-batch-size", "8"}),
+                   512.0 * 8 * 1296 + 64.0 * 512 * 8);
+}
+
+// HybridEP on 16 ranks in two NVLink domains of 8
+// (NUM_OF_HYBRID_EP_RANKS_PER_NVLINK_DOMAIN=8): 64 experts, 4 local, 32 in
+// a domain. A token: 1024 + 32 x 4 + 16 = 1168 B. The NVLink buffer, 4096 x
+// 16 tokens: 76,546,048; the gather, 64 x 4096 x 16: 4,194,304. Across the
+// domains, dispatch: the rank's own 4096 tokens with probabilities over all
+// 64 experts, 4096 x (1024 + 256 + 16) = 5,308,416, and the other domain's
+// 4096 tokens, 4096 x 1168 = 4,784,128; combine: two 4096-token buffers of
+// rows and the domain's probabilities, 2 x 4096 x (1024 + 128) = 9,437,184.
+// In one domain of 16 (an NVLink-72 system) none of the RDMA staging, and
+// the probabilities cover the domain's 64 experts: 4096 x 16 x (1024 + 256
+// + 16) = 84,934,656 and the gather 4,194,304.
+TEST(FlexDispatcherBuffers, HybridepAcrossDomainsAddsTheRdmaStaging) {
+  EXPECT_DOUBLE_EQ(FlexBufferBytes(16, 16, "64", "hybridep", {}, 8),
+                   76546048 + 4194304 + 5308416 + 4784128 + 9437184);
+  EXPECT_DOUBLE_EQ(FlexBufferBytes(16, 16, "64", "hybridep", {}, 16), 84934656 + 4194304);
+}
+
+// --delay-wgrad-compute (with the EP overlap, which Megatron-Core requires):
+// the experts' backward keeps its weight-gradient inputs until
+// mlp.backward_dw, after the forward micro-batch's dispatch, whose tokens
+// arrive beside them. One local expert of width 4096 (no gating): the
+// experts' backward working set is 2 x 8192 routed tokens x 2 x 4096 +
+// 2 x 8192 x 512 = 142,606,336 B, over the dispatcher's 24 MiB and flash
+// attention's 24 MiB; the delay adds the dispatched bf16 rows and fp32
+// probabilities, 2 x 8192 x 512 + 4 x 8192 = 8,421,376 B.
+TEST(MoeDispatchMemory, DelayedWeightGradientsMeetTheNextDispatch) {
+  const std::vector<std::string> wide = {"--moe-ffn-hidden-size", "4096",
+                                         "--overlap-moe-expert-parallel-comm"};
+  const ValidatedJob now = MoeJob("alltoall", "8", wide);
+  std::vector<std::string> delayed_args = wide;
+  delayed_args.push_back("--delay-wgrad-compute");
+  const ValidatedJob delayed = MoeJob("alltoall", "8", delayed_args);
+  EXPECT_DOUBLE_EQ(DecoderLayerCost(now, true, nullptr).transient_bytes, 142606336);
+  EXPECT_DOUBLE_EQ(DecoderLayerCost(delayed, true, nullptr).transient_bytes, 142606336 + 8421376);
 }
 
 }  // namespace

@@ -9,6 +9,8 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "tests/testing/small_models.h"
 
 namespace oomguard {
 namespace {
@@ -449,6 +451,130 @@ TEST(ValidateJob, BadSoftwareVersionsNameTheFieldAndValue) {
     EXPECT_NE(j.status().message().find(absl::StrCat("\"", c.value, "\"")), std::string::npos)
         << j.status();
   }
+}
+
+// The MoE communication settings Megatron-LM (TransformerConfig.__post_init__,
+// validate_args), DeepEP and HybridEP refuse: INVALID_ARGUMENT naming the
+// field and value; the paged stash and the ncclep backend, which oomguard
+// does not model, UNIMPLEMENTED naming the flag. The small MoE model: 64
+// experts, EP 8 on 8 GPUs unless the case says otherwise.
+TEST(ValidateJob, ExpertParallelCommunicationRefusals) {
+  struct Case {
+    std::vector<std::string> extra;
+    uint32_t gpus;
+    absl::StatusCode code;
+    std::string message;
+  };
+  const std::string flex = "--moe-token-dispatcher-type=flex";
+  const std::vector<Case> cases = {
+      {{"--moe-enable-deepep"},
+       8,
+       absl::StatusCode::kInvalidArgument,
+       "model.moe_enable_deepep = true: Megatron-Core runs DeepEP only in the flex token "
+       "dispatcher"},
+      {{flex, "--moe-enable-deepep", "--moe-flex-dispatcher-backend", "hybridep"},
+       8,
+       absl::StatusCode::kInvalidArgument,
+       "model.moe_enable_deepep = true: Megatron-Core takes one flex dispatcher backend"},
+      {{flex, "--moe-expert-capacity-factor", "1.0", "--moe-pad-expert-input-to-capacity"},
+       8,
+       absl::StatusCode::kInvalidArgument,
+       "model.moe_pad_expert_input_to_capacity = true: Megatron-Core's flex dispatcher with the "
+       "deepep backend does not support it"},
+      {{flex, "--moe-flex-dispatcher-num-sms", "21"},
+       8,
+       absl::StatusCode::kInvalidArgument,
+       "model.moe_flex_dispatcher_num_sms = 21: DeepEP needs an even SM count"},
+      {{flex, "--expert-model-parallel-size", "12", "--num-experts", "48"},
+       24,
+       absl::StatusCode::kInvalidArgument,
+       "parallelism.expert_model_parallel_size = 12: DeepEP runs on EP x ETP = 2, 4, 8"},
+      {{flex, "--expert-model-parallel-size", "1"},
+       8,
+       absl::StatusCode::kInvalidArgument,
+       "parallelism.expert_model_parallel_size = 1: DeepEP runs on"},
+      {{"--moe-expert-rank-capacity-factor", "1.5"},
+       8,
+       absl::StatusCode::kInvalidArgument,
+       "model.moe_expert_rank_capacity_factor = 1.5: Megatron-Core needs "
+       "model.moe_flex_dispatcher_backend hybridep or ncclep"},
+      {{flex, "--moe-flex-dispatcher-backend", "hybridep", "--expert-model-parallel-size", "16"},
+       32,
+       absl::StatusCode::kOk,
+       ""},
+      {{flex, "--moe-flex-dispatcher-backend", "hybridep", "--expert-model-parallel-size", "12",
+        "--num-experts", "48"},
+       24,
+       absl::StatusCode::kInvalidArgument,
+       "runtime.gpus_per_node = 8: HybridEP's group of EP x ETP = 12 ranks must be whole NVLink "
+       "domains"},
+      {{"--moe-paged-stash"},
+       8,
+       absl::StatusCode::kInvalidArgument,
+       "model.moe_paged_stash = true: Megatron-Core needs model.moe_expert_rank_capacity_factor"},
+      {{flex, "--moe-flex-dispatcher-backend", "hybridep", "--moe-expert-rank-capacity-factor",
+        "1.5", "--moe-paged-stash"},
+       8,
+       absl::StatusCode::kUnimplemented,
+       "model.moe_paged_stash (--moe-paged-stash): routed-expert activations in a paged stash "
+       "are not modelled"},
+      {{flex, "--moe-flex-dispatcher-backend", "ncclep"},
+       8,
+       absl::StatusCode::kUnimplemented,
+       "model.moe_flex_dispatcher_backend = ncclep (--moe-flex-dispatcher-backend ncclep)"},
+      {{"--delay-wgrad-compute", "--moe-token-dispatcher-type", "alltoall"},
+       8,
+       absl::StatusCode::kInvalidArgument,
+       "parallelism.delay_wgrad_compute = true: Megatron-Core needs "
+       "parallelism.overlap_moe_expert_parallel_comm with it"},
+      {{"--delay-wgrad-compute", "--overlap-moe-expert-parallel-comm", "--transformer-impl",
+        "local"},
+       8,
+       absl::StatusCode::kInvalidArgument,
+       "parallelism.delay_wgrad_compute = true: Megatron-LM delays weight gradients only with "
+       "the transformer_engine implementation"},
+      {{"--ep-overlap-early-attn-memory-release"},
+       8,
+       absl::StatusCode::kInvalidArgument,
+       "parallelism.ep_overlap_early_attn_memory_release = true: Megatron-Core needs "
+       "parallelism.overlap_moe_expert_parallel_comm with it"},
+  };
+  for (const Case& c : cases) {
+    std::vector<std::string> args = {"--num-experts",
+                                     "64",
+                                     "--expert-model-parallel-size",
+                                     "8",
+                                     "--moe-ffn-hidden-size",
+                                     "1024",
+                                     "--global-batch-size",
+                                     std::to_string(4 * c.gpus)};
+    args.insert(args.end(), c.extra.begin(), c.extra.end());
+    const absl::StatusOr<ValidatedJob> j =
+        ValidateJob(testing::JobFromArgs(testing::SmallGptArgs(4, args), c.gpus), nullptr);
+    const std::string line = absl::StrJoin(c.extra, " ");
+    EXPECT_EQ(j.status().code(), c.code) << line << ": " << j.status();
+    if (!c.message.empty()) {
+      EXPECT_THAT(std::string(j.status().message()), ::testing::HasSubstr(c.message)) << line;
+    }
+  }
+}
+
+// NUM_OF_HYBRID_EP_RANKS_PER_NVLINK_DOMAIN must divide the HybridEP group.
+TEST(ValidateJob, HybridepNvlinkDomainMustDivideTheGroup) {
+  v1::JobSpec job = testing::JobFromArgs(
+      testing::SmallGptArgs(
+          4, {"--num-experts", "64", "--expert-model-parallel-size", "16", "--moe-ffn-hidden-size",
+              "1024", "--global-batch-size", "64", "--moe-token-dispatcher-type", "flex",
+              "--moe-flex-dispatcher-backend", "hybridep"}),
+      16);
+  job.mutable_runtime()->set_hybrid_ep_ranks_per_nvlink_domain(6);
+  EXPECT_EQ(ValidateError(job),
+            "runtime.hybrid_ep_ranks_per_nvlink_domain = 6: HybridEP's group of EP x ETP = 16 "
+            "ranks must be whole NVLink domains of that many ranks");
+  job.mutable_runtime()->set_hybrid_ep_ranks_per_nvlink_domain(16);
+  const absl::StatusOr<ValidatedJob> j = ValidateJob(job, nullptr);
+  ASSERT_TRUE(j.ok()) << j.status();
+  EXPECT_EQ(j->runtime.hybrid_ep_ranks_per_domain, 16);
 }
 
 }  // namespace

@@ -115,5 +115,24 @@ TEST(ApplyEnvironmentTest, GpuArchitecture) {
             "OOMGUARD_GPU_ARCHITECTURE: expected hopper or blackwell, got \"ampere\"");
 }
 
+// HybridEP's ranks per NVLink domain, as deep_ep's HybridEPBuffer reads it
+// (int()): a whole number, else refused naming the variable.
+TEST(ApplyEnvironmentTest, HybridEpRanksPerNvlinkDomain) {
+  v1::JobSpec job;
+  ASSERT_TRUE(ApplyEnvironment({{"NUM_OF_HYBRID_EP_RANKS_PER_NVLINK_DOMAIN", "8"}}, &job).ok());
+  EXPECT_EQ(job.runtime().hybrid_ep_ranks_per_nvlink_domain(), 8u);
+  ASSERT_TRUE(ApplyEnvironment({{"NUM_OF_HYBRID_EP_RANKS_PER_NVLINK_DOMAIN", " 72 "}}, &job).ok());
+  EXPECT_EQ(job.runtime().hybrid_ep_ranks_per_nvlink_domain(), 72u);
+  v1::JobSpec unset;
+  ASSERT_TRUE(ApplyEnvironment({}, &unset).ok());
+  EXPECT_FALSE(unset.runtime().has_hybrid_ep_ranks_per_nvlink_domain());
+  const absl::Status bad =
+      ApplyEnvironment({{"NUM_OF_HYBRID_EP_RANKS_PER_NVLINK_DOMAIN", "eight"}}, &job);
+  EXPECT_EQ(bad.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(bad.message(),
+            "NUM_OF_HYBRID_EP_RANKS_PER_NVLINK_DOMAIN: expected a whole number of ranks, got "
+            "\"eight\"");
+}
+
 }  // namespace
 }  // namespace oomguard

@@ -51,9 +51,8 @@ TEST(IgnoredFlagsTest, UnimplementedFlagsSayWhy) {
 
 // The flag table is looked up first: no flag it reads is also ignored.
 TEST(IgnoredFlagsTest, NoFlagIsBothReadAndUnmodelled) {
-  for (absl::string_view name :
-       {"tp-comm-overlap-cfg", "delay-wgrad-compute", "moe-flex-dispatcher-backend",
-        "encoder-num-layers", "vocab-extra-ids", "hybrid-layer-pattern", "spec"}) {
+  for (absl::string_view name : {"tp-comm-overlap-cfg", "encoder-num-layers", "vocab-extra-ids",
+                                 "hybrid-layer-pattern", "spec"}) {
     ASSERT_TRUE(UnmodelledFlagReason(name).has_value()) << name;
     EXPECT_EQ(FindMegatronFlag(std::string(name)), nullptr) << name;
   }
@@ -63,12 +62,12 @@ TEST(IgnoredFlagsTest, UnknownFlagsAreSkippedWithANote) {
   std::vector<std::string> notes;
   const v1::JobSpec job = ParseFull(
       "--frobnicate 1 2 -3 --num-layers 4 --shiny-new-switch "
-      "--delay-wgrad-compute --vocab-size 8",
+      "--use-legacy-models --vocab-size 8",
       &notes);
   EXPECT_EQ(job.model().num_layers(), 4u);
   EXPECT_THAT(notes, ElementsAre("ignored unknown flag --frobnicate",
                                  "ignored unknown flag --shiny-new-switch",
-                                 HasSubstr("--delay-wgrad-compute")));
+                                 HasSubstr("--use-legacy-models")));
 }
 
 TEST(IgnoredFlagsTest, MemoryIrrelevantFlagsAreSilent) {
