@@ -282,6 +282,12 @@ void MoeMlp(const ValidatedJob& j, const MicroBatchShape& s, BlockBuilder& b, Bl
     capacity = j.moe.capacity_factor;
     if (!j.moe.pad_to_capacity) capacity = std::min(1.0, capacity);
   }
+  // HybridEP's per-rank budget (--moe-expert-rank-capacity-factor):
+  // _HybridEPManager.setup_metadata passes factor x top-k x the rank's tokens
+  // as num_permuted_tokens, the size the dispatched tokens are allocated at
+  // (tokens over it are dropped). The quantization alignment it rounds up
+  // to is left out.
+  if (j.moe.rank_capacity_factor > 0) capacity = j.moe.rank_capacity_factor;
   // FP8 grouped GEMMs pad each local expert's tokens (fp8_memory.h).
   const double routed_tokens = k * s.sp_tokens * static_cast<double>(j.parallelism.etp) * capacity +
                                (s.fp8_input > 0 ? local_experts * Fp8PaddingTokensPerExpert(j) : 0);

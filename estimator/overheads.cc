@@ -137,7 +137,8 @@ OverheadSums AddOverheads(const ValidatedJob& j, const RankMemory& m, bool with_
              "one received activation and one outgoing gradient of shape "
              "[s/CP/(SP?TP:1), b, h]");
   }
-  if (j.is_moe_model() && !j.moe.force_balance && j.moe.capacity_factor == 0) {
+  if (j.is_moe_model() && !j.moe.force_balance && j.moe.capacity_factor == 0 &&
+      j.moe.rank_capacity_factor == 0) {
     list.Add("moe_imbalance", kMoeImbalanceMargin * m.routed_activation_bytes, true,
              "routing is not forced to balance: hot ranks receive more tokens "
              "than the balanced "

@@ -735,16 +735,19 @@ absl::Status ResolveExpertParallelComm(const v1::JobSpec& job, ValidatedJob& j) 
     }
   }
   if (m.has_moe_expert_rank_capacity_factor()) {
-    moe.rank_capacity_factor = m.moe_expert_rank_capacity_factor();
-    if (!std::isfinite(moe.rank_capacity_factor) || moe.rank_capacity_factor <= 0) {
-      return Bad("model.moe_expert_rank_capacity_factor", moe.rank_capacity_factor, "must be > 0");
+    const double factor = m.moe_expert_rank_capacity_factor();
+    if (!std::isfinite(factor) || factor <= 0) {
+      return Bad("model.moe_expert_rank_capacity_factor", factor, "must be > 0");
     }
     if (moe.flex_backend != v1::FLEX_DISPATCHER_BACKEND_HYBRIDEP &&
         moe.flex_backend != v1::FLEX_DISPATCHER_BACKEND_NCCLEP) {
-      return Bad("model.moe_expert_rank_capacity_factor", moe.rank_capacity_factor,
+      return Bad("model.moe_expert_rank_capacity_factor", factor,
                  "Megatron-Core needs model.moe_flex_dispatcher_backend hybridep or ncclep "
                  "with it");
     }
+    // Read only by _HybridEPManager, and there replaced by the expert
+    // capacity in drop-and-pad mode.
+    if (hybridep && !moe.pad_to_capacity) moe.rank_capacity_factor = factor;
   }
   if (m.moe_paged_stash()) {
     if (!m.has_moe_expert_rank_capacity_factor()) {

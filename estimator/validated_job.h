@@ -109,7 +109,9 @@ struct MoeSettings {
   // (moe_dispatch_memory.h FlexDispatcherBufferBytes).
   v1::FlexDispatcherBackend flex_backend = v1::FLEX_DISPATCHER_BACKEND_DEEPEP;
   int64_t flex_num_sms = 0;
-  double rank_capacity_factor = 0;  // HybridEP's per-rank token budget; 0 = none.
+  // HybridEP's per-rank token budget where it applies (the hybridep flex
+  // dispatcher, not padding to capacity); 0 = none.
+  double rank_capacity_factor = 0;
 };
 
 // Parallel group sizes (JobSpec.parallelism) and the ones they imply.

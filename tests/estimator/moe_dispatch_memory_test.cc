@@ -239,5 +239,28 @@ TEST(MoeDispatchMemory, DelayedWeightGradientsMeetTheNextDispatch) {
   EXPECT_DOUBLE_EQ(DecoderLayerCost(delayed, true, nullptr).transient_bytes, 142606336 + 8421376);
 }
 
+// --moe-expert-rank-capacity-factor 1.5 with HybridEP: the dispatched
+// tokens are allocated at the rank's budget, 1.5 x top-2 x 4096 = 12288
+// tokens, and none arrive over it (no routing-imbalance margin). Routed
+// activations: fc1's input 2 x 12288 x 512 + fp32 probabilities 4 x 12288 =
+// 12,632,064, fc1's output 2 x 12288 x 1024 = 25,165,824, fc2's input the
+// same: 62,963,712 B a layer.
+TEST(MoeDispatchMemory, HybridepRankBudgetSizesTheRoutedTokens) {
+  const std::vector<std::string> hybridep = {"--moe-flex-dispatcher-backend", "hybridep",
+                                             "--moe-expert-rank-capacity-factor", "1.5"};
+  const ValidatedJob budget = MoeJob("flex", "64", hybridep);
+  EXPECT_DOUBLE_EQ(DecoderLayerCost(budget, true, nullptr).routed_act_bytes, 62963712);
+  const absl::StatusOr<v1::EstimateReport> report =
+      Estimate(testing::JobFromArgs(testing::SmallGptArgs(
+          4, {"--expert-model-parallel-size", "8", "--num-experts", "64", "--moe-router-topk", "2",
+              "--moe-ffn-hidden-size", "1024", "--moe-grouped-gemm", "--moe-token-dispatcher-type",
+              "flex", "--moe-flex-dispatcher-backend", "hybridep",
+              "--moe-expert-rank-capacity-factor", "1.5"})));
+  ASSERT_TRUE(report.ok()) << report.status();
+  for (const v1::Overhead& o : report->ranks(0).overheads()) {
+    EXPECT_NE(o.name(), "moe_imbalance");
+  }
+}
+
 }  // namespace
 }  // namespace oomguard
