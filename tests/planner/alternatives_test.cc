@@ -75,7 +75,7 @@ TEST(Alternatives, FitsButSlowNamesAClearlyFasterOne) {
 TEST(Alternatives, KeepTheOverlapsTheJobChose) {
   const std::string job =
       "--seq-length 4096 --global-batch-size 256 --micro-batch-size 1 "
-      "--moe-token-dispatcher-type flex --moe-grouped-gemm";
+      "--moe-token-dispatcher-type flex --moe-grouped-gemm --expert-model-parallel-size 8";
   for (const bool shared : {false, true}) {
     const v1::CheckResponse r = CheckWithAlternatives(
         Job("qwen3-30b-a3b", 32, job + (shared ? " --moe-shared-expert-overlap" : "")));
