@@ -22,10 +22,13 @@ namespace {
 constexpr double kMiB = 1024.0 * 1024.0;
 constexpr double kSentTokens = 2 * 4096;
 
-ValidatedJob MoeJob(const std::string& dispatcher, const std::string& experts,
-                    std::vector<std::string> extra = {}) {
+// The small model's MoE arguments: `experts` experts, top-2, width 1024, on
+// expert parallelism `ep` with the token dispatcher `dispatcher`, then
+// `extra`.
+std::vector<std::string> MoeArgs(int ep, const std::string& dispatcher, const std::string& experts,
+                                 std::vector<std::string> extra) {
   std::vector<std::string> moe = {"--expert-model-parallel-size",
-                                  "8",
+                                  std::to_string(ep),
                                   "--num-experts",
                                   experts,
                                   "--moe-router-topk",
@@ -37,7 +40,12 @@ ValidatedJob MoeJob(const std::string& dispatcher, const std::string& experts,
                                   "--moe-token-dispatcher-type",
                                   dispatcher};
   moe.insert(moe.end(), extra.begin(), extra.end());
-  return testing::ValidatedJobFromArgs(testing::SmallGptArgs(4, std::move(moe)));
+  return testing::SmallGptArgs(4, std::move(moe));
+}
+
+ValidatedJob MoeJob(const std::string& dispatcher, const std::string& experts,
+                    std::vector<std::string> extra = {}) {
+  return testing::ValidatedJobFromArgs(MoeArgs(8, dispatcher, experts, std::move(extra)));
 }
 
 // One local expert: the all_to_all output is the experts' saved fc1 input
@@ -132,24 +140,10 @@ TEST(MoeDispatchMemory, RecomputedMoeLayersFollowTheRecomputeMethod) {
 double FlexBufferBytes(uint32_t gpus, int ep, const std::string& experts,
                        const std::string& backend, std::vector<std::string> extra = {},
                        uint32_t domain = 0) {
-  std::vector<std::string> moe = {"--expert-model-parallel-size",
-                                  std::to_string(ep),
-                                  "--num-experts",
-                                  experts,
-                                  "--moe-router-topk",
-                                  "2",
-                                  "--moe-ffn-hidden-size",
-                                  "1024",
-                                  "--disable-bias-linear",
-                                  "--moe-grouped-gemm",
-                                  "--moe-token-dispatcher-type",
-                                  "flex",
-                                  "--moe-flex-dispatcher-backend",
-                                  backend,
-                                  "--global-batch-size",
-                                  std::to_string(4 * gpus)};
-  moe.insert(moe.end(), extra.begin(), extra.end());
-  v1::JobSpec job = testing::JobFromArgs(testing::SmallGptArgs(4, std::move(moe)), gpus);
+  std::vector<std::string> flex = {"--moe-flex-dispatcher-backend", backend, "--global-batch-size",
+                                   std::to_string(4 * gpus)};
+  flex.insert(flex.end(), extra.begin(), extra.end());
+  v1::JobSpec job = testing::JobFromArgs(MoeArgs(ep, "flex", experts, std::move(flex)), gpus);
   if (domain > 0) job.mutable_runtime()->set_hybrid_ep_ranks_per_nvlink_domain(domain);
   absl::StatusOr<ValidatedJob> j = ValidateJob(job, nullptr);
   EXPECT_TRUE(j.ok()) << j.status();
