@@ -2,8 +2,6 @@
 // activation_cpu_offload.h).
 #include "estimator/activation_cpu_offload.h"
 
-#include <vector>
-
 namespace oomguard {
 namespace {
 
@@ -17,11 +15,9 @@ std::optional<std::string> SettingConflict(const ValidatedJob& j) {
   if (j.recompute.granularity != v1::RECOMPUTE_GRANULARITY_NONE) {
     return "Megatron-Core refuses it with activation recompute";
   }
-  const RuntimeSettings& rt = j.runtime;
-  const bool full_iteration_graph =
-      !rt.cuda_graph_te_scoped &&
-      rt.cuda_graph_modules == std::vector<std::string>{"full_iteration"};
-  if (rt.cuda_graphs && !full_iteration_graph) {
+  // TransformerConfig.__post_init__: "CUDA graphs not supported with CPU
+  // offloading" unless the graph is the full-iteration one.
+  if (j.runtime.per_layer_cuda_graphs()) {
     return "Megatron-Core refuses it with per-layer CUDA graphs";
   }
   if (!j.recompute.offload_modules.empty()) {

@@ -9,6 +9,7 @@
 #include "absl/strings/str_join.h"
 #include "common/status_macros.h"
 #include "estimator/checkpointed_attention_mask.h"
+#include "estimator/cuda_graph_memory.h"
 #include "estimator/fp8_memory.h"
 #include "estimator/fsdp_memory.h"
 #include "estimator/layer_memory.h"
@@ -394,7 +395,11 @@ absl::Status ComputeRank(const ValidatedJob& j, const BlockCosts& b, int64_t r, 
     t.mem.recomputed_moe_layers += RecomputedMoeLayers(j, j.stages[r + c * par.pp]);
     t.mem.routed_activation_bytes += count * t.chunks[c].routed_act;
     t.mem.layer_activation_bytes += count * t.chunks[c].layer_act;
+    const StageContents& st = j.stages[r + c * par.pp];
+    t.mem.cuda_graph_buffer_bytes += CudaGraphChunkBufferBytes(j, st, count);
+    t.mem.has_graphed_layers = t.mem.has_graphed_layers || HasGraphedLayers(j, st);
   }
+  if (t.mem.has_graphed_layers) t.mem.cuda_graph_buffer_bytes += CudaGraphGradOutputBytes(j);
   t.mem.fp8_weight_cache_bytes = (t.fp8_dense + t.fp8_expert) * Fp8WeightCacheBytesPerElement(j);
   if (j.fsdp.on()) {
     t.fsdp_chunks.resize(par.vpp);

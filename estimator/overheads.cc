@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <string>
 
+#include "estimator/cuda_graph_memory.h"
 #include "estimator/fp8_memory.h"
 #include "estimator/layer_memory.h"
 #include "estimator/moe_dispatch_memory.h"
@@ -156,17 +157,12 @@ OverheadSums AddOverheads(const ValidatedJob& j, const RankMemory& m, bool with_
            "forward's probs, routing map and permutation mapping as attributes "
            "(MoEAlltoAllTokenDispatcher.dispatch_preprocess, "
            "MoEAllGatherTokenDispatcher.dispatch_postprocess)");
-  if (j.runtime.cuda_graphs) {
-    const double fraction = j.runtime.cuda_graph_modules.empty() ? 1.0 : 0.5;
-    list.Add("cuda_graphs", fraction * m.layer_activation_bytes, true,
-             "graph-private pools keep static input/output buffers per "
-             "captured layer and "
-             "micro-batch (approximated as a second copy of the graphed "
-             "layers' held activations)",
-             0.5,
-             "graph pools depend on which tensors the capture keeps static: sd 50% (a few GiB "
-             "to +34 GiB measured on matched runs)");
-  }
+  const CudaGraphItem graph_buffers = CudaGraphBuffers(j, m);
+  list.Add("cuda_graphs", graph_buffers.bytes, true, graph_buffers.basis, graph_buffers.sd_fraction,
+           graph_buffers.sd_basis);
+  const CudaGraphItem graph_pool = CudaGraphPool(j, m);
+  list.Add("cuda_graph_pool", graph_pool.bytes, false, graph_pool.basis, graph_pool.sd_fraction,
+           graph_pool.sd_basis);
   // FSDP (fsdp_memory.h): what the sharding gathers and scatters while the
   // forward and backward run. How many units coexist depends on Megatron-FSDP's
   // bucket grouping (a MoE layer's dense and expert buckets are separate

@@ -32,6 +32,10 @@ struct RankMemory {
   double recomputed_moe_layers = 0;   // MoE layers whose forward runs under a checkpoint.
   double fp8_weight_cache_bytes = 0;  // FP8 weight copies TE keeps (fp8_memory.h).
   FsdpBuffers fsdp;                   // FSDP's gathered and scattered buffers (fsdp_memory.h).
+  // CUDA graphs (cuda_graph_memory.h): the buffers they keep outside their
+  // pool, and whether the rank has a layer a per-layer graph captures.
+  double cuda_graph_buffer_bytes = 0;
+  bool has_graphed_layers = false;
 };
 
 // The overheads of one rank summed (each item rounded to a count, sums

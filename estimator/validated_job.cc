@@ -10,6 +10,7 @@
 #include "common/quoted_value.h"
 #include "common/status_macros.h"
 #include "estimator/activation_cpu_offload.h"
+#include "estimator/cuda_graph_rules.h"
 #include "estimator/fp8_memory.h"
 #include "estimator/fsdp_memory.h"
 #include "estimator/interleaved_schedule_rules.h"
@@ -658,11 +659,6 @@ void ResolveOptimizerState(const v1::JobSpec& job, ValidatedJob& j) {
 
 absl::Status ResolveRuntime(const v1::RuntimeSpec& r, RuntimeSettings& runtime) {
   runtime.expandable_segments = r.expandable_segments();
-  const v1::CudaGraphImpl impl = r.cuda_graph_impl();
-  runtime.cuda_graphs =
-      impl == v1::CUDA_GRAPH_IMPL_LOCAL || impl == v1::CUDA_GRAPH_IMPL_TRANSFORMER_ENGINE;
-  runtime.cuda_graph_te_scoped = impl == v1::CUDA_GRAPH_IMPL_TRANSFORMER_ENGINE;
-  runtime.cuda_graph_modules.assign(r.cuda_graph_modules().begin(), r.cuda_graph_modules().end());
   runtime.nccl_ub = r.use_nccl_ub();
   runtime.nccl_graph_register_disabled = r.nccl_graph_register_disabled();
   runtime.gpus_per_node = GpusPerNode(r);
@@ -822,6 +818,7 @@ absl::StatusOr<ValidatedJob> ValidateJob(const v1::JobSpec& job, std::vector<std
   OOMGUARD_RETURN_IF_ERROR(ResolvePrecision(job.precision(), j));
   OOMGUARD_RETURN_IF_ERROR(ResolveRuntime(job.runtime(), j.runtime));
   OOMGUARD_RETURN_IF_ERROR(ResolveFp8(job.precision(), job.runtime().gpu_architecture(), j, notes));
+  OOMGUARD_RETURN_IF_ERROR(ResolveCudaGraphs(job.runtime(), j));
   ResolveOptimizerState(job, j);
   OOMGUARD_RETURN_IF_ERROR(CheckSize("runtime.gpus_per_node", j.runtime.gpus_per_node, 1024));
   OOMGUARD_RETURN_IF_ERROR(ResolveExpertParallelComm(job, j));

@@ -209,13 +209,35 @@ struct PrecisionSettings {
   bool moe_router_padding_for_fp8 = false;
 };
 
+// Which CUDA graphs a job captures, after Megatron-LM's migration of the
+// deprecated `--cuda-graph-modules` values (estimator/cuda_graph_rules.h).
+enum class CudaGraphImpl {
+  kNone,
+  kLocal,              // Megatron-Core's CudaGraphManager: per-layer graphs.
+  kTransformerEngine,  // TECudaGraphHelper + TE make_graphed_callables: per-layer graphs.
+  kFullIteration,      // FullCudaGraphWrapper: the whole forward-backward.
+};
+
+// What a per-layer graph captures (`--cuda-graph-modules`); none set = the
+// whole layer.
+struct CudaGraphModules {
+  bool attn = false, mlp = false, moe = false, moe_router = false, moe_preprocess = false,
+       mamba = false;
+  bool whole_layers() const {
+    return !attn && !mlp && !moe && !moe_router && !moe_preprocess && !mamba;
+  }
+};
+
 // Allocator, CUDA graphs and NCCL (JobSpec.runtime).
 struct RuntimeSettings {
-  bool expandable_segments = false;   // PyTorch's expandable_segments allocator.
-  bool cuda_graphs = false;           // Layers captured in CUDA graphs.
-  bool cuda_graph_te_scoped = false;  // `--cuda-graph-impl transformer_engine`.
-  // `--cuda-graph-modules` (TE scope); empty = whole layers.
-  std::vector<std::string> cuda_graph_modules;
+  bool expandable_segments = false;  // PyTorch's expandable_segments allocator.
+  CudaGraphImpl cuda_graph_impl = CudaGraphImpl::kNone;
+  CudaGraphModules cuda_graph_modules;  // Per-layer graphs only.
+  // Layers captured in per-layer CUDA graphs (local or transformer_engine).
+  bool per_layer_cuda_graphs() const {
+    return cuda_graph_impl == CudaGraphImpl::kLocal ||
+           cuda_graph_impl == CudaGraphImpl::kTransformerEngine;
+  }
   bool nccl_ub = false;                         // `--use-nccl-ub`: NCCL user buffers.
   bool nccl_graph_register_disabled = false;    // NCCL_GRAPH_REGISTER=0.
   int64_t gpus_per_node = kDefaultGpusPerNode;  // runtime.gpus_per_node.

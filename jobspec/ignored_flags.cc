@@ -69,6 +69,9 @@ constexpr absl::string_view kSilentFlags[] = {
     "no-bias-dropout-fusion", "no-persist-layer-norm", "apply-residual-connection-post-layernorm",
     "openai-gelu", "te-rng-tracker", "inference-rng-tracker", "norm-epsilon", "apply-layernorm-1p",
     "use-rope-scaling", "rope-scaling-factor", "use-transformer-engine-op-fuser",
+    // Eager iterations before the capture: their cached memory is released
+    // by torch.cuda.graph.__enter__ (empty_cache) before each capture
+    // (estimator/cuda_graph_memory.h).
     "cuda-graph-warmup-steps",
     // Read only with --fp4-recipe custom, which the flag table refuses (the
     // --fp8-quantizer-factory of --fp8-recipe custom is under the fp8- prefix).

@@ -481,7 +481,8 @@ void AddRuntimeFlags(FlagTable& t) {
   t.Add("cuda-graph-impl", Word("runtime.cuda_graph_impl",
                                 {{"none", v1::CUDA_GRAPH_IMPL_NONE},
                                  {"local", v1::CUDA_GRAPH_IMPL_LOCAL},
-                                 {"transformer_engine", v1::CUDA_GRAPH_IMPL_TRANSFORMER_ENGINE}}));
+                                 {"transformer_engine", v1::CUDA_GRAPH_IMPL_TRANSFORMER_ENGINE},
+                                 {"full_iteration", v1::CUDA_GRAPH_IMPL_FULL_ITERATION}}));
   // Legacy spellings of --cuda-graph-impl.
   t.Add("enable-cuda-graph", Switch("runtime.cuda_graph_impl", v1::CUDA_GRAPH_IMPL_LOCAL));
   t.Add("external-cuda-graph",

@@ -256,21 +256,16 @@ class Model {
     // token_dispatcher.py).
     if (moe && j_.moe.pad_to_capacity) overhead -= kMoeHostWaitSeconds;
     const RuntimeSettings& rt = j_.runtime;
-    if (!rt.cuda_graphs) return overhead;
-    const auto graphed = [&](std::initializer_list<const char*> modules) {
-      if (rt.cuda_graph_modules.empty()) return true;
-      for (const char* m : modules) {
-        if (std::find(rt.cuda_graph_modules.begin(), rt.cuda_graph_modules.end(), m) !=
-            rt.cuda_graph_modules.end()) {
-          return true;
-        }
-      }
-      return false;
-    };
-    if (graphed({"attn"})) overhead -= kAttentionLaunchSeconds;
+    // Per-layer graphs only (the full-iteration graph's launches are not
+    // modelled).
+    if (!rt.per_layer_cuda_graphs()) return overhead;
+    const CudaGraphModules& m = rt.cuda_graph_modules;
+    if (m.whole_layers() || m.attn) overhead -= kAttentionLaunchSeconds;
     if (moe) {
-      if (graphed({"moe", "moe_router", "moe_preprocess"})) overhead -= kMoeRoutingLaunchSeconds;
-    } else if (graphed({"mlp"})) {
+      if (m.whole_layers() || m.moe || m.moe_router || m.moe_preprocess) {
+        overhead -= kMoeRoutingLaunchSeconds;
+      }
+    } else if (m.whole_layers() || m.mlp) {
       overhead -= kMlpLaunchSeconds;
     }
     return overhead;
