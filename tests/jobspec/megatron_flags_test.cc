@@ -417,6 +417,10 @@ TEST(MegatronFlagsTest, RuntimeFlags) {
       "--vocab-size 8");
   EXPECT_EQ(scoped.runtime().cuda_graph_impl(), v1::CUDA_GRAPH_IMPL_TRANSFORMER_ENGINE);
   EXPECT_THAT(scoped.runtime().cuda_graph_modules(), ElementsAre("moe_router", "moe_preprocess"));
+  // Megatron-LM's full-iteration graph (TransformerConfig.cuda_graph_impl).
+  EXPECT_EQ(
+      ParseFull("--cuda-graph-impl full_iteration --vocab-size 8").runtime().cuda_graph_impl(),
+      v1::CUDA_GRAPH_IMPL_FULL_ITERATION);
 }
 
 TEST(MegatronFlagsTest, TransformerImplWords) {
