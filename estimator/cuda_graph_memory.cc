@@ -164,28 +164,37 @@ CudaGraphItem CudaGraphBuffers(const ValidatedJob& j, const RankMemory& m) {
 CudaGraphItem CudaGraphPool(const ValidatedJob& j, const RankMemory& m) {
   CudaGraphItem item;
   const CudaGraphImpl impl = j.runtime.cuda_graph_impl;
-  if (impl == CudaGraphImpl::kNone ||
-      (impl != CudaGraphImpl::kFullIteration && !m.has_graphed_layers)) {
-    return item;
-  }
   const bool full_iteration = impl == CudaGraphImpl::kFullIteration;
+  const bool layer_graphs = j.runtime.per_layer_cuda_graphs() && m.has_graphed_layers;
+  const bool step_graph = j.runtime.optimizer_cuda_graph;
+  if (!full_iteration && !layer_graphs && !step_graph) return item;
   const double held = m.held_activation_bytes, transient = m.transient_bytes;
-  const double graphed = std::clamp(GraphedActivationBytes(j, m), 0.0, held);
-  // The pool: the graphed activations and the graphed backward working set.
-  // Eager: the rest of the activations with their backward working set (none
-  // under the full-iteration graph), or the optimizer step.
-  const double pool = graphed + transient;
-  const double eager =
-      std::max(held - graphed + (full_iteration ? 0 : transient), m.optimizer_step_bytes);
-  item.bytes = std::max(0.0, pool + eager - std::max(held + transient, m.optimizer_step_bytes));
+  const double step = m.optimizer_step_bytes;
+  const double graphed =
+      full_iteration || layer_graphs ? std::clamp(GraphedActivationBytes(j, m), 0.0, held) : 0;
+  // The forward-backward's pool: the graphed activations and the graphed
+  // backward working set. Eager: the rest of the activations with their
+  // backward working set (none under the full-iteration graph).
+  double pools = graphed > 0 ? graphed + transient : 0;
+  const double eager_backward = held - graphed + (full_iteration ? 0 : transient);
+  double eager = eager_backward;
+  if (!step_graph) {
+    eager = std::max(eager, step);  // The eager step cannot use a graph pool.
+  } else if (full_iteration) {
+    // OptimizerCudaGraphWrapper captures the step into the full-iteration
+    // graph's pool (get_graph_pool with use_single_mempool), after the
+    // forward-backward freed it.
+    pools = std::max(pools, step);
+  } else {
+    pools += step;  // A pool of its own (per-layer graphs use TE's or MCore's).
+  }
+  item.bytes = std::max(0.0, pools + eager - std::max(held + transient, step));
   item.basis =
-      full_iteration
-          ? "full-iteration graph: its private pool keeps the forward-backward's activations and "
-            "working set reserved; the optimizer step runs eagerly and cannot reuse it "
-            "(FullCudaGraphWrapper captures forward_backward_func only)"
-          : "per-layer graphs: the graph pool keeps the graphed backward working set reserved "
-            "beside the eager one (the rest of the layer, the loss), and the graphed activations "
-            "while the optimizer step runs";
+      "graph pools stay reserved: the full-iteration graph's holds the forward-backward's "
+      "activations and working set (FullCudaGraphWrapper captures forward_backward_func), "
+      "per-layer graphs' the graphed activations and backward working set beside the eager "
+      "one, --optimizer-cuda-graph's the step (in the full-iteration pool when there is one); "
+      "eager work cannot reuse them";
   item.sd_fraction = 0.5;
   item.sd_basis =
       "sd 50%: the graphed and the eager working sets are each taken as the rank's largest "

@@ -35,7 +35,8 @@
 // - The full-iteration graph (FullCudaGraphWrapper) captures the whole
 //   forward-backward; StaticBufferLoader keeps a GPU copy of every
 //   micro-batch of the iteration on the ranks that load data; the optimizer
-//   step runs eagerly outside the pool.
+//   step runs eagerly outside the pool unless `--optimizer-cuda-graph`
+//   captures it into the same pool (optimizer_cuda_graph.py).
 #ifndef OOMGUARD_ESTIMATOR_CUDA_GRAPH_MEMORY_H_
 #define OOMGUARD_ESTIMATOR_CUDA_GRAPH_MEMORY_H_
 
@@ -71,10 +72,12 @@ struct CudaGraphItem {
 // allocator.
 CudaGraphItem CudaGraphBuffers(const ValidatedJob& j, const RankMemory& m);
 
-// "cuda_graph_pool": device memory beyond the eager peak because the graph
-// pool (the graphed activations and the graphed backward working set) stays
-// reserved while eager work (the rest of the backward, the optimizer step)
-// needs memory of its own: pool + eager working set - eager peak. Outside
+// "cuda_graph_pool": device memory beyond the eager peak because graph pools
+// stay reserved while eager work needs memory of its own: pools + eager
+// working set - eager peak. The forward-backward's pool holds the graphed
+// activations and the graphed backward working set; `--optimizer-cuda-graph`
+// keeps the step in the full-iteration graph's pool, else in one of its own.
+// Outside
 // torch.cuda.max_memory_allocated (pool blocks freed at capture are cached,
 // not allocated).
 CudaGraphItem CudaGraphPool(const ValidatedJob& j, const RankMemory& m);

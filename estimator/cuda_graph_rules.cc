@@ -169,6 +169,7 @@ absl::Status ResolveCudaGraphs(const v1::RuntimeSpec& r, ValidatedJob& j) {
   if (rt.per_layer_cuda_graphs()) {
     OOMGUARD_RETURN_IF_ERROR(CheckPerLayerModules(j, impl, modules));
   }
+  rt.optimizer_cuda_graph = r.optimizer_cuda_graph();
   // The modules mean nothing without per-layer graphs.
   rt.cuda_graph_modules = rt.per_layer_cuda_graphs() ? modules : CudaGraphModules{};
   return absl::OkStatus();

@@ -233,6 +233,7 @@ struct RuntimeSettings {
   bool expandable_segments = false;  // PyTorch's expandable_segments allocator.
   CudaGraphImpl cuda_graph_impl = CudaGraphImpl::kNone;
   CudaGraphModules cuda_graph_modules;  // Per-layer graphs only.
+  bool optimizer_cuda_graph = false;    // `--optimizer-cuda-graph`.
   // Layers captured in per-layer CUDA graphs (local or transformer_engine).
   bool per_layer_cuda_graphs() const {
     return cuda_graph_impl == CudaGraphImpl::kLocal ||

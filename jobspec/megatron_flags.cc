@@ -489,6 +489,7 @@ void AddRuntimeFlags(FlagTable& t) {
         Switch("runtime.cuda_graph_impl", v1::CUDA_GRAPH_IMPL_TRANSFORMER_ENGINE));
   t.Add("cuda-graph-scope", TextList("runtime.cuda_graph_modules"));
   t.Add("cuda-graph-modules", TextList("runtime.cuda_graph_modules"));
+  t.Add("optimizer-cuda-graph", Switch("runtime.optimizer_cuda_graph", true));
   t.Add("use-nccl-ub", Switch("runtime.use_nccl_ub", true));
   t.Add("no-gradient-accumulation-fusion", Switch("runtime.gradient_accumulation_fusion", false));
 }

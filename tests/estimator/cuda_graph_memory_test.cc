@@ -133,6 +133,20 @@ TEST(CudaGraphMemory, FullIterationPoolKeepsTheStepApart) {
   EXPECT_EQ(OverheadBytes(r, "cuda_graphs"), batches);
   EXPECT_EQ(static_cast<double>(r.peak_allocated_bytes()),
             static_cast<double>(eager.ranks(0).peak_allocated_bytes()) + batches);
+
+  // --optimizer-cuda-graph captures the step into the same pool, after the
+  // forward-backward freed it: nothing beyond the eager peak. Without the
+  // full-iteration graph the step's pool is its own, beside the eager
+  // forward-backward: min(held + transient, step) again.
+  const v1::EstimateReport both =
+      EstimateOf(JobFromArgs(testing::SmallGptArgs(8, {"--grad-reduce-in-bf16", "--cuda-graph-impl",
+                                                       "full_iteration", "--optimizer-cuda-graph"}),
+                             1));
+  EXPECT_EQ(OverheadBytes(both.ranks(0), "cuda_graph_pool"), -1);
+  const v1::EstimateReport step_only = EstimateOf(JobFromArgs(
+      testing::SmallGptArgs(8, {"--grad-reduce-in-bf16", "--optimizer-cuda-graph"}), 1));
+  EXPECT_EQ(OverheadBytes(step_only.ranks(0), "cuda_graph_pool"), step);
+  EXPECT_EQ(OverheadBytes(step_only.ranks(0), "cuda_graphs"), -1);
 }
 
 // PP 2 (8 layers, 4 per stage), 2 GPUs, 8 micro-batches: TE captures all of

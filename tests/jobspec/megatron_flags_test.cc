@@ -421,6 +421,7 @@ TEST(MegatronFlagsTest, RuntimeFlags) {
   EXPECT_EQ(
       ParseFull("--cuda-graph-impl full_iteration --vocab-size 8").runtime().cuda_graph_impl(),
       v1::CUDA_GRAPH_IMPL_FULL_ITERATION);
+  EXPECT_TRUE(ParseFull("--optimizer-cuda-graph --vocab-size 8").runtime().optimizer_cuda_graph());
 }
 
 TEST(MegatronFlagsTest, TransformerImplWords) {
