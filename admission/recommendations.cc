@@ -25,16 +25,22 @@ namespace {
 
 // --- Reading the job --------------------------------------------------------
 
+// Any CUDA graph: per-layer or the full iteration (each captures NCCL calls).
 bool HasCudaGraphs(const v1::JobSpec& j) {
   const v1::CudaGraphImpl impl = j.runtime().cuda_graph_impl();
-  return impl == v1::CUDA_GRAPH_IMPL_LOCAL || impl == v1::CUDA_GRAPH_IMPL_TRANSFORMER_ENGINE;
+  return impl == v1::CUDA_GRAPH_IMPL_LOCAL || impl == v1::CUDA_GRAPH_IMPL_TRANSFORMER_ENGINE ||
+         impl == v1::CUDA_GRAPH_IMPL_FULL_ITERATION;
 }
 // Megatron-Core allows layer-level (full) recompute only with a
-// full-iteration CUDA graph.
+// full-iteration CUDA graph: `--cuda-graph-impl full_iteration`, or its
+// deprecated spelling `--cuda-graph-impl local --cuda-graph-scope
+// full_iteration` (estimator/cuda_graph_rules.h).
 bool GraphsAllowFullRecompute(const v1::JobSpec& j) {
   const auto& modules = j.runtime().cuda_graph_modules();
-  return !HasCudaGraphs(j) || (j.runtime().cuda_graph_impl() == v1::CUDA_GRAPH_IMPL_LOCAL &&
-                               modules.size() == 1 && modules[0] == "full_iteration");
+  const v1::CudaGraphImpl impl = j.runtime().cuda_graph_impl();
+  return !HasCudaGraphs(j) || impl == v1::CUDA_GRAPH_IMPL_FULL_ITERATION ||
+         (impl == v1::CUDA_GRAPH_IMPL_LOCAL && modules.size() == 1 &&
+          modules[0] == "full_iteration");
 }
 bool HasRecompute(const v1::JobSpec& j) {
   const v1::RecomputeGranularity g = j.recompute().granularity();
@@ -315,9 +321,8 @@ std::optional<JobChange> GraphsForFullRecompute(const v1::GpuSpec&, v1::JobSpec*
   }
   // The other fix: a full-iteration graph, which full recompute runs with.
   v1::JobSpec full_iteration_graph = *job;
-  full_iteration_graph.mutable_runtime()->set_cuda_graph_impl(v1::CUDA_GRAPH_IMPL_LOCAL);
+  full_iteration_graph.mutable_runtime()->set_cuda_graph_impl(v1::CUDA_GRAPH_IMPL_FULL_ITERATION);
   full_iteration_graph.mutable_runtime()->clear_cuda_graph_modules();
-  full_iteration_graph.mutable_runtime()->add_cuda_graph_modules("full_iteration");
   job->mutable_runtime()->set_cuda_graph_impl(v1::CUDA_GRAPH_IMPL_NONE);
   job->mutable_runtime()->clear_cuda_graph_modules();
   return JobChange{

@@ -114,14 +114,26 @@ TEST(RecommendationsTest, IncompatibilitySettings) {
   v1::JobSpec job = CrowdedJob();
   job.mutable_runtime()->set_expandable_segments(true);
   job.mutable_recompute()->set_granularity(v1::RECOMPUTE_GRANULARITY_FULL);
-  EXPECT_THAT(Settings(job, IncompatibilityFixes()),
-              ::testing::ElementsAre(
-                  ::testing::Pair("full_recompute_with_cuda_graphs",
-                                  "--cuda-graph-impl none (or selective recompute, or "
-                                  "--cuda-graph-impl local --cuda-graph-scope full_iteration)"),
-                  ::testing::Pair("nccl_graph_register", "NCCL_GRAPH_REGISTER=0"),
-                  ::testing::Pair("nccl_ub_with_expandable_segments",
-                                  "drop --use-nccl-ub (or unset expandable_segments)")));
+  EXPECT_THAT(
+      Settings(job, IncompatibilityFixes()),
+      ::testing::ElementsAre(::testing::Pair("full_recompute_with_cuda_graphs",
+                                             "--cuda-graph-impl none (or selective recompute, or "
+                                             "--cuda-graph-impl full_iteration)"),
+                             ::testing::Pair("nccl_graph_register", "NCCL_GRAPH_REGISTER=0"),
+                             ::testing::Pair("nccl_ub_with_expandable_segments",
+                                             "drop --use-nccl-ub (or unset expandable_segments)")));
+  // A full-iteration graph runs with full recompute, in either spelling; it
+  // captures NCCL calls too, so NCCL_GRAPH_REGISTER=0 is still advised.
+  job.mutable_runtime()->set_cuda_graph_impl(v1::CUDA_GRAPH_IMPL_FULL_ITERATION);
+  job.mutable_runtime()->clear_cuda_graph_modules();
+  EXPECT_THAT(
+      Settings(job, IncompatibilityFixes()),
+      ::testing::ElementsAre(::testing::Pair("nccl_graph_register", "NCCL_GRAPH_REGISTER=0"),
+                             ::testing::Pair("nccl_ub_with_expandable_segments",
+                                             "drop --use-nccl-ub (or unset expandable_segments)")));
+  job.mutable_runtime()->set_cuda_graph_impl(v1::CUDA_GRAPH_IMPL_LOCAL);
+  job.mutable_runtime()->add_cuda_graph_modules("full_iteration");
+  EXPECT_EQ(Settings(job, IncompatibilityFixes()).count("full_recompute_with_cuda_graphs"), 0u);
   EXPECT_THAT(
       Settings(
           PresetJob("llama3-8b", "--pipeline-model-parallel-size 2 --cpu-offloading-num-layers 4"),
