@@ -574,6 +574,21 @@ PeakEstimate EstimatePeaks(const ValidatedJob& j, double coverage) {
   return *PeaksOf(j, coverage, Deadline());
 }
 
+bool FitsWithin(const ValidatedJob& j, double coverage, bool upper, uint64_t usable) {
+  const BlockCosts b = CostsOfBlocks(j);
+  const double z = CoverageQuantile(coverage);
+  const int64_t pp = j.parallelism.pp;
+  RankTotals t;
+  // Rank 0, the last rank, then the ones between.
+  for (int64_t i = 0; i < pp; ++i) {
+    const int64_t r = i == 0 ? 0 : (i == 1 ? pp - 1 : i - 1);
+    // A deadline that never passes: ComputeRank cannot fail.
+    (void)ComputeRank(j, b, r, z, Deadline(), RankItems(), t);
+    if ((upper ? t.peak_device_upper_bytes : t.peak_device_bytes) > usable) return false;
+  }
+  return true;
+}
+
 absl::StatusOr<PeakEstimate> EstimatePeaks(const v1::JobSpec& job, const Deadline& deadline,
                                            double coverage) {
   OOMGUARD_RETURN_IF_ERROR(ValidateUpperBoundCoverage(coverage, "upper_bound_coverage"));

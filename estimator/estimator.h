@@ -79,6 +79,14 @@ absl::StatusOr<PeakEstimate> EstimatePeaks(const v1::JobSpec& job,
 // coverage already validated (ValidateUpperBoundCoverage).
 PeakEstimate EstimatePeaks(const ValidatedJob& job, double coverage = kDefaultUpperBoundCoverage);
 
+// Whether every rank of `job` peaks at most `usable` bytes on the device, by
+// its upper bound at `coverage` (`upper`) or its point estimate: the same
+// as EstimatePeaks(job, coverage).WorstPeak(upper) <= usable, but it stops
+// at the first rank over (the first and last PP ranks, which hold the most
+// activations and the embedding or output layer, are tried first). For the
+// planner, whose settings mostly do not fit.
+bool FitsWithin(const ValidatedJob& job, double coverage, bool upper, uint64_t usable);
+
 }  // namespace oomguard
 
 #endif  // OOMGUARD_ESTIMATOR_ESTIMATOR_H_

@@ -193,7 +193,7 @@ class Search {
         const absl::StatusOr<ValidatedJob> v = ValidateJob(job, nullptr);
         if (v.ok()) {
           ++counts_.estimated;
-          if (ComparedPeak(*v) > usable_) too_large[li] = smallest[li];
+          if (!Fits(*v)) too_large[li] = smallest[li];
         }
       }
       if (mb >= too_large[li]) continue;
@@ -211,7 +211,7 @@ class Search {
           job_overlaps_checked_ = true;
         }
         ++counts_.estimated;
-        const bool saving_fits = ComparedPeak(*saving) <= usable_;
+        const bool saving_fits = Fits(*saving);
         if (!saving_fits) {
           too_large[li] = mb;
           continue;
@@ -264,7 +264,7 @@ class Search {
           if (t.setting != most_saving || t.ep_overlap) {
             ++counts_.estimated;
             v.parallelism.overlap_moe_ep = overlap_given || t.ep_overlap;
-            const bool fits = ComparedPeak(v) <= usable_;
+            const bool fits = Fits(v);
             v.parallelism.overlap_moe_ep = overlap_given;
             if (!fits) continue;
           }
@@ -337,9 +337,9 @@ class Search {
   }
 
  private:
-  // The worst rank's peak the options compare with the usable memory.
-  uint64_t ComparedPeak(const ValidatedJob& j) const {
-    return EstimatePeaks(j, options_.upper_bound_coverage).WorstPeak(options_.compare_upper_bound);
+  // Whether the worst rank's peak the options compare fits the usable memory.
+  bool Fits(const ValidatedJob& j) const {
+    return FitsWithin(j, options_.upper_bound_coverage, options_.compare_upper_bound, usable_);
   }
 
   const v1::JobSpec& base_;

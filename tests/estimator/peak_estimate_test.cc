@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "estimator/estimator.h"
+#include "estimator/validated_job.h"
 #include "jobspec/job_builder.h"
 #include "tests/testing/examples.h"
 
@@ -40,6 +41,15 @@ void ExpectSameAsReport(const v1::JobSpec& job) {
         << "rank " << r;
     EXPECT_EQ(peaks->ranks[r].peak_device_upper_bytes, rank.peak_device_upper_bytes())
         << "rank " << r;
+  }
+  // FitsWithin, which stops at the first rank over, agrees at the boundary:
+  // the worst peak fits exactly, one byte less does not.
+  const absl::StatusOr<ValidatedJob> v = ValidateJob(job, nullptr);
+  ASSERT_TRUE(v.ok()) << v.status();
+  for (const bool upper : {false, true}) {
+    const uint64_t worst = peaks->WorstPeak(upper);
+    EXPECT_TRUE(FitsWithin(*v, kDefaultUpperBoundCoverage, upper, worst)) << upper;
+    EXPECT_FALSE(FitsWithin(*v, kDefaultUpperBoundCoverage, upper, worst - 1)) << upper;
   }
 }
 
