@@ -286,6 +286,13 @@ double Fp8LinearParamBytesPerElement(const ValidatedJob& j) {
   return q == Quantized::kMxfp8 ? 0 : DataBytes(q);
 }
 
+double ParamAllGatherBytesPerElement(const ValidatedJob& j) {
+  if (!QuantizedParams(j) || j.precision.param_gather_in_grad_buffer) {
+    return j.precision.param_bytes;
+  }
+  return DataBytes(QuantizedOf(j));
+}
+
 double Fp8WeightCacheBytesPerElement(const ValidatedJob& j) {
   const Quantized q = QuantizedOf(j);
   if (q == Quantized::kNone) return 0;

@@ -89,6 +89,15 @@ double Fp8NormLinearSavedInputBytesPerElement(const ValidatedJob& j);
 // NVFP4), else the bf16 weight.
 double Fp8LinearParamBytesPerElement(const ValidatedJob& j);
 
+// Bytes per element of a quantized linear's weight that the data-parallel
+// parameter all-gather moves: the quantized data (1 with
+// --fp8-param-gather, 0.5 with --fp4-param-gather), or the weight's own
+// dtype where the all-gather runs through the gradient buffer
+// (--reuse-grad-buf-for-mxfp8-param-ag: param_and_grad_buffer.py
+// start_param_sync views grad_data as the parameters' dtype, bf16, and
+// _post_param_sync quantizes after) or the weights are not quantized.
+double ParamAllGatherBytesPerElement(const ValidatedJob& j);
+
 // Bytes per element of a quantized linear's weight that TE keeps beside
 // the parameter buffer for the whole step: the quantize_weight workspace
 // (rowwise + columnwise copies), or with quantized parameters their scales,

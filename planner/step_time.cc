@@ -8,6 +8,8 @@
 #include <cmath>
 #include <initializer_list>
 
+#include "estimator/fp8_memory.h"
+
 namespace oomguard {
 namespace {
 
@@ -554,7 +556,7 @@ StepTime EstimateStepTime(const ValidatedJob& j, const GpuPerformance& gpu) {
   }
   const double dense_dp = static_cast<double>(par.dp * par.cp);
   const double expert_dp = static_cast<double>(par.edp);
-  const double weight_bytes = j.precision.fp8_param_gather ? 1 : j.precision.param_bytes;
+  const double weight_bytes = ParamAllGatherBytesPerElement(j);
   double bytes_per_param = j.precision.grad_bytes + weight_bytes;
   if (j.fsdp.on()) {
     // FSDP (estimator/fsdp_memory.h) moves the sharded states every

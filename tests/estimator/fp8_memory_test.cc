@@ -5,6 +5,8 @@
 //
 // Per dense layer the FP8 linears hold 512 x 1536 (qkv) + 512 x 512 (proj)
 // + 512 x 2048 (fc1) + 2048 x 512 (fc2) = 3,145,728 weights.
+#include "estimator/fp8_memory.h"
+
 #include <gtest/gtest.h>
 
 #include <string>
@@ -12,6 +14,7 @@
 
 #include "absl/strings/match.h"
 #include "estimator/estimator.h"
+#include "estimator/validated_job.h"
 #include "jobspec/job_builder.h"
 #include "tests/testing/small_models.h"
 
@@ -245,6 +248,34 @@ TEST(Fp8Memory, ParamGatherThroughTheGradientBuffer) {
             bf16->ranks(0).static_().dense_grad_bytes());
   EXPECT_EQ(mxfp8->ranks(0).static_().dense_optimizer_bytes(),
             bf16->ranks(0).static_().dense_optimizer_bytes());
+}
+
+// What the data-parallel all-gather moves per weight (the planner's step
+// time): the quantized data, or bf16 where the weights are not quantized or
+// the all-gather runs through the gradient buffer (viewed as bf16).
+TEST(Fp8Memory, ParamAllGatherBytesPerElement) {
+  const auto gather_bytes = [](std::vector<std::string> args, v1::GpuArchitecture arch) {
+    v1::JobSpec job = JobFromArgs(CiModel(std::move(args)));
+    job.mutable_runtime()->set_gpu_architecture(arch);
+    const absl::StatusOr<ValidatedJob> v = ValidateJob(job, nullptr);
+    EXPECT_TRUE(v.ok()) << v.status();
+    return v.ok() ? ParamAllGatherBytesPerElement(*v) : -1.0;
+  };
+  const std::vector<std::string> dist = {"--use-distributed-optimizer"};
+  EXPECT_EQ(gather_bytes(dist, v1::GPU_ARCHITECTURE_HOPPER), 2);
+  EXPECT_EQ(
+      gather_bytes(Fp8("tensorwise", {"--use-distributed-optimizer"}), v1::GPU_ARCHITECTURE_HOPPER),
+      2);
+  EXPECT_EQ(gather_bytes(Fp8("tensorwise", {"--use-distributed-optimizer", "--fp8-param-gather"}),
+                         v1::GPU_ARCHITECTURE_HOPPER),
+            1);
+  EXPECT_EQ(gather_bytes(Fp8("mxfp8", {"--use-distributed-optimizer", "--fp8-param-gather",
+                                       "--reuse-grad-buf-for-mxfp8-param-ag"}),
+                         v1::GPU_ARCHITECTURE_BLACKWELL),
+            2);
+  EXPECT_EQ(gather_bytes(Fp4({"--use-distributed-optimizer", "--fp4-param-gather"}),
+                         v1::GPU_ARCHITECTURE_BLACKWELL),
+            0.5);
 }
 
 TEST(Fp8Memory, Nvfp4WeightsPerElement) {
