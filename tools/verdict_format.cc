@@ -69,6 +69,11 @@ std::string FormatVerdict(const v1::CheckResponse& r) {
     absl::StrAppend(&out, "oomguard: will not start as given: ", rec.reason(),
                     " (fix: ", rec.setting(), ")\n");
   }
+  // What the estimate assumed or did not model, under the verdict it
+  // qualifies (not only in --json).
+  for (const std::string& note : r.report().notes()) {
+    absl::StrAppend(&out, "oomguard: note: ", note, "\n");
+  }
   return out;
 }
 

@@ -29,6 +29,20 @@ TEST(FormatVerdictTest, FitsIsOneLine) {
   EXPECT_EQ(FormatVerdict(r), "oomguard: Fits: PP rank 0 peaks at 60.0 GiB\n");
 }
 
+// The estimate's notes (what it assumed or did not model) follow the
+// verdict, in order.
+TEST(FormatVerdictTest, NotesFollowTheVerdict) {
+  v1::CheckResponse r;
+  r.set_verdict(v1::VERDICT_FITS);
+  r.set_summary("Fits: PP rank 0 peaks at 60.0 GiB");
+  r.mutable_report()->add_notes("ignored unknown flag --foo");
+  r.mutable_report()->add_notes("expandable_segments assumed off");
+  EXPECT_EQ(FormatVerdict(r),
+            "oomguard: Fits: PP rank 0 peaks at 60.0 GiB\n"
+            "oomguard: note: ignored unknown flag --foo\n"
+            "oomguard: note: expandable_segments assumed off\n");
+}
+
 TEST(FormatVerdictTest, FitsWithSettingsSaysWhatToAdd) {
   v1::CheckResponse r;
   r.set_verdict(v1::VERDICT_FITS_WITH_SETTINGS);
