@@ -27,18 +27,12 @@ std::vector<int64_t> Within(std::vector<int64_t> values, const SizeRange& range)
 
 int64_t DecoderLayers(const v1::JobSpec& base) { return base.model().num_layers(); }
 
-// The pipeline splits of `pp` stages over `layers` decoder layers, with the
+// The pipeline splits of `pp` > 1 stages over `layers` decoder layers, with the
 // layers of a middle stage.
 std::vector<Layout> Splits(int64_t layers, int64_t pp) {
   std::vector<Layout> out;
   Layout l;
   l.pp = pp;
-  if (pp == 1) {
-    l.split = PipelineSplit::kAsGiven;
-    l.layers_per_chunk = layers;
-    out.push_back(l);
-    return out;
-  }
   if (layers % pp == 0) {
     l.split = PipelineSplit::kEven;
     l.layers_per_chunk = layers / pp;
