@@ -1,8 +1,12 @@
-// The Megatron-LM flags oomguard reads without modelling them: those that do
-// not change per-rank GPU memory (accepted silently), those that may change
-// it in ways oomguard does not model (accepted with a note saying why), and
-// the features oomguard refuses (a removed FSDP spelling). Flag names here are canonical: no
-// leading "--", dashes for underscores.
+// The Megatron-LM flags oomguard reads without modelling them, each with its
+// reason: those that do not change per-rank GPU memory (accepted silently),
+// those that may change it in ways oomguard does not model (accepted with a
+// note saying why), the choice values of modelled flags that are not
+// modelled, and the features oomguard refuses (a removed FSDP spelling, old
+// flags Megatron-LM refuses). Together with the flag table
+// (megatron_flags.h) they classify every flag of Megatron-LM's parser at the
+// supported version (flag_classification.h). Flag names here are canonical:
+// no leading "--", dashes for underscores.
 #ifndef OOMGUARD_JOBSPEC_IGNORED_FLAGS_H_
 #define OOMGUARD_JOBSPEC_IGNORED_FLAGS_H_
 
@@ -10,6 +14,7 @@
 #include <vector>
 
 #include "absl/strings/string_view.h"
+#include "absl/types/span.h"
 
 namespace oomguard {
 
@@ -25,10 +30,36 @@ std::optional<absl::string_view> UnimplementedFlagReason(absl::string_view name)
 // with its values and no note.
 bool IsSilentFlag(absl::string_view name);
 
+// Why `name` does not change per-rank GPU memory in training (the reason of
+// its group); nullopt when it is not such a flag.
+std::optional<absl::string_view> NoMemoryEffectReason(absl::string_view name);
+
+// Every flag IsSilentFlag accepts.
+std::vector<absl::string_view> NoMemoryEffectFlags();
+
 // Why `name` is not modelled although it may change memory (e.g. "TP
 // communication overlap user buffers are not modelled"); nullopt when it is
 // not such a flag.
 std::optional<absl::string_view> UnmodelledFlagReason(absl::string_view name);
+
+// Every flag UnmodelledFlagReason names.
+std::vector<absl::string_view> UnmodelledFlags();
+
+// A choice value of a modelled flag that oomguard does not model
+// (`--fp8-recipe custom`).
+struct UnmodelledChoice {
+  absl::string_view flag;  // Canonical.
+  absl::string_view value;
+  absl::string_view reason;
+};
+
+// Why `value` of the modelled flag `flag` (canonical) is not modelled;
+// nullopt when it is modelled or no choice of it.
+std::optional<absl::string_view> UnmodelledChoiceReason(absl::string_view flag,
+                                                        absl::string_view value);
+
+// Every not-modelled choice value.
+absl::Span<const UnmodelledChoice> UnmodelledChoices();
 
 }  // namespace oomguard
 

@@ -43,7 +43,8 @@ TEST(IgnoredFlagsTest, UnmodelledFlagsSayWhy) {
 }
 
 TEST(IgnoredFlagsTest, UnimplementedFlagsSayWhy) {
-  EXPECT_THAT(UnimplementedFlags(), ElementsAre("use-custom-fsdp"));
+  EXPECT_THAT(UnimplementedFlags(),
+              ElementsAre("use-custom-fsdp", "batch-size", "model-parallel-size", "warmup"));
   EXPECT_THAT(UnimplementedFlagReason("use-custom-fsdp"),
               Optional(HasSubstr("--use-megatron-fsdp")));
   EXPECT_EQ(UnimplementedFlagReason("use-megatron-fsdp"), std::nullopt);

@@ -1,0 +1,56 @@
+// What each Megatron-LM flag means to oomguard: modelled (an entry of the
+// flag table, megatron_flags.h, with the JobSpec fields it sets), no memory
+// effect, not modelled, refused (ignored_flags.h, each with its reason), or
+// unknown (not a flag of Megatron-LM up to the supported version). Every
+// flag of Megatron-LM's parser at the supported version is in exactly one of
+// the first four (tests/jobspec/flag_classification_test.cc, against
+// tests/data/megatron_lm_arguments.txt); `oomguard flags` prints it.
+#ifndef OOMGUARD_JOBSPEC_FLAG_CLASSIFICATION_H_
+#define OOMGUARD_JOBSPEC_FLAG_CLASSIFICATION_H_
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/strings/string_view.h"
+
+namespace oomguard {
+
+// The newest Megatron-Core whose flags are classified, and the Megatron-LM
+// commit its parser was read at (tests/data/megatron_lm_arguments.txt).
+inline constexpr absl::string_view kSupportedMegatronCoreVersion = "0.20.0";
+inline constexpr absl::string_view kSupportedMegatronLmCommit = "d98e8a64dd";
+
+enum class FlagClass {
+  kModelled,
+  kNoMemoryEffect,
+  kNotModelled,
+  kRefused,
+  kUnknown,
+};
+
+// "modelled", "no memory effect", "not modelled", "refused", "unknown".
+absl::string_view FlagClassName(FlagClass flag_class);
+
+struct FlagClassification {
+  std::string spelling;  // "--name".
+  FlagClass flag_class = FlagClass::kUnknown;
+  // The JobSpec fields a modelled flag sets (none for one read with a note
+  // only, such as --rampup-batch-size).
+  std::vector<std::string> fields;
+  // Why, for every other class.
+  std::string reason;
+  // A modelled flag's choice values that are not modelled, "value: reason".
+  std::vector<std::string> unmodelled_choices;
+};
+
+// The class of `name` (with or without "--", underscores or dashes).
+FlagClassification ClassifyFlag(std::string_view name);
+
+// Every flag oomguard classifies, "--name", sorted: the flag table's and
+// ignored_flags.h's.
+std::vector<std::string> ClassifiedFlags();
+
+}  // namespace oomguard
+
+#endif  // OOMGUARD_JOBSPEC_FLAG_CLASSIFICATION_H_
