@@ -335,8 +335,8 @@ constexpr absl::string_view kRunControlFlags[] = {"train-iters",
 constexpr absl::string_view kCommunicationFlags[] = {
     "distributed-backend", "distributed-timeout-minutes", "distributed-timeout-seconds-after-init",
     "use-tp-pp-dp-mapping", "disable-gloo-process-groups", "high-priority-stream-groups",
-    "high-priority-a2a-comm-stream", "nccl-communicator-config-path", "use-sharp",
-    "sharp-enabled-group", "tp-comm-bootstrap-backend", "pipeline-model-parallel-comm-backend",
+    "high-priority-a2a-comm-stream", "use-sharp", "sharp-enabled-group",
+    "tp-comm-bootstrap-backend", "pipeline-model-parallel-comm-backend",
     "disable-symmetric-registration", "overlap-grad-reduce", "overlap-param-gather",
     "overlap-param-gather-with-optimizer-step", "no-align-grad-reduce", "disable-align-grad-reduce",
     "no-align-param-gather", "no-overlap-p2p-communication",
@@ -526,12 +526,13 @@ constexpr FlagGroup kNoMemoryEffect[] = {
      "tensors with other values",
      kOptimizerScheduleFlags},
     {"run control, seeds, initialization, checks and fault tolerance: no tensor of the training "
-     "step changes (--yaml-cfg aside: the flags in its file are not read; write them on the line)",
+     "step changes",
      kRunControlFlags},
     {"process groups, communication scheduling and DDP bucketing: the buffers counted hold the "
      "same elements",
      kCommunicationFlags},
-    {"a kernel choice or numerical setting that keeps the saved tensors' shapes and dtypes",
+    {"a kernel choice or numerical setting that keeps the saved tensors' shapes and dtypes (the "
+     "fused activation kernels take the clamp and the GLU offset)",
      kKernelFlags},
     {"position-embedding settings: the rotary/YaRN tables are a few KB", kPositionFlags},
     {"MoE routing, loss and MTP loss settings that keep tensor shapes (routing tables and "
@@ -552,8 +553,8 @@ constexpr FlagGroup kNoMemoryEffect[] = {
     {"a flag of another model family (BERT, ICT/REALM retrieval, vision, DINO) that changes "
      "nothing for a GPT model",
      kOtherModelFlags},
-    {"inference serving only (the text-generation server, the static engine, prefill and "
-     "decode kernels): a training step does not run it",
+    {"an inference server, kernel or dispatcher setting: a training step does not run the "
+     "inference engine (RL post-training does, and --perform-rl-step is not modelled)",
      kInferenceServingFlags},
     {"a spelling of an older Megatron-LM (not in Megatron-Core 0.20.0's parser) for logging, "
      "data, communication scheduling or a kernel choice",
@@ -786,6 +787,8 @@ constexpr absl::string_view kDistillationFlags[] = {"logits-load-dir",
                                                     "logits-save-top-p-min-k"};
 
 constexpr absl::string_view kEvalBatchFlags[] = {"eval-micro-batch-size"};
+constexpr absl::string_view kYamlFlags[] = {"yaml-cfg"};
+constexpr absl::string_view kNcclConfigFlags[] = {"nccl-communicator-config-path"};
 constexpr absl::string_view kSpecFlags[] = {"spec"};
 constexpr absl::string_view kLegacyModelFlags[] = {"use-legacy-models"};
 constexpr absl::string_view kFsdpGradCommFlags[] = {"megatron-fsdp-grad-comm-dtype"};
@@ -849,6 +852,11 @@ constexpr FlagGroup kNotModelled[] = {
     {"evaluation is not estimated: its forward-only step with another micro-batch size (logits of "
      "[eval micro-batch, seq, vocab]) may exceed the training step's memory",
      kEvalBatchFlags},
+    {"the arguments in the YAML file are not read: write them on the argument line", kYamlFlags},
+    {"per-communicator NCCL settings (CTAs, thread groups) change NCCL's channel buffers, which "
+     "are "
+     "counted for NCCL's defaults",
+     kNcclConfigFlags},
     {"custom layer specs are not modelled; a GPT layer is assumed", kSpecFlags},
     {"legacy (non-Core) models are not modelled", kLegacyModelFlags},
     // Megatron-FSDP settings whose memory is not counted
