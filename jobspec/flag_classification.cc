@@ -4,7 +4,6 @@
 #include <optional>
 
 #include "absl/strings/str_cat.h"
-#include "jobspec/ignored_flags.h"
 #include "jobspec/megatron_flags.h"
 
 namespace oomguard {
@@ -36,9 +35,7 @@ FlagClassification ClassifyFlag(std::string_view std_name) {
     out.flag_class = FlagClass::kModelled;
     out.fields = flag->fields;
     for (const UnmodelledChoice& choice : UnmodelledChoices()) {
-      if (choice.flag == name) {
-        out.unmodelled_choices.push_back(absl::StrCat(choice.value, ": ", choice.reason));
-      }
+      if (choice.flag == name) out.unmodelled_choices.push_back(choice);
     }
   } else if (std::optional<absl::string_view> reason = UnmodelledFlagReason(name)) {
     out.flag_class = FlagClass::kNotModelled;

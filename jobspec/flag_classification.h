@@ -1,7 +1,8 @@
 // What each Megatron-LM flag means to oomguard: modelled (an entry of the
 // flag table, megatron_flags.h, with the JobSpec fields it sets), no memory
 // effect, not modelled, refused (ignored_flags.h, each with its reason), or
-// unknown (not a flag of Megatron-LM up to the supported version). Every
+// unknown (not a flag of Megatron-LM up to the supported version,
+// common/supported_megatron.h). Every
 // flag of Megatron-LM's parser at the supported version is in exactly one of
 // the first four (tests/jobspec/flag_classification_test.cc, against
 // tests/data/megatron_lm_arguments.txt); `oomguard flags` prints it.
@@ -13,13 +14,10 @@
 #include <vector>
 
 #include "absl/strings/string_view.h"
+#include "common/supported_megatron.h"
+#include "jobspec/ignored_flags.h"
 
 namespace oomguard {
-
-// The newest Megatron-Core whose flags are classified, and the Megatron-LM
-// commit its parser was read at (tests/data/megatron_lm_arguments.txt).
-inline constexpr absl::string_view kSupportedMegatronCoreVersion = "0.20.0";
-inline constexpr absl::string_view kSupportedMegatronLmCommit = "d98e8a64dd";
 
 enum class FlagClass {
   kModelled,
@@ -40,8 +38,8 @@ struct FlagClassification {
   std::vector<std::string> fields;
   // Why, for every other class.
   std::string reason;
-  // A modelled flag's choice values that are not modelled, "value: reason".
-  std::vector<std::string> unmodelled_choices;
+  // A modelled flag's choice values that are not modelled.
+  std::vector<UnmodelledChoice> unmodelled_choices;
 };
 
 // The class of `name` (with or without "--", underscores or dashes).

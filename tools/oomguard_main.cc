@@ -1,4 +1,4 @@
-// The `oomguard` command: estimate, plan, calibrate, serve, check.
+// The `oomguard` command: estimate, plan, calibrate, serve, check, flags.
 #include <iostream>
 #include <string>
 #include <vector>
@@ -6,6 +6,7 @@
 #include "tools/calibrate_command.h"
 #include "tools/check_command.h"
 #include "tools/estimate_command.h"
+#include "tools/flags_command.h"
 #include "tools/plan_command.h"
 #include "tools/serve_command.h"
 
@@ -20,7 +21,9 @@ constexpr char kUsage[] =
     "  oomguard serve [--grpc_address=127.0.0.1:50051 --metrics_address=... ; see serve --help]\n"
     "  oomguard check --server HOST:PORT [--gpu NAME] [--gpus N] (--script FILE | --job-file FILE |"
     " -- <Megatron-LM args>)   (see check --help)\n"
-    "  oomguard calibrate [megatron_ci_h100.jsonl|h100_single_gpu_sweep.csv ...]\n";
+    "  oomguard calibrate [megatron_ci_h100.jsonl|h100_single_gpu_sweep.csv ...]\n"
+    "  oomguard flags [--json] [--class CLASS] [--FLAG ...]   (what each Megatron-LM flag means"
+    " to oomguard)\n";
 
 }  // namespace
 
@@ -51,6 +54,13 @@ int main(int argc, char** argv) {
     const int rc = oomguard::RunCalibrateCommand(args, out, err);
     std::cout << out;
     if (!err.empty()) std::cerr << "oomguard calibrate: " << err << "\n";
+    return rc;
+  }
+  if (command == "flags") {
+    std::string out, err;
+    const int rc = oomguard::RunFlagsCommand(args, out, err);
+    std::cout << out;
+    if (!err.empty()) std::cerr << "oomguard flags: " << err << "\n";
     return rc;
   }
   if (command == "serve") return oomguard::RunServeCommand(argc - 1, argv + 1);

@@ -155,7 +155,8 @@ TEST(FlagClassification, ClassifiesEachKind) {
   EXPECT_EQ(recipe.spelling, "--fp8-recipe");
   EXPECT_EQ(recipe.flag_class, FlagClass::kModelled);
   ASSERT_EQ(recipe.unmodelled_choices.size(), 1u);
-  EXPECT_THAT(recipe.unmodelled_choices[0], ::testing::StartsWith("custom: "));
+  EXPECT_EQ(recipe.unmodelled_choices[0].value, "custom");
+  EXPECT_THAT(recipe.unmodelled_choices[0].reason, ::testing::HasSubstr("quantizer factory"));
 
   const FlagClassification lr = ClassifyFlag("--lr");
   EXPECT_EQ(lr.flag_class, FlagClass::kNoMemoryEffect);
