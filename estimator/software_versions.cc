@@ -1,5 +1,6 @@
 #include "estimator/software_versions.h"
 
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -45,6 +46,25 @@ absl::StatusOr<SoftwareVersion> ParseSoftwareVersion(absl::string_view field,
                                                    Shown(oldest), " to ", Shown(newest)));
   }
   return v;
+}
+
+absl::StatusOr<SoftwareVersion> ParseMegatronCoreVersion(absl::string_view text,
+                                                         std::vector<std::string>* notes) {
+  constexpr absl::string_view kField = "runtime.megatron_core_version";
+  absl::StatusOr<SoftwareVersion> version =
+      ParseSoftwareVersion(kField, text, kOldestMegatronCore, kNewestMegatronCore);
+  if (version.ok()) return version;
+  constexpr SoftwareVersion kAny{std::numeric_limits<int64_t>::max(),
+                                 std::numeric_limits<int64_t>::max()};
+  if (!ParseSoftwareVersion(kField, text, kNewestMegatronCore, kAny).ok()) return version;
+  if (notes != nullptr) {
+    notes->push_back(absl::StrCat(
+        kField, " = ", Quote(text), ": newer than Megatron-Core ", kSupportedMegatronCoreVersion,
+        ", the newest oomguard supports (its flags classified at NVIDIA/Megatron-LM ",
+        kSupportedMegatronLmCommit, "); estimated as ", Shown(kNewestMegatronCore),
+        ": memory changes and flags added since are unknown to oomguard"));
+  }
+  return kNewestMegatronCore;
 }
 
 }  // namespace oomguard

@@ -7,9 +7,12 @@
 
 #include <compare>
 #include <cstdint>
+#include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "common/supported_megatron.h"
 
 namespace oomguard {
 
@@ -19,9 +22,12 @@ struct SoftwareVersion {
   auto operator<=>(const SoftwareVersion&) const = default;
 };
 
-// Newest releases modelled (megatron/core/package_info.py of core_v0.19.0;
-// TransformerEngine tag v2.18), the defaults of an empty field.
-inline constexpr SoftwareVersion kNewestMegatronCore{0, 19};
+// Newest releases modelled, the defaults of an empty field: the supported
+// Megatron-Core (common/supported_megatron.h; the terms that depend on the
+// version are the same from 0.19, whose package_info.py they were read at)
+// and TransformerEngine tag v2.18.
+inline constexpr SoftwareVersion kNewestMegatronCore{kSupportedMegatronCoreMajor,
+                                                     kSupportedMegatronCoreMinor};
 inline constexpr SoftwareVersion kNewestTransformerEngine{2, 18};
 // Oldest releases modelled.
 inline constexpr SoftwareVersion kOldestMegatronCore{0, 12};
@@ -34,6 +40,13 @@ inline constexpr SoftwareVersion kOldestTransformerEngine{2, 0};
 absl::StatusOr<SoftwareVersion> ParseSoftwareVersion(absl::string_view field,
                                                      absl::string_view text, SoftwareVersion oldest,
                                                      SoftwareVersion newest);
+
+// runtime.megatron_core_version: as ParseSoftwareVersion from
+// kOldestMegatronCore to kNewestMegatronCore, except that a newer release is
+// estimated as the newest, with a note in `notes` (when not null) saying
+// that what it changed (its new flags among them) is unknown to oomguard.
+absl::StatusOr<SoftwareVersion> ParseMegatronCoreVersion(absl::string_view text,
+                                                         std::vector<std::string>* notes);
 
 }  // namespace oomguard
 

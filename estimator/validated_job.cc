@@ -657,16 +657,15 @@ void ResolveOptimizerState(const v1::JobSpec& job, ValidatedJob& j) {
   precision.step_grad_copy_bytes = low_precision && grads_16_bit ? 4 : 0;
 }
 
-absl::Status ResolveRuntime(const v1::RuntimeSpec& r, RuntimeSettings& runtime) {
+absl::Status ResolveRuntime(const v1::RuntimeSpec& r, RuntimeSettings& runtime,
+                            std::vector<std::string>* notes) {
   runtime.expandable_segments = r.expandable_segments();
   runtime.nccl_ub = r.use_nccl_ub();
   runtime.nccl_graph_register_disabled = r.nccl_graph_register_disabled();
   runtime.gpus_per_node = GpusPerNode(r);
   runtime.torch_adam = r.optimizer_implementation() == v1::OPTIMIZER_IMPLEMENTATION_TORCH;
-  OOMGUARD_ASSIGN_OR_RETURN(
-      runtime.megatron_core,
-      ParseSoftwareVersion("runtime.megatron_core_version", r.megatron_core_version(),
-                           kOldestMegatronCore, kNewestMegatronCore));
+  OOMGUARD_ASSIGN_OR_RETURN(runtime.megatron_core,
+                            ParseMegatronCoreVersion(r.megatron_core_version(), notes));
   OOMGUARD_ASSIGN_OR_RETURN(
       runtime.transformer_engine,
       ParseSoftwareVersion("runtime.transformer_engine_version", r.transformer_engine_version(),
@@ -816,7 +815,7 @@ absl::StatusOr<ValidatedJob> ValidateJob(const v1::JobSpec& job, std::vector<std
   OOMGUARD_RETURN_IF_ERROR(ResolveRecompute(job.recompute(), j.model, j.moe, j.recompute));
   OOMGUARD_RETURN_IF_ERROR(ResolveFsdp(job, j, notes));
   OOMGUARD_RETURN_IF_ERROR(ResolvePrecision(job.precision(), j));
-  OOMGUARD_RETURN_IF_ERROR(ResolveRuntime(job.runtime(), j.runtime));
+  OOMGUARD_RETURN_IF_ERROR(ResolveRuntime(job.runtime(), j.runtime, notes));
   OOMGUARD_RETURN_IF_ERROR(ResolveFp8(job.precision(), job.runtime().gpu_architecture(), j, notes));
   OOMGUARD_RETURN_IF_ERROR(ResolveCudaGraphs(job.runtime(), j));
   ResolveOptimizerState(job, j);

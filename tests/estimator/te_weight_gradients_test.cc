@@ -3,7 +3,7 @@
 // counts derived by hand. The jobs are Megatron-LM CI-sized models: 12
 // layers, hidden 512, 8 heads (head dim 64, no GQA), GELU FFN 2048, bf16,
 // GPT-2 vocabulary 50257 padded to 50304 (multiple of 128 at TP 1), on 8
-// GPUs (TP = PP = 1). Without a version the job runs Megatron-Core 0.19 and
+// GPUs (TP = PP = 1). Without a version the job runs Megatron-Core 0.20 and
 // TE 2.18, with gradient-accumulation fusion on (Megatron-LM's default).
 #include "estimator/te_weight_gradients.h"
 

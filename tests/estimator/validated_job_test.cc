@@ -412,7 +412,7 @@ TEST(ValidateJob, SoftwareVersions) {
   absl::StatusOr<ValidatedJob> j = ValidateJob(MinimalJob(), nullptr);
   ASSERT_TRUE(j.ok()) << j.status();
   // Defaults: the newest releases modelled; fusion on, as in Megatron-LM.
-  EXPECT_EQ(j->runtime.megatron_core, (SoftwareVersion{0, 19}));
+  EXPECT_EQ(j->runtime.megatron_core, (SoftwareVersion{0, 20}));
   EXPECT_EQ(j->runtime.transformer_engine, (SoftwareVersion{2, 18}));
   EXPECT_TRUE(j->runtime.gradient_accumulation_fusion);
 
@@ -433,9 +433,9 @@ TEST(ValidateJob, BadSoftwareVersionsNameTheFieldAndValue) {
     const char* value;
   };
   for (const Case& c :
-       {Case{true, "0.11"}, Case{true, "0.20"}, Case{true, "latest"}, Case{true, "0"},
-        Case{true, "0.x"}, Case{true, "1.0"}, Case{false, "1.13"}, Case{false, "2.19"},
-        Case{false, "2"}, Case{false, "-2.4"}, Case{false, "2.4beta"}}) {
+       {Case{true, "0.11"}, Case{true, "latest"}, Case{true, "0"}, Case{true, "0.x"},
+        Case{true, "0.21beta"}, Case{false, "1.13"}, Case{false, "2.19"}, Case{false, "2"},
+        Case{false, "-2.4"}, Case{false, "2.4beta"}}) {
     v1::JobSpec job = MinimalJob();
     const std::string field =
         c.core ? "runtime.megatron_core_version" : "runtime.transformer_engine_version";
@@ -451,6 +451,28 @@ TEST(ValidateJob, BadSoftwareVersionsNameTheFieldAndValue) {
     EXPECT_NE(j.status().message().find(absl::StrCat("\"", c.value, "\"")), std::string::npos)
         << j.status();
   }
+}
+
+// Issue 27 §1: a Megatron-Core newer than the supported 0.20 is estimated as
+// 0.20, with a note naming the field, the value and the supported version;
+// the supported one itself has no note.
+TEST(ValidateJob, NewerMegatronCoreIsEstimatedAsTheNewestWithANote) {
+  for (const char* newer : {"0.21", "0.21.0rc1", "1.0"}) {
+    v1::JobSpec job = MinimalJob();
+    job.mutable_runtime()->set_megatron_core_version(newer);
+    std::vector<std::string> notes;
+    absl::StatusOr<ValidatedJob> j = ValidateJob(job, &notes);
+    ASSERT_TRUE(j.ok()) << newer << ": " << j.status();
+    EXPECT_EQ(j->runtime.megatron_core, (SoftwareVersion{0, 20})) << newer;
+    EXPECT_THAT(notes, ::testing::Contains(::testing::HasSubstr(absl::StrCat(
+                           "runtime.megatron_core_version = \"", newer,
+                           "\": newer than Megatron-Core 0.20.0, the newest oomguard supports"))));
+  }
+  v1::JobSpec job = MinimalJob();
+  job.mutable_runtime()->set_megatron_core_version("0.20.0");
+  std::vector<std::string> notes;
+  ASSERT_TRUE(ValidateJob(job, &notes).ok());
+  EXPECT_THAT(notes, ::testing::Not(::testing::Contains(::testing::HasSubstr("newer than"))));
 }
 
 // The MoE communication settings Megatron-LM (TransformerConfig.__post_init__,
