@@ -329,8 +329,7 @@ constexpr absl::string_view kRunControlFlags[] = {"train-iters",
                                                   "fault-injector-offset-seconds",
                                                   "fault-injector-ranks",
                                                   "fault-injector-seed",
-                                                  "local-rank",
-                                                  "yaml-cfg"};
+                                                  "local-rank"};
 
 constexpr absl::string_view kCommunicationFlags[] = {
     "distributed-backend", "distributed-timeout-minutes", "distributed-timeout-seconds-after-init",
@@ -377,6 +376,7 @@ constexpr absl::string_view kKernelFlags[] = {"use-mcore-models",
                                               "onnx-safe",
                                               "softmax-type",
                                               "glu-linear-offset",
+                                              "activation-func-clamp-value",
                                               "window-size",
                                               "window-attn-skip-freq"};
 
@@ -704,7 +704,6 @@ constexpr absl::string_view kSavedActivationFlags[] = {
     "fp32-residual-connection",
     "fp16-lm-cross-entropy",
     "quick-geglu",
-    "activation-func-clamp-value",
     "moe-apply-probs-on-input",
     "disable-fp8-wgrad",
     "no-fp8-wgrad",

@@ -43,10 +43,10 @@ std::string FormatText(const std::vector<FlagClassification>& flags) {
                                  kSupportedMegatronLmCommit, ")\n");
   std::map<std::string, int> counts;
   for (const FlagClassification& flag : flags) {
-    absl::StrAppendFormat(&out, "%-48s %-16s %s\n", flag.spelling, FlagClassName(flag.flag_class),
+    absl::StrAppendFormat(&out, "%-48s  %-16s  %s\n", flag.spelling, FlagClassName(flag.flag_class),
                           FieldsOrReason(flag));
     for (const UnmodelledChoice& choice : flag.unmodelled_choices) {
-      absl::StrAppendFormat(&out, "%-48s %-16s %s\n", absl::StrCat("  ", choice.value),
+      absl::StrAppendFormat(&out, "%-48s  %-16s  %s\n", absl::StrCat("  ", choice.value),
                             "not modelled", choice.reason);
     }
     ++counts[std::string(FlagClassName(flag.flag_class))];
