@@ -55,6 +55,10 @@ TEST(FlagsCommandTest, EveryFlagByDefaultAndAFilterByClass) {
   ASSERT_EQ(RunFlagsCommand({"--class=no-memory-effect", "--lr", "--num-layers"}, silent, err), 0);
   EXPECT_THAT(silent, HasSubstr("--lr "));
   EXPECT_THAT(silent, Not(HasSubstr("--num-layers")));
+
+  std::string none;
+  ASSERT_EQ(RunFlagsCommand({"--class", "unknown", "--lr"}, none, err), 0) << err;
+  EXPECT_THAT(none, ::testing::EndsWith("\n# 0 flags\n"));
 }
 
 TEST(FlagsCommandTest, JsonHasTheSameClassification) {
