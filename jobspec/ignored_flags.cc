@@ -891,6 +891,9 @@ constexpr UnmodelledChoice kUnmodelledChoices[] = {
      "modelled"},
     {"optimizer", "adaptive_muon",
      "adaptive Muon (second-moment states on top of Muon's momentum) is not modelled"},
+    // The flag table reads fp64 as a router in fp32 (model.moe_router_dtype_fp32).
+    {"moe-router-dtype", "fp64",
+     "router logits and probabilities in fp64 (8 bytes each) are counted as fp32 (4 bytes)"},
     {"position-embedding-type", "relative", "relative position buckets (T5) are not modelled"},
 };
 

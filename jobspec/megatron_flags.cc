@@ -132,7 +132,8 @@ MegatronFlag MoeLayerFreq() {
   return flag;
 }
 
-// --moe-router-dtype: fp32 for a router in fp32 (fp64 reads the same).
+// --moe-router-dtype: fp32 for a router in fp32 (fp64 reads the same; it is
+// a not-modelled choice, ignored_flags.h UnmodelledChoiceReason).
 MegatronFlag MoeRouterDtype() {
   const JobField fp32 = FieldAt("model.moe_router_dtype_fp32", FieldDescriptor::CPPTYPE_BOOL);
   MegatronFlag flag = Custom(FlagArity::kOne, {fp32}, ApplyMoeRouterDtype);
