@@ -30,6 +30,9 @@ struct BlockCosts {
   BlockCost dense_layer, moe_layer, embedding, mtp;
   // The layers --first-last-layers-bf16 keeps out of FP8 (fp8_memory.h).
   BlockCost dense_layer_bf16, moe_layer_bf16;
+  // A hybrid model's Mamba, attention-only and MLP-only layers (its MoE
+  // layers are moe_layer, MoE-only; dense_layer is unused).
+  BlockCost mamba_layer, attention_layer, mlp_layer;
   double layer_input = 0;
 };
 
@@ -43,8 +46,24 @@ struct ChunkCost {
   double layer_transient = 0;   // the decoder layers' part of transient
 };
 
-// The cost of decoder layer `l`: dense or MoE, in FP8 or kept in bf16.
+// The cost of a hybrid model's layer of kind `layer`.
+const BlockCost& HybridBlock(const BlockCosts& b, HybridLayer layer) {
+  switch (layer) {
+    case HybridLayer::kMamba:
+      return b.mamba_layer;
+    case HybridLayer::kAttention:
+      return b.attention_layer;
+    case HybridLayer::kMoe:
+      return b.moe_layer;
+    default:  // MLP; ValidateJob refuses the other mixers.
+      return b.mlp_layer;
+  }
+}
+
+// The cost of decoder layer `l`: dense or MoE, in FP8 or kept in bf16; a
+// hybrid model's by its kind.
 const BlockCost& LayerCost(const ValidatedJob& j, const BlockCosts& b, int64_t l) {
+  if (j.hybrid.on) return HybridBlock(b, j.hybrid.layers[l]);
   const bool bf16 = KeptInBf16(j, l);
   if (j.moe.is_moe_layer[l]) return bf16 ? b.moe_layer_bf16 : b.moe_layer;
   return bf16 ? b.dense_layer_bf16 : b.dense_layer;
@@ -58,14 +77,28 @@ ChunkCost CostOfChunk(const ValidatedJob& j, const StageContents& st, const Bloc
     if (KeptInBf16(j, l)) ++(j.moe.is_moe_layer[l] ? bf16_moe : bf16_dense);
   }
   BlockCost layers;
-  layers.Add(b.dense_layer, st.num_dense_layers - bf16_dense);
-  layers.Add(b.moe_layer, moe_layers - bf16_moe);
-  layers.Add(b.dense_layer_bf16, bf16_dense);
-  layers.Add(b.moe_layer_bf16, bf16_moe);
-  const double per_layer_full = std::max({st.num_dense_layers ? b.dense_layer.act_bytes : 0.0,
-                                          moe_layers ? b.moe_layer.act_bytes : 0.0,
-                                          bf16_dense ? b.dense_layer_bf16.act_bytes : 0.0,
-                                          bf16_moe ? b.moe_layer_bf16.act_bytes : 0.0});
+  double per_layer_full = 0;  // The largest activations of one of its layers.
+  if (j.hybrid.on) {
+    // Only the kinds the chunk has (their backward working sets included).
+    const int mlp_layers = st.num_dense_layers - st.num_mamba_layers - st.num_attention_layers;
+    for (const auto& [block, count] :
+         {std::pair{&b.mamba_layer, st.num_mamba_layers},
+          std::pair{&b.attention_layer, st.num_attention_layers},
+          std::pair{&b.mlp_layer, mlp_layers}, std::pair{&b.moe_layer, moe_layers}}) {
+      if (count == 0) continue;
+      layers.Add(*block, count);
+      per_layer_full = std::max(per_layer_full, block->act_bytes);
+    }
+  } else {
+    layers.Add(b.dense_layer, st.num_dense_layers - bf16_dense);
+    layers.Add(b.moe_layer, moe_layers - bf16_moe);
+    layers.Add(b.dense_layer_bf16, bf16_dense);
+    layers.Add(b.moe_layer_bf16, bf16_moe);
+    per_layer_full = std::max({st.num_dense_layers ? b.dense_layer.act_bytes : 0.0,
+                               moe_layers ? b.moe_layer.act_bytes : 0.0,
+                               bf16_dense ? b.dense_layer_bf16.act_bytes : 0.0,
+                               bf16_moe ? b.moe_layer_bf16.act_bytes : 0.0});
+  }
   double layer_act = layers.act_bytes;
   double remat = 0;   // rematerialised activations during a recomputed backward
   double reload = 0;  // a layer's offloaded activations brought back for its backward
@@ -270,6 +303,15 @@ FsdpChunk FsdpChunkOf(const ValidatedJob& j, const StageContents& st, const Bloc
 // The costs of the few distinct blocks of `j`.
 BlockCosts CostsOfBlocks(const ValidatedJob& j) {
   BlockCosts b;
+  if (j.hybrid.on) {
+    b.mamba_layer = HybridLayerCost(j, HybridLayer::kMamba, nullptr);
+    b.attention_layer = HybridLayerCost(j, HybridLayer::kAttention, nullptr);
+    b.mlp_layer = HybridLayerCost(j, HybridLayer::kMlp, nullptr);
+    if (j.is_moe_model()) b.moe_layer = HybridLayerCost(j, HybridLayer::kMoe, nullptr);
+    b.embedding = EmbeddingCost(j, nullptr);
+    b.layer_input = LayerInputBytes(j);
+    return b;  // ValidateJob refuses a hybrid model's MTP and bf16 layers.
+  }
   b.dense_layer = DecoderLayerCost(j, false, nullptr);
   if (j.is_moe_model()) b.moe_layer = DecoderLayerCost(j, true, nullptr);
   if (j.precision.bf16_layers_at_start + j.precision.bf16_layers_at_end > 0) {

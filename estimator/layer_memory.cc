@@ -1,6 +1,7 @@
 #include "estimator/layer_memory.h"
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 
 #include "absl/strings/match.h"
@@ -22,9 +23,11 @@ bool Offloads(const ValidatedJob& j, const char* module) {
 // Muon updates 2-D hidden weights only; embeddings, the output layer and
 // 1-D parameters (norm weights) stay with Adam. Linear biases are 1-D too
 // but are counted with their weight (under 0.1% of a linear's elements).
+// A Mamba mixer's in_proj (MambaMixer.__init__ sets use_muon False on it),
+// its 3-D conv1d weight and its 1-D dt_bias, A_log and D also stay with Adam.
 bool LeftToAdamByMuon(absl::string_view name, absl::string_view type) {
   return absl::StrContains(type, "Norm") || absl::StrContains(type, "Embedding") ||
-         name == "output_layer";
+         name == "output_layer" || name == "in_proj" || name == "conv1d" || name == "ssm";
 }
 
 // Adds a module to the block totals and, when a tree is wanted, as a node.
@@ -336,6 +339,60 @@ void MoeMlp(const ValidatedJob& j, const MicroBatchShape& s, BlockBuilder& b, Bl
                                 MoeCombineBackwardBytes(j, s, sent_tokens)});
 }
 
+// A Mamba layer (megatron/core/ssm/mamba_layer.py MambaLayer, its norm
+// fused into the mixer's in_proj, a TELayerNormColumnParallelLinear) with
+// its MambaMixer (mamba_mixer.py) on the memory-efficient path
+// (_ssm_training: mamba_split_conv1d_scan_combined, whose
+// MambaSplitConv1dScanCombinedFn saves the packed in_proj output and the
+// scan's ungated output, and recomputes the convolution and the chunk
+// states in its backward). Widths per TP rank; under CP the mixer works on
+// the whole sequence with 1/CP of the heads (mamba_context_parallel.py
+// MambaContextParallel), the same elements, but B and C are repeated on
+// each CP rank when there are fewer groups per TP rank than CP ranks.
+// Selective recompute has no module for it; full recompute is the
+// caller's.
+void MambaMixerModules(const ValidatedJob& j, const MicroBatchShape& s, BlockBuilder& b,
+                       BlockCost& c) {
+  const HybridSettings& m = j.hybrid;
+  const double h = static_cast<double>(j.model.hidden), tp = s.tp;
+  const double cp = static_cast<double>(j.parallelism.cp);
+  const double inner = static_cast<double>(m.inner), heads = static_cast<double>(m.heads);
+  const double groups = static_cast<double>(m.groups), n = static_cast<double>(m.state_dim);
+  // B and C per token on this GPU, over the CP ranks' share of the heads:
+  // ngroups_local_tpcp x CP groups (at least CP).
+  const double bc_groups = std::max(groups / tp, cp);
+  const double in_proj_width = (2 * inner + heads) / tp + 2 * bc_groups * n;  // z x B C dt
+  const double conv_width = inner / tp + 2 * bc_groups * n;                   // x B C
+  const double in_proj_weight = h * (2 * inner + 2 * groups * n + heads) / tp;
+  b.Module(nullptr, "in_proj", "TELayerNormColumnParallelLinear",
+           NormParams(j, j.model.hidden) + in_proj_weight, 0,
+           NormActivation(j, s, /*separate=*/!j.training.transformer_engine, false, 1));
+  v1::ModuleNode* mixer = b.Group("mixer", "MambaMixer");
+  const double conv_channels = (inner + 2 * groups * n) / tp;
+  b.Module(mixer, "conv1d", "Conv1d",
+           conv_channels * static_cast<double>(m.conv_kernel) + conv_channels, 0, 0);
+  // dt_bias, A_log, D (one per head); the kernel keeps zxBCdt and out_x.
+  b.Module(mixer, "ssm", "MambaSplitConv1dScanCombined", 3 * heads / tp, 0,
+           s.elt * s.full_tokens * (in_proj_width + inner / tp));
+  // Gated RMSNorm (mamba_ssm RMSNormGated): its input and fp32 1/rms per
+  // group.
+  b.Module(mixer, "norm", "RMSNormGated", inner / tp, 0,
+           s.elt * s.full_tokens * inner / tp + 4 * s.full_tokens * groups / tp);
+  b.Module(mixer, "out_proj", "RowParallelLinear", inner * h / tp, 0,
+           s.LinearInput() * s.full_tokens * inner / tp);
+  b.Module(nullptr, "mamba_bda", "BiasDropoutAdd", 0, 0, DropoutMask(j, s));
+  // Backward: the packed gradient dzxBCdt, the recomputed convolution output
+  // and its gradient, and the chunk states (b x chunks x heads x P x N,
+  // --mamba-training-ssm-states-dtype) with their gradient.
+  const double chunks = std::ceil(static_cast<double>(j.training.seq) / m.chunk);
+  const double states = static_cast<double>(j.training.micro_batch) * chunks * heads / (tp * cp) *
+                        static_cast<double>(m.head_dim) * n;
+  c.transient_bytes =
+      std::max(c.transient_bytes, s.elt * s.full_tokens * (in_proj_width + 2 * conv_width) +
+                                      2 * m.ssm_state_bytes * states);
+  if (s.fp8_input > 0) c.fp8_dense_weights += in_proj_weight + inner * h / tp;
+}
+
 }  // namespace
 
 MicroBatchShape::MicroBatchShape(const ValidatedJob& j)
@@ -397,6 +454,38 @@ BlockCost DecoderLayerCost(const ValidatedJob& j, bool moe, v1::ModuleNode* tree
     // gating GEMM is not a TE module); norms are the layer's Adam-only
     // parameters. Linear biases stay in (under 0.1%).
     const double router = moe ? static_cast<double>(j.model.hidden) * j.moe.experts : 0;
+    c.fp8_dense_weights = c.dense_params - c.adam_params - router;
+    c.fp8_expert_weights = c.expert_params;
+  }
+  return c;
+}
+
+BlockCost HybridLayerCost(const ValidatedJob& j, HybridLayer layer, v1::ModuleNode* tree) {
+  BlockCost c;
+  MicroBatchShape s(j);
+  s.fp8_input = Fp8SavedInputBytesPerElement(j);
+  s.fp8_norm_input = Fp8NormLinearSavedInputBytesPerElement(j);
+  BlockBuilder b(&c, tree);
+  switch (layer) {
+    case HybridLayer::kMamba:
+      MambaMixerModules(j, s, b, c);
+      return c;
+    case HybridLayer::kAttention:
+      StandardAttention(j, s, b, c);
+      break;
+    case HybridLayer::kMlp:
+      DenseMlp(j, s, b, c);
+      break;
+    case HybridLayer::kMoe:
+      MoeMlp(j, s, b, c);
+      break;
+    default:  // ValidateJob refuses the other mixers.
+      return c;
+  }
+  if (s.fp8_input > 0) {
+    // As in DecoderLayerCost: every linear in FP8 but the router.
+    const double router =
+        layer == HybridLayer::kMoe ? static_cast<double>(j.model.hidden) * j.moe.experts : 0;
     c.fp8_dense_weights = c.dense_params - c.adam_params - router;
     c.fp8_expert_weights = c.expert_params;
   }

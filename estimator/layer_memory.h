@@ -76,6 +76,13 @@ struct BlockCost {
 BlockCost DecoderLayerCost(const ValidatedJob& j, bool moe, v1::ModuleNode* tree,
                            bool kept_in_bf16 = false);
 
+// One layer of a hybrid model (HybridSettings): a Mamba layer (its in_proj
+// with the fused pre-norm, conv1d, dt_bias / A_log / D, the gated RMSNorm,
+// out_proj), or a layer with only self-attention, only a dense MLP or only
+// an MoE MLP, each with its own pre-norm (hybrid_layer_specs.py
+// hybrid_stack_spec). `tree` (optional) receives the module nodes.
+BlockCost HybridLayerCost(const ValidatedJob& j, HybridLayer layer, v1::ModuleNode* tree);
+
 // Word (and position) embedding of the first stage.
 BlockCost EmbeddingCost(const ValidatedJob& j, v1::ModuleNode* tree);
 

@@ -1,6 +1,7 @@
 #include "estimator/module_tree.h"
 
 #include <algorithm>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,18 +23,49 @@ struct LayerRun {
   int count = 0;
   bool moe = false;
   bool bf16 = false;  // Kept out of FP8 (fp8_memory.h).
+  // A hybrid model's layer kind (HybridSettings); null otherwise.
+  std::optional<HybridLayer> hybrid;
 
   bool SameShape(const LayerRun& o) const {
-    return count == o.count && moe == o.moe && bf16 == o.bf16;
+    return count == o.count && moe == o.moe && bf16 == o.bf16 && hybrid == o.hybrid;
   }
 };
+
+std::optional<HybridLayer> HybridKind(const ValidatedJob& j, int l) {
+  if (!j.hybrid.on) return std::nullopt;
+  return j.hybrid.layers[l];
+}
+
+// The node type of a run's layers (hybrid_layer_specs.py names them).
+std::string LayerType(const LayerRun& run) {
+  if (run.hybrid) {
+    switch (*run.hybrid) {
+      case HybridLayer::kMamba:
+        return "MambaLayer";
+      case HybridLayer::kAttention:
+        return "TransformerLayer(attention)";
+      case HybridLayer::kMlp:
+        return "MLPLayer";
+      default:
+        return "TransformerLayer(MoE)";
+    }
+  }
+  return absl::StrCat(run.moe ? "TransformerLayer(MoE)" : "TransformerLayer",
+                      run.bf16 ? " bf16 (is_first_last_bf16_layer)" : "");
+}
 
 std::vector<LayerRun> RunsOf(const ValidatedJob& j, const StageContents& st) {
   std::vector<LayerRun> runs;
   const int end = st.first_layer + st.num_layers;
   for (int l = st.first_layer; l < end;) {
-    LayerRun run{.first = l, .moe = j.moe.is_moe_layer[l], .bf16 = KeptInBf16(j, l)};
-    while (l < end && j.moe.is_moe_layer[l] == run.moe && KeptInBf16(j, l) == run.bf16) ++l;
+    LayerRun run{.first = l,
+                 .moe = j.moe.is_moe_layer[l],
+                 .bf16 = KeptInBf16(j, l),
+                 .hybrid = HybridKind(j, l)};
+    while (l < end && j.moe.is_moe_layer[l] == run.moe && KeptInBf16(j, l) == run.bf16 &&
+           HybridKind(j, l) == run.hybrid) {
+      ++l;
+    }
     run.count = l - run.first;
     runs.push_back(run);
   }
@@ -105,10 +137,12 @@ class TreeBuilder {
       const LayerRun& run = runs[i];
       v1::ModuleNode* layer =
           Add(parent, absl::StrCat("(", run.first, "-", run.first + run.count - 1, ")"),
-              absl::StrCat(run.moe ? "TransformerLayer(MoE)" : "TransformerLayer",
-                           run.bf16 ? " bf16 (is_first_last_bf16_layer)" : ""),
-              static_cast<uint32_t>(run.count));
-      DecoderLayerCost(j_, run.moe, layer, run.bf16);
+              LayerType(run), static_cast<uint32_t>(run.count));
+      if (run.hybrid) {
+        HybridLayerCost(j_, *run.hybrid, layer);
+      } else {
+        DecoderLayerCost(j_, run.moe, layer, run.bf16);
+      }
       if (!Spend(*layer)) return false;
       ++i;
     }

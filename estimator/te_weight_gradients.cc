@@ -38,9 +38,9 @@ double DummyElementBytes(const ValidatedJob& j) { return j.precision.param_bytes
 // through TE's Linear / LayerNormLinear / GroupedLinear (the TE layer spec),
 // or, without TE layers, Megatron's ColumnParallelLinear / RowParallelLinear.
 // The router (TopKRouter, a plain matmul) and norms take no dummy.
-void AddLayerShapes(const ValidatedJob& j, bool moe, ShapeSet& shapes) {
+void AddAttentionShapes(const ValidatedJob& j, ShapeSet& shapes) {
   const Parallelism& par = j.parallelism;
-  const int64_t h = j.model.hidden, g = j.model.gated ? 2 : 1;
+  const int64_t h = j.model.hidden;
   if (j.mla.enabled) {
     // MLASelfAttention: the down-projections are duplicated over TP.
     const int64_t heads = j.model.heads / par.tp;
@@ -60,6 +60,11 @@ void AddLayerShapes(const ValidatedJob& j, bool moe, ShapeSet& shapes) {
     shapes.insert({q + 2 * kv, h});  // linear_qkv
     shapes.insert({h, q});           // linear_proj
   }
+}
+
+void AddMlpShapes(const ValidatedJob& j, bool moe, ShapeSet& shapes) {
+  const Parallelism& par = j.parallelism;
+  const int64_t h = j.model.hidden, g = j.model.gated ? 2 : 1;
   if (!moe) {
     const int64_t f = j.model.ffn / par.tp;
     shapes.insert({g * f, h});  // linear_fc1
@@ -74,6 +79,29 @@ void AddLayerShapes(const ValidatedJob& j, bool moe, ShapeSet& shapes) {
     const int64_t fs = j.moe.shared_ffn / par.tp;
     shapes.insert({g * fs, h});
     shapes.insert({h, fs});
+  }
+}
+
+void AddLayerShapes(const ValidatedJob& j, bool moe, ShapeSet& shapes) {
+  AddAttentionShapes(j, shapes);
+  AddMlpShapes(j, moe, shapes);
+}
+
+// A hybrid model's layer of kind `layer`: a Mamba mixer's in_proj and
+// out_proj (TE linears), or the attention or MLP of the others.
+void AddHybridLayerShapes(const ValidatedJob& j, HybridLayer layer, ShapeSet& shapes) {
+  const HybridSettings& m = j.hybrid;
+  const int64_t tp = j.parallelism.tp, h = j.model.hidden;
+  switch (layer) {
+    case HybridLayer::kMamba:
+      shapes.insert({(2 * m.inner + 2 * m.groups * m.state_dim + m.heads) / tp, h});
+      shapes.insert({h, m.inner / tp});
+      return;
+    case HybridLayer::kAttention:
+      AddAttentionShapes(j, shapes);
+      return;
+    default:
+      AddMlpShapes(j, layer == HybridLayer::kMoe, shapes);
   }
 }
 
@@ -93,6 +121,10 @@ double TeDummyWgradBytes(const ValidatedJob& j, int64_t pp_rank) {
   for (int64_t c = 0; c < par.vpp; ++c) {
     const StageContents& st = j.stages[pp_rank + c * par.pp];
     for (int l = st.first_layer; l < st.first_layer + st.num_layers; ++l) {
+      if (j.hybrid.on) {
+        AddHybridLayerShapes(j, j.hybrid.layers[l], shapes);
+        continue;
+      }
       const bool moe = j.moe.is_moe_layer[l];
       if (added[moe]) continue;
       AddLayerShapes(j, moe, shapes);

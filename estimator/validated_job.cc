@@ -71,8 +71,11 @@ double DtypeBytes(v1::Dtype d, double fallback) {
 }
 
 // The transformer's sizes and layer options, before latent attention and MoE.
-absl::Status ResolveModelShape(const v1::ModelSpec& m, ModelShape& model) {
-  model.num_layers = m.num_layers();
+absl::Status ResolveModelShape(const v1::ModelSpec& m, const HybridSettings& hybrid,
+                               ModelShape& model) {
+  // A hybrid pattern is the model: Megatron-LM's validate_args takes the
+  // layer count from it and ignores --num-layers.
+  model.num_layers = hybrid.on ? static_cast<int64_t>(hybrid.layers.size()) : m.num_layers();
   model.hidden = m.hidden_size();
   model.heads = m.num_attention_heads();
   model.vocab = m.vocab_size();
@@ -191,12 +194,50 @@ absl::Status ResolveMoe(const v1::ModelSpec& m, const ModelShape& model, MoeSett
   return absl::OkStatus();
 }
 
+// A hybrid model's pattern (hybrid_layer_allocation.py): its layers, their
+// pipeline segments and its MTP depths. Its MoE layers are the 'E' layers
+// (moe_layer_freq does not apply to a hybrid stack).
+absl::Status ResolveHybridPattern(const v1::ModelSpec& m, HybridSettings& hybrid,
+                                  int64_t& mtp_depths) {
+  hybrid.on = !m.hybrid_layer_pattern().empty();
+  if (!hybrid.on) return absl::OkStatus();
+  OOMGUARD_ASSIGN_OR_RETURN(const HybridPattern pattern,
+                            ParseHybridLayerPattern(m.hybrid_layer_pattern()));
+  hybrid.layers = pattern.Layers();
+  if (pattern.has_pipes()) {
+    for (const std::vector<HybridLayer>& segment : pattern.segments) {
+      hybrid.segment_layers.push_back(static_cast<int64_t>(segment.size()));
+    }
+  }
+  // validate_args: the pattern's MTP depths replace --mtp-num-layers.
+  mtp_depths = pattern.mtp_depths;
+  return absl::OkStatus();
+}
+
+void MarkHybridMoeLayers(const HybridSettings& hybrid, MoeSettings& moe) {
+  for (size_t i = 0; i < hybrid.layers.size(); ++i) {
+    moe.is_moe_layer[i] = hybrid.layers[i] == HybridLayer::kMoe;
+  }
+}
+
 // JobSpec.model: the model shape, latent attention, MoE and MTP layers.
 absl::Status ResolveModel(const v1::ModelSpec& m, ValidatedJob& j) {
-  OOMGUARD_RETURN_IF_ERROR(ResolveModelShape(m, j.model));
+  int64_t hybrid_mtp_depths = 0;
+  OOMGUARD_RETURN_IF_ERROR(ResolveHybridPattern(m, j.hybrid, hybrid_mtp_depths));
+  OOMGUARD_RETURN_IF_ERROR(ResolveModelShape(m, j.hybrid, j.model));
   OOMGUARD_RETURN_IF_ERROR(ResolveLatentAttention(m, j.mla));
   OOMGUARD_RETURN_IF_ERROR(ResolveMoe(m, j.model, j.moe));
   j.model.mtp_layers = m.mtp_num_layers();
+  if (j.hybrid.on) {
+    const bool moe_layers = std::find(j.hybrid.layers.begin(), j.hybrid.layers.end(),
+                                      HybridLayer::kMoe) != j.hybrid.layers.end();
+    if (moe_layers && j.moe.experts == 0) {
+      return Bad("model.num_experts", 0,
+                 "model.hybrid_layer_pattern has MoE layers (E), which need experts");
+    }
+    if (j.moe.experts > 0) MarkHybridMoeLayers(j.hybrid, j.moe);
+    if (hybrid_mtp_depths > 0) j.model.mtp_layers = hybrid_mtp_depths;
+  }
   if (j.model.mtp_layers > 64) {
     return Bad("model.mtp_num_layers", j.model.mtp_layers, "is absurdly large");
   }
@@ -232,6 +273,65 @@ absl::StatusOr<int64_t> ResolveVirtualStages(const v1::ParallelismSpec& spec,
     return vpp;
   }
   return int64_t{1};
+}
+
+// validate_args with --hybrid-layer-pattern: the pattern's '|' segments
+// define the pipeline stages, so the flags that define them otherwise are
+// refused (first / last stage layers only with pipes).
+absl::Status CheckHybridPipelineFlags(const v1::ParallelismSpec& spec, bool pipes) {
+  const char* refused = nullptr;
+  if (pipes && spec.has_decoder_first_pipeline_num_layers()) {
+    refused = "parallelism.decoder_first_pipeline_num_layers";
+  } else if (pipes && spec.has_decoder_last_pipeline_num_layers()) {
+    refused = "parallelism.decoder_last_pipeline_num_layers";
+  }
+  if (spec.has_num_layers_per_virtual_pipeline_stage()) {
+    refused = "parallelism.num_layers_per_virtual_pipeline_stage";
+  } else if (spec.has_num_virtual_stages_per_pipeline_rank()) {
+    refused = "parallelism.num_virtual_stages_per_pipeline_rank";
+  } else if (!spec.pipeline_model_parallel_layout().empty()) {
+    refused = "parallelism.pipeline_model_parallel_layout";
+  } else if (spec.account_for_embedding_in_pipeline_split()) {
+    refused = "parallelism.account_for_embedding_in_pipeline_split";
+  } else if (spec.account_for_loss_in_pipeline_split()) {
+    refused = "parallelism.account_for_loss_in_pipeline_split";
+  }
+  if (refused != nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        refused,
+        " is set with model.hybrid_layer_pattern, which Megatron-LM refuses: a hybrid model's "
+        "pipeline stages are the pattern's '|' segments"));
+  }
+  return absl::OkStatus();
+}
+
+// The virtual stages of a pattern with '|' segments
+// (hybrid_layer_allocation.py select_pipeline_segment): segment i is
+// virtual stage i / PP of pipeline rank i % PP, which is stage index i; the
+// first holds the embedding, the last the loss. The segments must be a
+// multiple of PP (validate_args); more than PP make virtual stages.
+absl::StatusOr<std::vector<StageContents>> PlaceHybridSegments(const HybridSettings& hybrid,
+                                                               int64_t pp) {
+  const auto segments = static_cast<int64_t>(hybrid.segment_layers.size());
+  if (segments % pp != 0) {
+    return Bad("parallelism.pipeline_model_parallel_size", pp,
+               absl::StrCat("must divide the ", segments,
+                            " pipeline segments ('|') of model.hybrid_layer_pattern"));
+  }
+  if (segments > kMaxVirtualStages) {
+    return Bad("model.hybrid_layer_pattern", absl::StrCat(segments, " segments"),
+               absl::StrCat("is absurdly many virtual stages (limit ", kMaxVirtualStages, ")"));
+  }
+  std::vector<StageContents> stages(segments);
+  int64_t first = 0;
+  for (int64_t i = 0; i < segments; ++i) {
+    stages[i].first_layer = static_cast<int>(first);
+    stages[i].num_layers = static_cast<int>(hybrid.segment_layers[i]);
+    first += hybrid.segment_layers[i];
+  }
+  stages.front().has_embedding = true;
+  stages.back().has_loss = true;
+  return stages;
 }
 
 absl::Status ResolveParallelism(const v1::ParallelismSpec& spec, ValidatedJob& j,
@@ -296,6 +396,9 @@ absl::Status ResolveParallelism(const v1::ParallelismSpec& spec, ValidatedJob& j
   par.shared_expert_overlap = spec.moe_shared_expert_overlap();
   par.tp_comm_overlap = spec.tp_comm_overlap();
 
+  if (j.hybrid.on) {
+    OOMGUARD_RETURN_IF_ERROR(CheckHybridPipelineFlags(spec, !j.hybrid.segment_layers.empty()));
+  }
   OOMGUARD_ASSIGN_OR_RETURN(par.vpp, ResolveVirtualStages(spec, model, par.pp));
   // Each virtual stage is placed in memory and reported: PP x VPP stays
   // within kMaxVirtualStages (a layout's stages are counted after placing).
@@ -322,7 +425,11 @@ absl::Status ResolveParallelism(const v1::ParallelismSpec& spec, ValidatedJob& j
   place.account_for_embedding = spec.account_for_embedding_in_pipeline_split();
   place.account_for_loss = spec.account_for_loss_in_pipeline_split();
   place.layout = spec.pipeline_model_parallel_layout();
-  OOMGUARD_ASSIGN_OR_RETURN(j.stages, PlaceLayers(place));
+  if (!j.hybrid.segment_layers.empty()) {
+    OOMGUARD_ASSIGN_OR_RETURN(j.stages, PlaceHybridSegments(j.hybrid, par.pp));
+  } else {
+    OOMGUARD_ASSIGN_OR_RETURN(j.stages, PlaceLayers(place));
+  }
   if (static_cast<int64_t>(j.stages.size()) > kMaxVirtualStages) {
     return Bad(
         "parallelism.pipeline_model_parallel_layout", Quote(place.layout),
@@ -336,6 +443,10 @@ absl::Status ResolveParallelism(const v1::ParallelismSpec& spec, ValidatedJob& j
   for (StageContents& st : j.stages) {
     for (int l = st.first_layer; l < st.first_layer + st.num_layers; ++l) {
       if (!moe.is_moe_layer[l]) ++st.num_dense_layers;
+      if (j.hybrid.on) {
+        st.num_mamba_layers += j.hybrid.layers[l] == HybridLayer::kMamba;
+        st.num_attention_layers += j.hybrid.layers[l] == HybridLayer::kAttention;
+      }
     }
   }
   par.group_size = spec.has_microbatch_group_size_per_vp_stage()
@@ -804,6 +915,99 @@ absl::Status ResolveExpertParallelComm(const v1::JobSpec& job, ValidatedJob& j) 
   return absl::OkStatus();
 }
 
+// The Mamba mixer's sizes and the rules MambaMixer.__init__ and
+// MambaContextParallel.__init__ (megatron/core/ssm/) assert; then what of a
+// hybrid model oomguard does not model (Unimplemented, naming it).
+absl::Status ResolveHybridMixer(const v1::JobSpec& job, ValidatedJob& j) {
+  HybridSettings& hybrid = j.hybrid;
+  if (!hybrid.on) return absl::OkStatus();
+  const v1::ModelSpec& m = job.model();
+  hybrid.state_dim = m.has_mamba_state_dim() ? m.mamba_state_dim() : 128;
+  hybrid.head_dim = m.has_mamba_head_dim() ? m.mamba_head_dim() : 64;
+  hybrid.groups = m.has_mamba_num_groups() ? m.mamba_num_groups() : 8;
+  OOMGUARD_RETURN_IF_ERROR(CheckSize("model.mamba_state_dim", hybrid.state_dim, kMaxWidth));
+  OOMGUARD_RETURN_IF_ERROR(CheckSize("model.mamba_head_dim", hybrid.head_dim, kMaxWidth));
+  OOMGUARD_RETURN_IF_ERROR(CheckSize("model.mamba_num_groups", hybrid.groups, kMaxWidth));
+  if (m.has_mamba_num_heads()) {
+    hybrid.heads = m.mamba_num_heads();
+    OOMGUARD_RETURN_IF_ERROR(CheckSize("model.mamba_num_heads", hybrid.heads, kMaxWidth));
+  } else {
+    const int64_t inner = 2 * j.model.hidden;  // expand = 2
+    if (inner % hybrid.head_dim != 0) {
+      return Bad("model.mamba_head_dim", hybrid.head_dim,
+                 absl::StrCat("must divide 2 x model.hidden_size = ", inner,
+                              " when model.mamba_num_heads is not set"));
+    }
+    hybrid.heads = inner / hybrid.head_dim;
+  }
+  hybrid.inner = hybrid.heads * hybrid.head_dim;
+  hybrid.ssm_state_bytes =
+      DtypeBytes(m.mamba_training_ssm_states_dtype(), j.precision.param_bytes >= 4 ? 4 : 2);
+  const bool mamba = std::find(hybrid.layers.begin(), hybrid.layers.end(), HybridLayer::kMamba) !=
+                     hybrid.layers.end();
+  if (mamba) {
+    const Parallelism& par = j.parallelism;
+    if (hybrid.heads % hybrid.groups != 0) {
+      return Bad("model.mamba_num_groups", hybrid.groups,
+                 absl::StrCat("must divide model.mamba_num_heads ", hybrid.heads));
+    }
+    if (hybrid.heads % (par.tp * par.cp) != 0) {
+      return Bad("parallelism.tensor_model_parallel_size", par.tp,
+                 absl::StrCat("x context_parallel_size ", par.cp, " must divide the ", hybrid.heads,
+                              " Mamba heads (model.mamba_num_heads)"));
+    }
+    if (hybrid.groups % par.tp != 0) {
+      return Bad("parallelism.tensor_model_parallel_size", par.tp,
+                 absl::StrCat("must divide model.mamba_num_groups ", hybrid.groups));
+    }
+    const int64_t local_groups = hybrid.groups / par.tp;
+    if (local_groups % par.cp != 0 && par.cp % local_groups != 0) {
+      return Bad("parallelism.context_parallel_size", par.cp,
+                 absl::StrCat("must divide, or be a multiple of, model.mamba_num_groups / TP = ",
+                              local_groups, " (MambaContextParallel)"));
+    }
+    const int64_t in_proj = 2 * hybrid.inner + 2 * hybrid.groups * hybrid.state_dim + hybrid.heads;
+    if ((j.precision.fp8 || j.precision.fp4) && in_proj % 16 != 0) {
+      return Bad("model.mamba_num_heads", hybrid.heads,
+                 absl::StrCat("in FP8 the Mamba in_proj's width 2 x d_inner + 2 x groups x "
+                              "state + heads = ",
+                              in_proj, " must be a multiple of 16"));
+    }
+  }
+  const auto unimplemented = [](absl::string_view what) {
+    return absl::UnimplementedError(absl::StrCat(what, " not modelled by oomguard"));
+  };
+  for (const HybridLayer layer : hybrid.layers) {
+    if (layer == HybridLayer::kGatedDelta) {
+      return unimplemented("model.hybrid_layer_pattern: gated delta net layers (G) are");
+    }
+    if (layer == HybridLayer::kDsAttention) {
+      return unimplemented("model.hybrid_layer_pattern: DeepSeek sparse attention layers (D) are");
+    }
+    if (layer == HybridLayer::kMla) {
+      return unimplemented(
+          "model.hybrid_layer_pattern: multi-latent attention layers (+) of a hybrid model are");
+    }
+  }
+  if (j.model.mtp_layers > 0) {
+    return unimplemented("model.hybrid_layer_pattern: the MTP layers of a hybrid model are");
+  }
+  if (j.fsdp.on()) return unimplemented("FSDP of a hybrid model (model.hybrid_layer_pattern) is");
+  if (j.runtime.cuda_graph_impl != CudaGraphImpl::kNone) {
+    return unimplemented("CUDA graphs of a hybrid model (model.hybrid_layer_pattern) are");
+  }
+  if (j.precision.bf16_layers_at_start + j.precision.bf16_layers_at_end > 0) {
+    return unimplemented(
+        "precision.first_last_layers_bf16 with a hybrid model (model.hybrid_layer_pattern) is");
+  }
+  if (j.parallelism.overlap_moe_ep) {
+    return unimplemented(
+        "parallelism.overlap_moe_expert_parallel_comm with a hybrid model "
+        "(model.hybrid_layer_pattern) is");
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<ValidatedJob> ValidateJob(const v1::JobSpec& job, std::vector<std::string>* notes) {
@@ -821,6 +1025,7 @@ absl::StatusOr<ValidatedJob> ValidateJob(const v1::JobSpec& job, std::vector<std
   ResolveOptimizerState(job, j);
   OOMGUARD_RETURN_IF_ERROR(CheckSize("runtime.gpus_per_node", j.runtime.gpus_per_node, 1024));
   OOMGUARD_RETURN_IF_ERROR(ResolveExpertParallelComm(job, j));
+  OOMGUARD_RETURN_IF_ERROR(ResolveHybridMixer(job, j));
 
   const int64_t divisor = job.model().has_make_vocab_size_divisible_by()
                               ? job.model().make_vocab_size_divisible_by()

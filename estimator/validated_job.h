@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "estimator/hybrid_layer_pattern.h"
 #include "estimator/job_defaults.h"
 #include "estimator/software_versions.h"
 #include "oomguard/v1/job.pb.h"
@@ -52,6 +53,10 @@ struct StageContents {
   int first_layer = 0;    // Decoder layers [first_layer, first_layer + num_layers).
   int num_layers = 0;
   int num_dense_layers = 0;  // Of num_layers, how many have a dense MLP.
+  // Of a hybrid model's num_dense_layers (its layers other than MoE), the
+  // Mamba and the attention layers; the rest are MLP layers. 0 otherwise.
+  int num_mamba_layers = 0;
+  int num_attention_layers = 0;
   int num_mtp_layers = 0;
 };
 
@@ -112,6 +117,30 @@ struct MoeSettings {
   // HybridEP's per-rank token budget where it applies (the hybridep flex
   // dispatcher, not padding to capacity); 0 = none.
   double rank_capacity_factor = 0;
+};
+
+// A hybrid (Mamba) model (JobSpec.model.hybrid_layer_pattern and the
+// mamba_* sizes): which mixer each decoder layer is, and the Mamba mixer's
+// sizes as megatron/core/ssm/mamba_mixer.py MambaMixer.__init__ derives
+// them. Its MoE layers are also moe.is_moe_layer.
+struct HybridSettings {
+  bool on = false;                  // A hybrid pattern is set.
+  std::vector<HybridLayer> layers;  // Per decoder layer.
+  // Decoder layers per pipeline segment ('|' in the pattern); empty
+  // without pipes. Segment i is virtual stage i / PP of pipeline rank i % PP.
+  std::vector<int64_t> segment_layers;
+  int64_t state_dim = 0;  // N, --mamba-state-dim.
+  int64_t head_dim = 0;   // P, --mamba-head-dim.
+  int64_t groups = 0;     // G, --mamba-num-groups.
+  int64_t heads = 0;      // H, --mamba-num-heads.
+  int64_t inner = 0;      // d_inner = H x P.
+  // MambaMixer's constructor defaults, which no flag changes: the causal
+  // convolution's width (d_conv) and the chunked scan's chunk length.
+  int64_t conv_kernel = 4;
+  int64_t chunk = 128;
+  // Bytes per element of the inter-chunk SSM states the scan materialises
+  // (--mamba-training-ssm-states-dtype; default the parameters' dtype).
+  double ssm_state_bytes = 2;
 };
 
 // Parallel group sizes (JobSpec.parallelism) and the ones they imply.
@@ -278,6 +307,7 @@ struct ValidatedJob {
   ModelShape model;
   LatentAttentionShape mla;
   MoeSettings moe;
+  HybridSettings hybrid;
   Parallelism parallelism;
   std::vector<StageContents> stages;  // pp * vpp virtual stages; index = pp_rank + chunk * pp.
   TrainingSettings training;

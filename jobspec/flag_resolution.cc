@@ -160,6 +160,18 @@ absl::Status CheckOneFsdp(const ParseState& s) {
   return absl::OkStatus();
 }
 
+// validate_args asserts that the deprecated --hybrid-override-pattern and
+// --hybrid-layer-pattern are not both given.
+absl::Status CheckOneHybridPattern(const ParseState& s) {
+  if (s.hybrid_layer_pattern && s.hybrid_override_pattern) {
+    return absl::InvalidArgumentError(
+        "--hybrid-override-pattern with --hybrid-layer-pattern: Megatron-LM refuses the pair "
+        "(--hybrid-override-pattern is the deprecated spelling of --hybrid-layer-pattern); "
+        "give --hybrid-layer-pattern only");
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 void ParseState::Note(std::string text) {
@@ -172,6 +184,7 @@ void ParseState::Note(std::string text) {
 
 absl::Status ResolveFlags(ParseState& s) {
   OOMGUARD_RETURN_IF_ERROR(CheckOneFsdp(s));
+  OOMGUARD_RETURN_IF_ERROR(CheckOneHybridPattern(s));
   ResolveQueryGroups(s);
   OOMGUARD_RETURN_IF_ERROR(ResolveVocab(s));
   OOMGUARD_RETURN_IF_ERROR(ResolvePrecisionFlags(s));

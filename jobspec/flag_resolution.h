@@ -37,8 +37,10 @@ struct ParseState {
   bool vocab_size_given = false;
   bool global_batch_size_given = false;
   std::optional<uint32_t> final_scheduled_batch_size = std::nullopt;
-  bool megatron_fsdp = false;  // --use-megatron-fsdp.
-  bool torch_fsdp2 = false;    // --use-torch-fsdp2.
+  bool megatron_fsdp = false;            // --use-megatron-fsdp.
+  bool torch_fsdp2 = false;              // --use-torch-fsdp2.
+  bool hybrid_layer_pattern = false;     // --hybrid-layer-pattern.
+  bool hybrid_override_pattern = false;  // --hybrid-override-pattern (its older spelling).
 
   size_t notes_added = 0;
 

@@ -515,6 +515,11 @@ constexpr absl::string_view kOlderSpellingFlags[] = {"batch-p2p-comm",
                                                      "use-packed-sequence",
                                                      "variable-seq-lengths"};
 
+// Only the output layer's initialisation scale (TransformerConfig
+// .is_hybrid_model); --hybrid-layer-pattern alone makes a hybrid model
+// (megatron/training/utils is_hybrid_model).
+constexpr absl::string_view kHybridMarkerFlags[] = {"is-hybrid-model"};
+
 constexpr FlagGroup kNoMemoryEffect[] = {
     {"logging, profiling and monitoring: host-side records and timers", kLoggingFlags},
     {"checkpoint saving and loading, between training steps (its host staging aside)",
@@ -546,6 +551,9 @@ constexpr FlagGroup kNoMemoryEffect[] = {
      "--fp4-recipe custom, --moe-paged-stash)",
      kReadOnlyWithRefusedFlags},
     {"FP8 scaling settings: the amax history is a few values per tensor", kFp8ScalingFlags},
+    {"marks a hybrid model for the output layer's initialisation only: --hybrid-layer-pattern "
+     "makes the model hybrid",
+     kHybridMarkerFlags},
     {"host memory only: pinned CPU buffers of offloading", kHostOnlyFlags},
     {"eager iterations before the capture: their cached memory is released by "
      "torch.cuda.graph.__enter__ (empty_cache) before each capture (estimator/cuda_graph_memory.h)",
@@ -566,24 +574,13 @@ constexpr FlagGroup kNoMemoryEffect[] = {
 // does not model. Accepted with a note saying why (issue 27 §2: the job is
 // not judged by default).
 
-constexpr absl::string_view kMambaFlags[] = {
-    // Taken by the "mamba" work (hybrid Mamba models, issue 27 §3).
-    "hybrid-layer-pattern",
-    "hybrid-override-pattern",
-    "is-hybrid-model",
-    "mamba-head-dim",
-    "mamba-num-groups",
-    "mamba-num-heads",
-    "mamba-state-dim",
-    "mamba-training-ssm-states-dtype",
-    "disable-mamba-mem-eff-path",
-    "mtp-hybrid-override-pattern",
-    "linear-attention-freq",
-    "linear-conv-kernel-dim",
-    "linear-key-head-dim",
-    "linear-num-key-heads",
-    "linear-num-value-heads",
-    "linear-value-head-dim"};
+// Hybrid (Mamba) models: what of them is not modelled (the pattern and the
+// mamba_* sizes are, megatron_flags.cc).
+constexpr absl::string_view kMambaPathFlags[] = {"disable-mamba-mem-eff-path"};
+constexpr absl::string_view kHybridMtpFlags[] = {"mtp-hybrid-override-pattern"};
+constexpr absl::string_view kLinearAttentionFlags[] = {
+    "linear-attention-freq", "linear-conv-kernel-dim", "linear-key-head-dim",
+    "linear-num-key-heads",  "linear-num-value-heads", "linear-value-head-dim"};
 
 constexpr absl::string_view kAttentionFlags[] = {
     // Taken by the "attention" work (issue 27 §3).
@@ -799,9 +796,11 @@ constexpr absl::string_view kAllGatherGroupFlags[] = {"create-all-gather-group"}
 constexpr absl::string_view kHsdpFullShardingFlags[] = {"enable-full-sharding-in-hsdp"};
 
 constexpr FlagGroup kNotModelled[] = {
-    {"hybrid Mamba / linear-attention models are not modelled yet (issue 27 §3); the job is "
-     "estimated as a plain GPT",
-     kMambaFlags},
+    {"the Mamba mixer's non-memory-efficient path (its convolution and scan intermediates kept "
+     "for backward) is not modelled; the memory-efficient path is assumed",
+     kMambaPathFlags},
+    {"the MTP layers of hybrid models are not modelled", kHybridMtpFlags},
+    {"gated delta net (linear attention) layers are not modelled", kLinearAttentionFlags},
     {"not modelled yet (issue 27 §3: attention); the job is estimated without it", kAttentionFlags},
     {"RL post-training (--perform-rl-step: rollouts with an inference engine, its KV cache and "
      "CUDA graphs, reference and inference copies of the model) is not modelled",

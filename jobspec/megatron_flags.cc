@@ -292,6 +292,21 @@ void AddModelFlags(FlagTable& t) {
         Real("model.moe_expert_rank_capacity_factor", kPositive));
   t.Add("moe-paged-stash", Switch("model.moe_paged_stash", true));
   t.Add("mtp-num-layers", Uint("model.mtp_num_layers"));
+  // Hybrid (Mamba) models: the pattern (the deprecated spelling after the
+  // current one, which the writer uses) and the Mamba mixer's sizes
+  // (TransformerConfig.mamba_*, megatron/core/ssm/mamba_mixer.py).
+  t.Add("hybrid-layer-pattern", AlsoRecord(Text("model.hybrid_layer_pattern"),
+                                           [](ParseState& s) { s.hybrid_layer_pattern = true; }));
+  t.Add("hybrid-override-pattern",
+        AlsoRecord(Text("model.hybrid_layer_pattern"),
+                   [](ParseState& s) { s.hybrid_override_pattern = true; }));
+  t.Add("mamba-state-dim", Uint("model.mamba_state_dim"));
+  t.Add("mamba-head-dim", Uint("model.mamba_head_dim"));
+  t.Add("mamba-num-groups", Uint("model.mamba_num_groups"));
+  t.Add("mamba-num-heads", Uint("model.mamba_num_heads"));
+  t.Add("mamba-training-ssm-states-dtype",
+        Word("model.mamba_training_ssm_states_dtype",
+             {{"fp32", v1::DTYPE_FP32}, {"bf16", v1::DTYPE_BF16}}));
 }
 
 // Fully sharded data parallelism: the implementation (the two switches are

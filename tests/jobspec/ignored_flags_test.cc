@@ -37,7 +37,11 @@ TEST(IgnoredFlagsTest, SilentFlagsAndPrefixes) {
 
 TEST(IgnoredFlagsTest, UnmodelledFlagsSayWhy) {
   EXPECT_THAT(UnmodelledFlagReason("tp-comm-overlap-cfg"), Optional(HasSubstr("userbuffers")));
-  EXPECT_THAT(UnmodelledFlagReason("hybrid-layer-pattern"), Optional(HasSubstr("Mamba")));
+  EXPECT_THAT(UnmodelledFlagReason("disable-mamba-mem-eff-path"), Optional(HasSubstr("Mamba")));
+  EXPECT_THAT(UnmodelledFlagReason("linear-attention-freq"),
+              Optional(HasSubstr("gated delta net")));
+  EXPECT_EQ(UnmodelledFlagReason("hybrid-layer-pattern"), std::nullopt);  // Modelled.
+  EXPECT_TRUE(IsSilentFlag("is-hybrid-model"));
   EXPECT_EQ(UnmodelledFlagReason("lr"), std::nullopt);
   EXPECT_EQ(UnmodelledFlagReason("num-layers"), std::nullopt);
 }
@@ -53,7 +57,7 @@ TEST(IgnoredFlagsTest, UnimplementedFlagsSayWhy) {
 // The flag table is looked up first: no flag it reads is also ignored.
 TEST(IgnoredFlagsTest, NoFlagIsBothReadAndUnmodelled) {
   for (absl::string_view name : {"tp-comm-overlap-cfg", "encoder-num-layers", "vocab-extra-ids",
-                                 "hybrid-layer-pattern", "spec"}) {
+                                 "disable-mamba-mem-eff-path", "linear-num-key-heads", "spec"}) {
     ASSERT_TRUE(UnmodelledFlagReason(name).has_value()) << name;
     EXPECT_EQ(FindMegatronFlag(std::string(name)), nullptr) << name;
   }
