@@ -11,7 +11,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <map>
 #include <string>
 #include <vector>
@@ -19,10 +18,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "estimator/estimator.h"
-#include "google/protobuf/struct.pb.h"
-#include "google/protobuf/util/json_util.h"
 #include "jobspec/job_builder.h"
 #include "tests/testing/examples.h"
+#include "tests/testing/megatron_ci_runs.h"
 #include "tests/testing/small_models.h"
 
 namespace oomguard {
@@ -349,34 +347,17 @@ TEST(FsdpMemory, MegatronFsdpTurnsTheDistributedOptimizerOn) {
 // them out (tools/calibration.cc).
 
 TEST(FsdpMemory, MeasuredMegatronCiRuns) {
-  std::ifstream in(OOMGUARD_SOURCE_DIR "/tests/data/calibration/megatron_ci_h100.jsonl");
-  ASSERT_TRUE(in) << "megatron_ci_h100.jsonl is missing";
   int checked = 0;
-  for (std::string line; std::getline(in, line);) {
-    if (line.empty()) continue;
-    google::protobuf::Struct record;
-    ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(line, &record).ok()) << line;
-    const auto& f = record.fields();
-    JobInputs src;
-    bool fsdp = false;
-    for (const google::protobuf::Value& arg : f.at("argv").list_value().values()) {
-      src.megatron_args.push_back(arg.string_value());
-      fsdp = fsdp || arg.string_value() == "--use-megatron-fsdp";
-    }
-    if (!fsdp) continue;
-    const std::string name = f.at("case").string_value();
-    for (const auto& [key, value] : f.at("env").struct_value().fields()) {
-      src.env[key] = value.string_value();
-    }
-    src.num_gpus = static_cast<uint32_t>(f.at("gpus").number_value());
-    absl::StatusOr<v1::JobSpec> job = BuildJob(src, nullptr);
-    ASSERT_TRUE(job.ok()) << name << ": " << job.status();
+  for (const testing::MegatronCiRun& run : testing::MegatronCiRuns()) {
+    const std::vector<std::string>& args = run.inputs.megatron_args;
+    if (std::find(args.begin(), args.end(), "--use-megatron-fsdp") == args.end()) continue;
+    absl::StatusOr<v1::JobSpec> job = BuildJob(run.inputs, nullptr);
+    ASSERT_TRUE(job.ok()) << run.name << ": " << job.status();
     absl::StatusOr<v1::EstimateReport> report = EstimateJob(*job);
-    ASSERT_TRUE(report.ok()) << name << ": " << report.status();
+    ASSERT_TRUE(report.ok()) << run.name << ": " << report.status();
     uint64_t peak = 0;
     for (const v1::RankReport& r : report->ranks()) peak = std::max(peak, r.peak_allocated_bytes());
-    const double measured = f.at("max_alloc").number_value();
-    EXPECT_NEAR(static_cast<double>(peak), measured, 0.08 * measured) << name;
+    EXPECT_NEAR(static_cast<double>(peak), run.max_alloc, 0.08 * run.max_alloc) << run.name;
     ++checked;
   }
   EXPECT_EQ(checked, 3);

@@ -124,6 +124,7 @@ TEST(FindMegatronFlagForFieldTest, GivesTheMainFlag) {
       {"precision.main_grads_dtype", "--main-grads-dtype"},
       {"training.attention_backend", "--attention-backend"},
       {"training.global_batch_size", "--global-batch-size"},
+      {"model.hybrid_layer_pattern", "--hybrid-layer-pattern"},
   };
   for (const Case& c : cases) {
     const MegatronFlag* flag = FindMegatronFlagForField(c.field);
@@ -224,6 +225,31 @@ TEST(MegatronFlagsTest, EveryFlagSetsExactlyTheFieldsItNames) {
     EXPECT_EQ(changed, std::set<std::string>(flag.fields.begin(), flag.fields.end()))
         << flag.Spelling();
   }
+}
+
+// Hybrid models: the pattern under either spelling (not both, as
+// validate_args refuses), the Mamba sizes and the SSM states' dtype. The
+// pattern's symbols are read by validation (estimator/hybrid_layer_pattern.h).
+TEST(MegatronFlagsTest, HybridFlags) {
+  v1::JobSpec job = ParseFull(
+      "--hybrid-layer-pattern 'M-M*|M-/M-' --mamba-state-dim 256 --mamba-head-dim 80 "
+      "--mamba-num-groups 4 --mamba-num-heads 96 --mamba-training-ssm-states-dtype fp32 "
+      "--is-hybrid-model --vocab-size 8");
+  EXPECT_EQ(job.model().hybrid_layer_pattern(), "M-M*|M-/M-");
+  EXPECT_EQ(job.model().mamba_state_dim(), 256u);
+  EXPECT_EQ(job.model().mamba_head_dim(), 80u);
+  EXPECT_EQ(job.model().mamba_num_groups(), 4u);
+  EXPECT_EQ(job.model().mamba_num_heads(), 96u);
+  EXPECT_EQ(job.model().mamba_training_ssm_states_dtype(), v1::DTYPE_FP32);
+  job = ParseFull("--hybrid-override-pattern 'M-M-' --mamba-training-ssm-states-dtype bf16");
+  EXPECT_EQ(job.model().hybrid_layer_pattern(), "M-M-");
+  EXPECT_EQ(job.model().mamba_training_ssm_states_dtype(), v1::DTYPE_BF16);
+  absl::Status both = ParseError("--hybrid-override-pattern M- --hybrid-layer-pattern M-");
+  EXPECT_EQ(both.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(both.message(), HasSubstr("--hybrid-override-pattern with --hybrid-layer-pattern"));
+  absl::Status dtype = ParseError("--mamba-training-ssm-states-dtype fp16");
+  EXPECT_EQ(dtype.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(dtype.message(), HasSubstr("--mamba-training-ssm-states-dtype"));
 }
 
 TEST(MegatronFlagsTest, ParallelismFlags) {
