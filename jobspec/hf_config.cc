@@ -31,13 +31,14 @@ constexpr std::string_view kUint32Range = "an integer in [0, 4294967295]";
 
 // The model families this reader knows, by HF `model_type`.
 enum class Family {
-  kLlama,     // llama, mistral.
-  kQwen2,     // qwen2: QKV bias.
-  kQwen3,     // qwen3: qk-layernorm.
-  kQwen2Moe,  // qwen2_moe: QKV bias, shared expert.
-  kQwen3Moe,  // qwen3_moe: qk-layernorm.
-  kMixtral,   // mixtral.
-  kDeepSeek,  // deepseek_v2, deepseek_v3, kimi_k2: MLA + MoE.
+  kLlama,      // llama, mistral.
+  kQwen2,      // qwen2: QKV bias.
+  kQwen3,      // qwen3: qk-layernorm.
+  kQwen2Moe,   // qwen2_moe: QKV bias, shared expert.
+  kQwen3Moe,   // qwen3_moe: qk-layernorm.
+  kMixtral,    // mixtral.
+  kDeepSeek,   // deepseek_v2, deepseek_v3, kimi_k2: MLA + MoE.
+  kNemotronH,  // nemotron_h: Nemotron-H, Nemotron 3; hybrid Mamba (+ MoE).
 };
 
 struct FamilyEntry {
@@ -50,8 +51,9 @@ constexpr FamilyEntry kFamilies[] = {
     {"deepseek_v2", Family::kDeepSeek}, {"deepseek_v3", Family::kDeepSeek},
     {"kimi_k2", Family::kDeepSeek},     {"llama", Family::kLlama},
     {"mistral", Family::kLlama},        {"mixtral", Family::kMixtral},
-    {"qwen2", Family::kQwen2},          {"qwen2_moe", Family::kQwen2Moe},
-    {"qwen3", Family::kQwen3},          {"qwen3_moe", Family::kQwen3Moe},
+    {"nemotron_h", Family::kNemotronH}, {"qwen2", Family::kQwen2},
+    {"qwen2_moe", Family::kQwen2Moe},   {"qwen3", Family::kQwen3},
+    {"qwen3_moe", Family::kQwen3Moe},
 };
 
 std::optional<Family> FindFamily(std::string_view model_type) {
@@ -403,6 +405,69 @@ absl::Status ApplyDeepSeek(const ConfigReader& cfg, v1::ModelSpec* model) {
   return absl::OkStatus();
 }
 
+// Nemotron-H and Nemotron 3 as Megatron-Bridge's NemotronHBridge
+// (models/nemotronh/nemotron_h_bridge.py, NemotronHModelProvider) maps them:
+// hybrid_override_pattern is the hybrid layer pattern; ssm_state_size,
+// n_groups, mamba_num_heads and mamba_head_dim the Mamba sizes (without
+// mamba_num_heads, expand x hidden_size / mamba_head_dim heads);
+// attention_head_dim (or head_dim) the attention head width; squared-ReLU
+// MLPs, no position embedding; the MoE ('E') layers' experts from
+// n_routed_experts, with an fp32 router. Megatron-Core's MambaMixer has a
+// convolution of width 4 only.
+absl::Status ApplyNemotronH(const ConfigReader& cfg, v1::ModelSpec* model) {
+  const Json* pattern = cfg.Find("hybrid_override_pattern");
+  if (pattern == nullptr) return cfg.Missing("hybrid_override_pattern");
+  if (!pattern->is_string() || pattern->get_ref<const std::string&>().empty()) {
+    return cfg.BadValue("hybrid_override_pattern", "a layer pattern such as \"M-M*-\"", *pattern);
+  }
+  model->set_hybrid_layer_pattern(pattern->get<std::string>());
+  OOMGUARD_ASSIGN_OR_RETURN(std::optional<uint32_t> state, cfg.OptionalUint("ssm_state_size"));
+  OOMGUARD_ASSIGN_OR_RETURN(std::optional<uint32_t> groups, cfg.OptionalUint("n_groups"));
+  OOMGUARD_ASSIGN_OR_RETURN(std::optional<uint32_t> heads, cfg.OptionalUint("mamba_num_heads"));
+  OOMGUARD_ASSIGN_OR_RETURN(std::optional<uint32_t> head_dim, cfg.OptionalUint("mamba_head_dim"));
+  OOMGUARD_ASSIGN_OR_RETURN(std::optional<uint32_t> expand, cfg.OptionalUint("expand"));
+  OOMGUARD_ASSIGN_OR_RETURN(std::optional<uint32_t> conv, cfg.OptionalUint("conv_kernel"));
+  if (conv.has_value() && *conv != 4) {
+    return cfg.BadValue("conv_kernel", "4 (the width of Megatron-Core's Mamba convolution)",
+                        *cfg.Find("conv_kernel"));
+  }
+  if (state.has_value()) model->set_mamba_state_dim(*state);
+  if (groups.has_value()) model->set_mamba_num_groups(*groups);
+  if (head_dim.has_value()) model->set_mamba_head_dim(*head_dim);
+  if (heads.has_value()) {
+    model->set_mamba_num_heads(*heads);
+  } else if (expand.has_value()) {
+    const uint64_t inner = uint64_t{*expand} * model->hidden_size();
+    const uint32_t width = head_dim.value_or(64);
+    if (width == 0 || inner % width != 0 || inner / width > std::numeric_limits<uint32_t>::max()) {
+      return cfg.BadValue("expand",
+                          absl::StrCat("such that expand x hidden_size is a multiple of "
+                                       "mamba_head_dim ",
+                                       width),
+                          *cfg.Find("expand"));
+    }
+    model->set_mamba_num_heads(static_cast<uint32_t>(inner / width));
+  }
+  OOMGUARD_ASSIGN_OR_RETURN(std::optional<uint32_t> attention_head_dim,
+                            cfg.OptionalUint("attention_head_dim"));
+  if (attention_head_dim.has_value()) model->set_kv_channels(*attention_head_dim);
+  model->set_activation(v1::ACTIVATION_SQUARED_RELU);
+  model->set_position_embedding(v1::POSITION_EMBEDDING_NONE);
+  OOMGUARD_ASSIGN_OR_RETURN(std::optional<uint32_t> experts, cfg.OptionalUint("n_routed_experts"));
+  if (experts.value_or(0) == 0) return absl::OkStatus();  // No MoE layers.
+  OOMGUARD_ASSIGN_OR_RETURN(uint32_t topk, cfg.RequiredUint("num_experts_per_tok"));
+  OOMGUARD_ASSIGN_OR_RETURN(uint32_t width, cfg.RequiredUint("moe_intermediate_size"));
+  OOMGUARD_ASSIGN_OR_RETURN(std::optional<uint32_t> shared,
+                            cfg.OptionalUint("moe_shared_expert_intermediate_size"));
+  model->set_num_experts(*experts);
+  model->set_moe_router_topk(topk);
+  model->set_moe_ffn_hidden_size(width);
+  model->set_moe_shared_expert_intermediate_size(shared.value_or(0));
+  model->set_moe_router_dtype_fp32(true);
+  ApplyMoeDefaults(model);
+  return absl::OkStatus();
+}
+
 absl::Status ApplyFamily(Family family, const ConfigReader& cfg, v1::ModelSpec* model) {
   if (family != Family::kDeepSeek) {
     OOMGUARD_RETURN_IF_ERROR(ApplyStandardAttention(cfg, model));
@@ -426,6 +491,8 @@ absl::Status ApplyFamily(Family family, const ConfigReader& cfg, v1::ModelSpec* 
       return ApplyMixtral(cfg, model);
     case Family::kDeepSeek:
       return ApplyDeepSeek(cfg, model);
+    case Family::kNemotronH:
+      return ApplyNemotronH(cfg, model);
   }
   return absl::InternalError("unhandled model family");
 }

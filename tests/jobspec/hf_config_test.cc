@@ -437,11 +437,64 @@ TEST(HfConfigTest, MissingKeyNamesKeyAndModelType) {
               HasSubstr(R"(missing "model_type")"));
 }
 
+// nemotron_h (Nemotron-H, Nemotron 3): a hybrid Mamba model, keys mapped as
+// Megatron-Bridge's NemotronHBridge maps them.
+Fields NemotronHSmall() {
+  return {{"model_type", "\"nemotron_h\""},
+          {"num_hidden_layers", "6"},
+          {"hidden_size", "1024"},
+          {"num_attention_heads", "8"},
+          {"num_key_value_heads", "2"},
+          {"attention_head_dim", "128"},
+          {"intermediate_size", "4096"},
+          {"vocab_size", "131072"},
+          {"hybrid_override_pattern", "\"M-M*EM\""},
+          {"mamba_num_heads", "32"},
+          {"mamba_head_dim", "64"},
+          {"n_groups", "4"},
+          {"ssm_state_size", "64"},
+          {"conv_kernel", "4"},
+          {"n_routed_experts", "16"},
+          {"num_experts_per_tok", "2"},
+          {"moe_intermediate_size", "512"},
+          {"moe_shared_expert_intermediate_size", "1024"},
+          {"mlp_hidden_act", "\"relu2\""}};
+}
+
+TEST(HfConfigTest, NemotronH) {
+  v1::ModelSpec m = ParseOk(ToJson(NemotronHSmall()));
+  EXPECT_EQ(m.hybrid_layer_pattern(), "M-M*EM");
+  EXPECT_EQ(m.mamba_num_heads(), 32u);
+  EXPECT_EQ(m.mamba_head_dim(), 64u);
+  EXPECT_EQ(m.mamba_num_groups(), 4u);
+  EXPECT_EQ(m.mamba_state_dim(), 64u);
+  EXPECT_EQ(m.kv_channels(), 128u);
+  EXPECT_EQ(m.num_query_groups(), 2u);
+  EXPECT_EQ(m.activation(), v1::ACTIVATION_SQUARED_RELU);
+  EXPECT_EQ(m.position_embedding(), v1::POSITION_EMBEDDING_NONE);
+  EXPECT_EQ(m.num_experts(), 16u);
+  EXPECT_EQ(m.moe_router_topk(), 2u);
+  EXPECT_EQ(m.moe_ffn_hidden_size(), 512u);
+  EXPECT_EQ(m.moe_shared_expert_intermediate_size(), 1024u);
+  // Without mamba_num_heads: expand x hidden_size / mamba_head_dim heads.
+  m = ParseOk(ToJson(With(Without(NemotronHSmall(), "mamba_num_heads"), "expand", "2")));
+  EXPECT_EQ(m.mamba_num_heads(), 32u);
+  m = ParseOk(ToJson(Without(NemotronHSmall(), "n_routed_experts")));
+  EXPECT_EQ(m.num_experts(), 0u);
+  EXPECT_THAT(ParseError(ToJson(Without(NemotronHSmall(), "hybrid_override_pattern"))),
+              HasSubstr("config.json (nemotron_h): missing \"hybrid_override_pattern\""));
+  EXPECT_THAT(ParseError(ToJson(With(NemotronHSmall(), "hybrid_override_pattern", "[1, 2]"))),
+              HasSubstr("\"hybrid_override_pattern\" must be a layer pattern"));
+  EXPECT_THAT(ParseError(ToJson(With(NemotronHSmall(), "conv_kernel", "3"))),
+              HasSubstr("\"conv_kernel\" must be 4 (the width of Megatron-Core's Mamba "
+                        "convolution), got 3"));
+}
+
 TEST(HfConfigTest, UnsupportedModelTypeListsSupported) {
   const std::string message = ParseError(ToJson(With(Llama3_8b(), "model_type", "\"gpt2\"")));
   EXPECT_THAT(message, HasSubstr(R"(unsupported model_type "gpt2")"));
   for (const char* type : {"deepseek_v2", "deepseek_v3", "kimi_k2", "llama", "mistral", "mixtral",
-                           "qwen2", "qwen2_moe", "qwen3", "qwen3_moe"}) {
+                           "nemotron_h", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe"}) {
     EXPECT_THAT(message, HasSubstr(type));
   }
 }

@@ -130,6 +130,38 @@ TEST(PresetsTest, Qwen3_30bA3bMatchesConfigFile) {
   EXPECT_TRUE(m.untie_embeddings_and_output_weights());
 }
 
+// The hybrid presets: their config.json read as Megatron-Bridge's
+// NemotronHBridge reads it.
+TEST(PresetsTest, NemotronHybridPresetsMatchTheirConfigFiles) {
+  v1::ModelSpec m = PresetOk("nemotron-h-8b");
+  EXPECT_EQ(m.hybrid_layer_pattern(), "M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M-");
+  EXPECT_EQ(m.num_layers(), 52u);
+  EXPECT_EQ(m.hidden_size(), 4096u);
+  EXPECT_EQ(m.ffn_hidden_size(), 21504u);
+  EXPECT_EQ(m.num_attention_heads(), 32u);
+  EXPECT_EQ(m.num_query_groups(), 8u);
+  EXPECT_EQ(m.kv_channels(), 128u);
+  EXPECT_EQ(m.mamba_num_heads(), 128u);
+  EXPECT_EQ(m.mamba_head_dim(), 64u);
+  EXPECT_EQ(m.mamba_num_groups(), 8u);
+  EXPECT_EQ(m.mamba_state_dim(), 128u);
+  EXPECT_EQ(m.activation(), v1::ACTIVATION_SQUARED_RELU);
+  EXPECT_EQ(m.position_embedding(), v1::POSITION_EMBEDDING_NONE);
+  EXPECT_EQ(m.vocab_size(), 131072u);
+  EXPECT_EQ(m.num_experts(), 0u);
+  m = PresetOk("nemotron-3-nano-30b-a3b");
+  EXPECT_EQ(m.hybrid_layer_pattern(), "MEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEMEM*EMEMEMEME");
+  EXPECT_EQ(m.hidden_size(), 2688u);
+  EXPECT_EQ(m.num_query_groups(), 2u);
+  EXPECT_EQ(m.kv_channels(), 128u);
+  EXPECT_EQ(m.mamba_num_heads(), 64u);
+  EXPECT_EQ(m.num_experts(), 128u);
+  EXPECT_EQ(m.moe_router_topk(), 6u);
+  EXPECT_EQ(m.moe_ffn_hidden_size(), 1856u);
+  EXPECT_EQ(m.moe_shared_expert_intermediate_size(), 3712u);
+  EXPECT_TRUE(m.moe_router_dtype_fp32());
+}
+
 TEST(PresetsTest, DeepSeekV3MatchesConfigFile) {
   ExpectSameAsExample("deepseek-v3", "deepseek_v3_config.json");
   const v1::ModelSpec m = PresetOk("deepseek-v3");
