@@ -20,26 +20,23 @@ absl::Status BadPattern(absl::string_view text, absl::string_view why) {
   return absl::InvalidArgumentError(absl::StrCat(kField, " = ", Quote(text), ": ", why));
 }
 
-// Symbols.VALID_LAYERS.
+// Symbols.VALID_LAYERS: each layer's symbol, the one table both ways.
+struct LayerSymbol {
+  char symbol;
+  HybridLayer layer;
+};
+constexpr LayerSymbol kLayerSymbols[] = {
+    {'M', HybridLayer::kMamba},     {'G', HybridLayer::kGatedDelta},
+    {'*', HybridLayer::kAttention}, {'D', HybridLayer::kDsAttention},
+    {'+', HybridLayer::kMla},       {'-', HybridLayer::kMlp},
+    {'E', HybridLayer::kMoe},
+};
+
 std::optional<HybridLayer> LayerOf(char c) {
-  switch (c) {
-    case 'M':
-      return HybridLayer::kMamba;
-    case 'G':
-      return HybridLayer::kGatedDelta;
-    case '*':
-      return HybridLayer::kAttention;
-    case 'D':
-      return HybridLayer::kDsAttention;
-    case '+':
-      return HybridLayer::kMla;
-    case '-':
-      return HybridLayer::kMlp;
-    case 'E':
-      return HybridLayer::kMoe;
-    default:
-      return std::nullopt;
+  for (const LayerSymbol& entry : kLayerSymbols) {
+    if (entry.symbol == c) return entry.layer;
   }
+  return std::nullopt;
 }
 
 // The layers of `part` (at `offset` in `text`), split at '|' when
@@ -80,21 +77,8 @@ absl::StatusOr<std::vector<std::vector<HybridLayer>>> ReadPart(absl::string_view
 }  // namespace
 
 char HybridLayerSymbol(HybridLayer layer) {
-  switch (layer) {
-    case HybridLayer::kMamba:
-      return 'M';
-    case HybridLayer::kGatedDelta:
-      return 'G';
-    case HybridLayer::kAttention:
-      return '*';
-    case HybridLayer::kDsAttention:
-      return 'D';
-    case HybridLayer::kMla:
-      return '+';
-    case HybridLayer::kMlp:
-      return '-';
-    case HybridLayer::kMoe:
-      return 'E';
+  for (const LayerSymbol& entry : kLayerSymbols) {
+    if (entry.layer == layer) return entry.symbol;
   }
   return '?';
 }
