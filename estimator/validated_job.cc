@@ -941,8 +941,12 @@ absl::Status ResolveHybridMixer(const v1::JobSpec& job, ValidatedJob& j) {
     hybrid.heads = inner / hybrid.head_dim;
   }
   hybrid.inner = hybrid.heads * hybrid.head_dim;
-  hybrid.ssm_state_bytes =
-      DtypeBytes(m.mamba_training_ssm_states_dtype(), j.precision.param_bytes >= 4 ? 4 : 2);
+  const v1::Dtype states = m.mamba_training_ssm_states_dtype();
+  if (states != v1::DTYPE_UNSPECIFIED && states != v1::DTYPE_FP32 && states != v1::DTYPE_BF16) {
+    return Bad("model.mamba_training_ssm_states_dtype", v1::Dtype_Name(states),
+               "must be fp32 or bf16 (Megatron-LM's choices)");
+  }
+  hybrid.ssm_state_bytes = DtypeBytes(states, j.precision.param_bytes >= 4 ? 4 : 2);
   const bool mamba = std::find(hybrid.layers.begin(), hybrid.layers.end(), HybridLayer::kMamba) !=
                      hybrid.layers.end();
   if (mamba) {
