@@ -179,15 +179,18 @@ absl::Status BuildRankTree(const ValidatedJob& j, int64_t r, int64_t* nodes_left
                      "pattern); ask for the estimate without the tree"));
   };
   TreeBuilder b(j, nodes_left);
+  // A hybrid model is megatron/core/models/hybrid/ HybridModel with a
+  // HybridStack.
+  const char* model_type = j.hybrid.on ? "HybridModel" : "GPTModel";
   root->set_name(absl::StrCat("pp_rank_", r));
-  root->set_type("GPTModel");
+  root->set_type(model_type);
   if (!b.Spend(*root)) return too_large();
   const int64_t pp = j.parallelism.pp, vpp = j.parallelism.vpp;
   for (int64_t c = 0; c < vpp; ++c) {
     const StageContents& st = j.stages[r + c * pp];
     v1::ModuleNode* chunk = root;
     if (vpp > 1) {
-      chunk = b.Add(root, absl::StrCat("chunk_", c), "GPTModel");
+      chunk = b.Add(root, absl::StrCat("chunk_", c), model_type);
       if (!b.Spend(*chunk)) return too_large();
     }
     if (st.has_embedding) {
@@ -201,7 +204,8 @@ absl::Status BuildRankTree(const ValidatedJob& j, int64_t r, int64_t* nodes_left
       m->set_activation_bytes(TruncatedCount(mask));
       if (!b.Spend(*m)) return too_large();
     }
-    v1::ModuleNode* decoder = b.Add(chunk, "decoder", "TransformerBlock");
+    v1::ModuleNode* decoder =
+        b.Add(chunk, "decoder", j.hybrid.on ? "HybridStack" : "TransformerBlock");
     if (!b.Spend(*decoder)) return too_large();
     const std::vector<LayerRun> runs = RunsOf(j, st);
     if (!b.AddLayers(runs, 0, runs.size(), decoder)) return too_large();

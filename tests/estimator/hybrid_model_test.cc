@@ -50,6 +50,23 @@ const std::string kNemotronH8b =
     "--untie-embeddings-and-output-weights --vocab-size 131072 --hidden-dropout 0 "
     "--attention-dropout 0 --bf16 --micro-batch-size 1 --seq-length 4096 ";
 
+// The node at `path` ("mixer/ssm") under `tree`; a test failure (and
+// `tree`) when there is none.
+const v1::ModuleNode& Node(const v1::ModuleNode& tree, const std::string& path) {
+  const v1::ModuleNode* node = &tree;
+  for (absl::string_view name : absl::StrSplit(path, '/')) {
+    const auto& children = node->children();
+    auto it = std::find_if(children.begin(), children.end(),
+                           [name](const v1::ModuleNode& c) { return c.name() == name; });
+    if (it == children.end()) {
+      ADD_FAILURE() << "no module " << path << " in\n" << tree.DebugString();
+      return tree;
+    }
+    node = &*it;
+  }
+  return *node;
+}
+
 // The whole model, by hand:
 //   Mamba layer: in_proj's fused RMSNorm h = 4,096; in_proj h x (2 d_inner
 //     + 2 G N + H) = 4096 x 18560 = 76,021,760; conv1d over d_inner + 2 G N
@@ -70,23 +87,15 @@ TEST(HybridModel, NemotronH8bParameterCount) {
   EXPECT_EQ(report->total_parameters(), 8'100'852'736u);
   ASSERT_EQ(report->ranks_size(), 1);
   EXPECT_EQ(report->ranks(0).parameters(), 8'100'852'736u);
-}
-
-// The node at `path` ("mixer/ssm") under `tree`; a test failure (and
-// `tree`) when there is none.
-const v1::ModuleNode& Node(const v1::ModuleNode& tree, const std::string& path) {
-  const v1::ModuleNode* node = &tree;
-  for (absl::string_view name : absl::StrSplit(path, '/')) {
-    const auto& children = node->children();
-    auto it = std::find_if(children.begin(), children.end(),
-                           [name](const v1::ModuleNode& c) { return c.name() == name; });
-    if (it == children.end()) {
-      ADD_FAILURE() << "no module " << path << " in\n" << tree.DebugString();
-      return tree;
-    }
-    node = &*it;
-  }
-  return *node;
+  // The module tree sums to the same: a HybridModel with a HybridStack.
+  EstimateOptions options;
+  options.module_tree = true;
+  report = Estimate(testing::JobFromArgs(Words(kNemotronH8b), 8), options);
+  ASSERT_TRUE(report.ok()) << report.status();
+  const v1::ModuleNode& tree = report->rank_trees(0);
+  EXPECT_EQ(tree.type(), "HybridModel");
+  EXPECT_EQ(tree.parameters(), 8'100'852'736u);
+  EXPECT_EQ(Node(tree, "decoder").type(), "HybridStack");
 }
 
 struct Expected {
