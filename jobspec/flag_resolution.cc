@@ -172,6 +172,20 @@ absl::Status CheckOneHybridPattern(const ParseState& s) {
   return absl::OkStatus();
 }
 
+// hybrid_builders.py builds a HybridModel from the hybrid stack spec and
+// --hybrid-layer-pattern; without a pattern, parse_hybrid_pattern
+// (hybrid_layer_allocation.py) gives it no layers. The pattern may come from
+// a preset the flags override, so the job's field is read.
+absl::Status CheckHybridSpecPattern(const ParseState& s) {
+  if (s.hybrid_stack_spec && s.job->model().hybrid_layer_pattern().empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--spec ", *s.spec,
+        " builds a hybrid model from --hybrid-layer-pattern, which is not given (Megatron-LM's "
+        "HybridModel would have no layers); give --hybrid-layer-pattern"));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 void ParseState::Note(std::string text) {
@@ -185,6 +199,7 @@ void ParseState::Note(std::string text) {
 absl::Status ResolveFlags(ParseState& s) {
   OOMGUARD_RETURN_IF_ERROR(CheckOneFsdp(s));
   OOMGUARD_RETURN_IF_ERROR(CheckOneHybridPattern(s));
+  OOMGUARD_RETURN_IF_ERROR(CheckHybridSpecPattern(s));
   ResolveQueryGroups(s);
   OOMGUARD_RETURN_IF_ERROR(ResolveVocab(s));
   OOMGUARD_RETURN_IF_ERROR(ResolvePrecisionFlags(s));

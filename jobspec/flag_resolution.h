@@ -41,6 +41,10 @@ struct ParseState {
   bool torch_fsdp2 = false;              // --use-torch-fsdp2.
   bool hybrid_layer_pattern = false;     // --hybrid-layer-pattern.
   bool hybrid_override_pattern = false;  // --hybrid-override-pattern (its older spelling).
+  // --spec: its values joined by a space, and whether they name the hybrid
+  // stack spec (the spec oomguard models, megatron_flags.cc ApplySpec).
+  std::optional<std::string> spec = std::nullopt;
+  bool hybrid_stack_spec = false;
 
   size_t notes_added = 0;
 

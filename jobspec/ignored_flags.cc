@@ -785,7 +785,6 @@ constexpr absl::string_view kDistillationFlags[] = {"logits-load-dir",
 constexpr absl::string_view kEvalBatchFlags[] = {"eval-micro-batch-size"};
 constexpr absl::string_view kYamlFlags[] = {"yaml-cfg"};
 constexpr absl::string_view kNcclConfigFlags[] = {"nccl-communicator-config-path"};
-constexpr absl::string_view kSpecFlags[] = {"spec"};
 constexpr absl::string_view kLegacyModelFlags[] = {"use-legacy-models"};
 constexpr absl::string_view kFsdpGradCommFlags[] = {"megatron-fsdp-grad-comm-dtype"};
 constexpr absl::string_view kFsdpFineGrainedFlags[] = {
@@ -855,7 +854,6 @@ constexpr FlagGroup kNotModelled[] = {
      "are "
      "counted for NCCL's defaults",
      kNcclConfigFlags},
-    {"custom layer specs are not modelled; a GPT layer is assumed", kSpecFlags},
     {"legacy (non-Core) models are not modelled", kLegacyModelFlags},
     // Megatron-FSDP settings whose memory is not counted
     // (estimator/fsdp_memory.h counts whole-layer buffers in the gradients'

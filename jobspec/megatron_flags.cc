@@ -12,6 +12,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "absl/types/span.h"
@@ -188,6 +189,41 @@ absl::Status RecordCrossEntropyFusionImpl(const FlagUse& flag, ParseState& s) {
   return absl::OkStatus();
 }
 
+// --spec MODULE NAME (arguments.py _add_experimental_args, nargs='*'): the
+// layer spec the model builder imports (spec_utils.py import_module).
+// hybrid_builders.py needs one; gpt_builders.py replaces its own layer
+// choice with it. Modelled: the hybrid stack spec, in its module or in the
+// mamba module that re-exports it (models/mamba/mamba_layer_specs.py), by
+// either name (mamba_stack_spec = hybrid_stack_spec in
+// models/hybrid/hybrid_layer_specs.py): the Mamba, attention, MLP and MoE
+// layers of --hybrid-layer-pattern that oomguard costs (checked in
+// flag_resolution.cc). Any other spec (a custom layer, `local`, the
+// inference or gated-delta-product stacks) builds layers oomguard does not
+// model: it is noted, and the model read from the other flags.
+bool IsHybridStackSpec(absl::Span<const absl::string_view> values) {
+  if (values.size() != 2) return false;
+  const bool module = values[0] == "megatron.core.models.hybrid.hybrid_layer_specs" ||
+                      values[0] == "megatron.core.models.mamba.mamba_layer_specs";
+  const bool name = values[1] == "hybrid_stack_spec" || values[1] == "mamba_stack_spec";
+  return module && name;
+}
+
+absl::Status ApplySpec(const FlagUse& flag, ParseState& s) {
+  std::vector<std::string> shown;
+  for (size_t i = 0; i < flag.values.size(); ++i) {
+    shown.push_back(ShownWord(flag.values[i], i < flag.sources.size() ? flag.sources[i] : ""));
+  }
+  s.spec = absl::StrJoin(shown, " ");
+  s.hybrid_stack_spec = IsHybridStackSpec(flag.values);
+  if (!s.hybrid_stack_spec) {
+    s.Note(absl::StrCat(flag.display, " ", *s.spec,
+                        ": a layer spec other than the hybrid stack spec "
+                        "(megatron.core.models.hybrid.hybrid_layer_specs hybrid_stack_spec) is "
+                        "not modelled; the layers of the other flags are assumed; ignored"));
+  }
+  return absl::OkStatus();
+}
+
 void NoteVirtualPipelineSpelling(ParseState& s) {
   s.Note(
       "--virtual-pipeline-model-parallel-size: read as --num-virtual-stages-per-pipeline-rank; "
@@ -300,6 +336,7 @@ void AddModelFlags(FlagTable& t) {
   t.Add("hybrid-override-pattern",
         AlsoRecord(Text("model.hybrid_layer_pattern"),
                    [](ParseState& s) { s.hybrid_override_pattern = true; }));
+  t.Add("spec", Unmapped(FlagArity::kList, ApplySpec));
   t.Add("mamba-state-dim", Uint("model.mamba_state_dim"));
   t.Add("mamba-head-dim", Uint("model.mamba_head_dim"));
   t.Add("mamba-num-groups", Uint("model.mamba_num_groups"));

@@ -107,6 +107,7 @@ const std::set<std::string>& WithoutDefault() {
       "mtp-num-layers",
       "hybrid-layer-pattern",
       "hybrid-override-pattern",
+      "spec",
       "mamba-num-heads",
       "mamba-training-ssm-states-dtype",
       "expert-tensor-parallel-size",

@@ -6,6 +6,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -20,10 +21,12 @@
 namespace oomguard {
 namespace {
 
+using ::testing::AllOf;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 using ::testing::SizeIs;
+using ::testing::StartsWith;
 
 // ---------------------------------------------------------------------------
 // Looking flags up.
@@ -250,6 +253,46 @@ TEST(MegatronFlagsTest, HybridFlags) {
   absl::Status dtype = ParseError("--mamba-training-ssm-states-dtype fp16");
   EXPECT_EQ(dtype.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(dtype.message(), HasSubstr("--mamba-training-ssm-states-dtype"));
+}
+
+// --spec: the hybrid stack spec (either module, either name) is the model
+// of --hybrid-layer-pattern, read without a note; without a pattern (none
+// given, none in the job the flags override) Megatron-LM's HybridModel has
+// no layers. Any other spec is noted, naming it, and the layers of the other
+// flags are assumed.
+TEST(MegatronFlagsTest, HybridStackSpec) {
+  for (const char* spec : {"megatron.core.models.hybrid.hybrid_layer_specs hybrid_stack_spec",
+                           "megatron.core.models.mamba.mamba_layer_specs mamba_stack_spec",
+                           "megatron.core.models.mamba.mamba_layer_specs hybrid_stack_spec"}) {
+    std::vector<std::string> notes;
+    const v1::JobSpec job = ParseFull(
+        absl::StrCat("--spec ", spec, " --hybrid-layer-pattern M-M* --vocab-size 8"), &notes);
+    EXPECT_EQ(job.model().hybrid_layer_pattern(), "M-M*") << spec;
+    EXPECT_THAT(notes, IsEmpty()) << spec;
+    const absl::Status alone = ParseError(absl::StrCat("--spec ", spec, " --vocab-size 8"));
+    EXPECT_EQ(alone.code(), absl::StatusCode::kInvalidArgument) << spec;
+    EXPECT_THAT(alone.message(),
+                HasSubstr("builds a hybrid model from --hybrid-layer-pattern, which is not given"));
+  }
+  v1::JobSpec preset;
+  preset.mutable_model()->set_hybrid_layer_pattern("M-");
+  EXPECT_TRUE(ApplyLine("--spec megatron.core.models.hybrid.hybrid_layer_specs hybrid_stack_spec",
+                        ArgsMode::kOverrides, &preset)
+                  .ok());
+  EXPECT_EQ(preset.model().hybrid_layer_pattern(), "M-");
+
+  const std::pair<const char*, const char*> others[] = {
+      {"local", R"(--spec "local": )"},
+      {"megatron.core.models.hybrid.hybrid_layer_specs gdp_stack_spec",
+       R"(--spec "megatron.core.models.hybrid.hybrid_layer_specs" "gdp_stack_spec": )"},
+      {"my.layers custom_spec", R"(--spec "my.layers" "custom_spec": )"}};
+  for (const auto& [spec, shown] : others) {
+    std::vector<std::string> notes;
+    const v1::JobSpec job =
+        ParseFull(absl::StrCat("--spec ", spec, " --num-layers 2 --vocab-size 8"), &notes);
+    EXPECT_EQ(job.model().num_layers(), 2u) << spec;
+    EXPECT_THAT(notes, ElementsAre(AllOf(StartsWith(shown), HasSubstr("is not modelled")))) << spec;
+  }
 }
 
 TEST(MegatronFlagsTest, ParallelismFlags) {
