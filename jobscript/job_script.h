@@ -10,13 +10,14 @@
 //
 // What counts as a launch: a command whose first word (after `exec`, `env`,
 // `nohup`, `time`, prefix assignments, `then`/`do`/`{`) is `torchrun`,
-// `python*`, `srun`, `mpirun` or `mpiexec`, followed somewhere by a GPT-style
-// Megatron-LM training script: a file whose basename matches
-// `pretrain_gpt*.py` or `pretrain_llama*.py`, or `-m MODULE` whose last
-// component is such a name (`-m megatron.training.pretrain_gpt`). Other
-// Megatron-LM entry points (pretrain_bert.py, pretrain_t5.py,
-// pretrain_mamba.py, pretrain_vlm.py, ...) are not modelled: not found, with a
-// note. `srun bash -c "<script>"` / `sh -c` is read as a script. The first
+// `python*`, `srun`, `mpirun` or `mpiexec`, followed somewhere by a
+// Megatron-LM training script oomguard models: a file whose basename matches
+// `pretrain_gpt*.py`, `pretrain_llama*.py`, `pretrain_hybrid*.py` or
+// `pretrain_mamba*.py` (hybrid Mamba models, read from the same flags), or
+// `-m MODULE` whose last component is such a name
+// (`-m megatron.training.pretrain_gpt`). Other Megatron-LM entry points
+// (pretrain_bert.py, pretrain_t5.py, pretrain_vlm.py, ...) are not modelled:
+// not found, with a note. `srun bash -c "<script>"` / `sh -c` is read as a script. The first
 // launch wins; later ones are noted.
 //
 // Variables: `NAME=value`, `export NAME=value`, `declare/local/readonly/

@@ -36,13 +36,18 @@ bool IsLauncher(absl::string_view name) {
          IsPython(name);
 }
 
-enum class ScriptKind { kNone, kGpt, kOtherMegatron };
+enum class ScriptKind { kNone, kModelled, kOtherMegatron };
 
-// What a script basename (with .py) is.
+// What a script basename (with .py) is. pretrain_hybrid.py reads the same
+// arguments as pretrain_gpt.py (parse_and_validate_args with the same
+// tokenizer default) and builds a HybridModel from --spec and
+// --hybrid-layer-pattern; pretrain_mamba.py runs pretrain_hybrid.py
+// (Megatron-LM d98e8a64dd).
 ScriptKind ClassifyScript(absl::string_view base) {
   if (!absl::EndsWith(base, ".py")) return ScriptKind::kNone;
-  if (absl::StartsWith(base, "pretrain_gpt") || absl::StartsWith(base, "pretrain_llama")) {
-    return ScriptKind::kGpt;
+  for (const absl::string_view modelled :
+       {"pretrain_gpt", "pretrain_llama", "pretrain_hybrid", "pretrain_mamba"}) {
+    if (absl::StartsWith(base, modelled)) return ScriptKind::kModelled;
   }
   if (absl::StartsWith(base, "pretrain_")) return ScriptKind::kOtherMegatron;
   return ScriptKind::kNone;
@@ -151,11 +156,12 @@ std::optional<ShellScript> LaunchFinder::Find(const std::vector<Field>& fields,
       case ScriptKind::kNone:
         continue;
       case ScriptKind::kOtherMegatron:
-        Note(absl::StrCat("line ", line, ": ", Shown(script_name),
-                          " is not a GPT-style Megatron-LM model (oomguard models "
-                          "pretrain_gpt*.py and pretrain_llama*.py); not judged"));
+        Note(absl::StrCat(
+            "line ", line, ": ", Shown(script_name),
+            " is not a Megatron-LM model oomguard models (pretrain_gpt*.py, "
+            "pretrain_llama*.py, pretrain_hybrid*.py, pretrain_mamba*.py); not judged"));
         return std::nullopt;
-      case ScriptKind::kGpt:
+      case ScriptKind::kModelled:
         // What the script exported, unless the command sets it itself.
         for (const absl::string_view name : kMemoryEnv) {
           std::optional<std::string> value = variables_->ExportedValue(std::string(name));

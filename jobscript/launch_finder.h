@@ -1,9 +1,10 @@
 // Finding the Megatron-LM launch among a job script's commands, once their
 // words are expanded: wrappers (`exec`, `env NAME=value`, `nohup`,
 // `command`, `time`, `numactl ...`), then a launcher (`torchrun`,
-// `python*`, `srun`, `mpirun`, `mpiexec`), then somewhere a GPT-style
-// training script (`pretrain_gpt*.py`, `pretrain_llama*.py`, or `-m` of a
-// module so named). The words after the script become the Megatron-LM
+// `python*`, `srun`, `mpirun`, `mpiexec`), then somewhere a training script
+// oomguard models (`pretrain_gpt*.py`, `pretrain_llama*.py`,
+// `pretrain_hybrid*.py`, `pretrain_mamba*.py`, or `-m` of a module so
+// named). The words after the script become the Megatron-LM
 // flags, a word only known when the job runs being dropped together with
 // the flag it is the value of. A shell running a script from a word (`srun
 // bash -c "<script>"`) is handed back for the reader to read. The first

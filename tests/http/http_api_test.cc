@@ -209,6 +209,40 @@ TEST_F(HttpApiTest, ChecksAPastedScript) {
                                   "says 4"));
 }
 
+// A hybrid (Mamba) job launched by pretrain_hybrid.py, as Megatron-LM's
+// hybrid CI runs it (TP 2, CP 4, the hybrid stack spec): judged, with the
+// verdict and peak of the same arguments sent as a job.
+TEST_F(HttpApiTest, ChecksAPastedHybridScript) {
+  Start();
+  const std::string args =
+      "--hidden-size 1024 --num-attention-heads 16 --group-query-attention --num-query-groups 8 "
+      "--hybrid-layer-pattern M-M-M-M*-M-M-M-M*-M-M-M-M*-M-M-M-M*-M-M-M-M- "
+      "--spec megatron.core.models.hybrid.hybrid_layer_specs hybrid_stack_spec "
+      "--micro-batch-size 4 --global-batch-size 32 --seq-length 1024 "
+      "--max-position-embeddings 1024 --tensor-model-parallel-size 2 --context-parallel-size 4 "
+      "--use-distributed-optimizer --bf16";
+  const json request = {
+      {"script", absl::StrCat("#!/bin/bash\n#SBATCH --nodes=1\n"
+                              "torchrun --nproc-per-node 8 /opt/Megatron-LM/pretrain_hybrid.py ",
+                              args, "\n")},
+      {"gpu", "H100"}};
+  httplib::Result check = Post("/v1/check_script", request.dump());
+  ASSERT_TRUE(check);
+  ASSERT_EQ(check->status, 200) << check->body;
+  const json answer = json::parse(check->body);
+  EXPECT_EQ(answer["request"]["job"]["megatron"]["numGpus"], 8);
+  EXPECT_EQ(answer["response"]["verdict"], "VERDICT_FITS") << check->body;
+  const json direct_request = {
+      {"job", {{"megatron", {{"args", args}, {"numGpus", 8}}}, {"gpusPerNode", 8}}},
+      {"gpuName", "H100"}};
+  httplib::Result direct = Post("/v1/check", direct_request.dump());
+  ASSERT_TRUE(direct);
+  ASSERT_EQ(direct->status, 200) << direct->body;
+  const json direct_answer = json::parse(direct->body);
+  EXPECT_EQ(answer["response"]["summary"], direct_answer["summary"]);
+  EXPECT_EQ(answer["response"]["peakDeviceBytes"], direct_answer["peakDeviceBytes"]);
+}
+
 TEST_F(HttpApiTest, PastedScriptErrorsNameTheField) {
   Start();
   const struct {

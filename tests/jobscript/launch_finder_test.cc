@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "jobscript/expanded_word.h"
 #include "jobscript/job_script.h"
 #include "jobscript/shell_variables.h"
@@ -63,10 +64,31 @@ TEST(LaunchFinderTest, LauncherForms) {
   EXPECT_FALSE(job.found);
 }
 
+// pretrain_hybrid.py (and pretrain_mamba.py, which runs it) read the
+// arguments pretrain_gpt.py reads; the hybrid model is in the flags.
+TEST(LaunchFinderTest, HybridLaunchesAreRead) {
+  for (const char* launch :
+       {"torchrun --nproc-per-node 8 /opt/megatron/pretrain_hybrid.py",
+        "torchrun --nproc-per-node 8 pretrain_mamba.py", "python -m pretrain_hybrid"}) {
+    const ScriptJob job = Parse(absl::StrCat(
+        launch,
+        " --hybrid-layer-pattern 'M-M*' --spec megatron.core.models.hybrid.hybrid_layer_specs "
+        "hybrid_stack_spec\n"));
+    ASSERT_TRUE(job.found) << launch;
+    EXPECT_THAT(job.megatron_args,
+                ElementsAre("--hybrid-layer-pattern", "M-M*", "--spec",
+                            "megatron.core.models.hybrid.hybrid_layer_specs", "hybrid_stack_spec"))
+        << launch;
+  }
+}
+
 TEST(LaunchFinderTest, OtherMegatronModelsAreNotJudged) {
-  const ScriptJob job = Parse("torchrun pretrain_mamba.py --num-layers 2\n");
-  EXPECT_FALSE(job.found);
-  EXPECT_THAT(AllNotes(job), HasSubstr("pretrain_mamba.py is not a GPT-style"));
+  for (const char* script : {"pretrain_bert.py", "pretrain_vlm.py"}) {
+    const ScriptJob job = Parse(absl::StrCat("torchrun ", script, " --num-layers 2\n"));
+    EXPECT_FALSE(job.found) << script;
+    EXPECT_THAT(AllNotes(job),
+                HasSubstr(absl::StrCat(script, " is not a Megatron-LM model oomguard models")));
+  }
 }
 
 TEST(LaunchFinderTest, NonTrainingScript) {

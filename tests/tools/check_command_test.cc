@@ -111,6 +111,30 @@ torchrun --nproc_per_node 8 pretrain_gpt.py "${ARGS[@]}" --use-distributed-optim
   EXPECT_THAT(lines[1], StartsWith("oomguard: step 1: "));
 }
 
+// A hybrid (Mamba) job launched by pretrain_mamba.py (which runs
+// pretrain_hybrid.py) with the older spelling of the hybrid stack spec:
+// judged, with the verdict of the same arguments given to check.
+TEST_F(CheckCommandTest, HybridScriptIsJudgedAsItsArguments) {
+  const std::string args =
+      "--hidden-size 1024 --num-attention-heads 16 --group-query-attention --num-query-groups 8 "
+      "--hybrid-layer-pattern M-M-M-M*-M-M-M-M*-M-M-M-M*-M-M-M-M*-M-M-M-M- "
+      "--spec megatron.core.models.mamba.mamba_layer_specs mamba_stack_spec "
+      "--micro-batch-size 4 --global-batch-size 32 --seq-length 1024 "
+      "--max-position-embeddings 1024 --tensor-model-parallel-size 2 --context-parallel-size 4 "
+      "--use-distributed-optimizer --bf16";
+  const std::string script =
+      File("hybrid.sh", absl::StrCat("#!/bin/bash\n#OOMGUARD gpu=H100\n"
+                                     "torchrun --nproc_per_node 8 pretrain_mamba.py ",
+                                     args, "\n"));
+  ASSERT_EQ(Run({"--script", script}), kCheckFits) << out_ << err_;
+  const std::string from_script = out_;
+  EXPECT_THAT(from_script, StartsWith("oomguard: Fits: PP rank 0 peaks at "));
+  std::vector<std::string> direct = {"--gpu", "H100", "--gpus", "8", "--"};
+  for (const std::string& a : Split(args)) direct.push_back(a);
+  ASSERT_EQ(Run(direct), kCheckFits) << out_ << err_;
+  EXPECT_EQ(from_script, out_);
+}
+
 // The ways people ask Slurm for 32 GPUs (issue 11): judged without the GPU
 // count restated, the GRES type matched against the GPU catalog.
 TEST_F(CheckCommandTest, SbatchSizesAreReadAsSlurmComputesThem) {
