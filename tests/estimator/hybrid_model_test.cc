@@ -98,6 +98,45 @@ TEST(HybridModel, NemotronH8bParameterCount) {
   EXPECT_EQ(Node(tree, "decoder").type(), "HybridStack");
 }
 
+// The Nemotron-H 47B and 56B presets (jobspec/preset_configs.inc, from
+// Megatron-LM's examples/post_training/modelopt/conf/nvidia/
+// Nemotron-H-47B-Reasoning-128K.sh and Nemotron-H-56B-Base-8K.sh), by hand:
+// h 8192, H 256 Mamba heads of P 64 (d_inner 16,384), G 8, N 256, 64
+// attention heads of 128 with 8 KV heads, vocabulary 131,072, untied.
+//   Mamba layer: fused norm 8,192; in_proj 8192 x (2 x 16384 + 2 x 8 x 256 +
+//     256 = 37,120) = 304,087,040; conv1d over 16384 + 4096 = 20,480
+//     channels, weight x 4 + bias = 102,400; dt_bias, A_log, D 3 x 256 =
+//     768; gated RMSNorm 16,384; out_proj 16384 x 8192 = 134,217,728. Sum
+//     438,432,512.
+//   Attention layer: fused norm 8,192; QKV 8192 x (64 + 2 x 8) x 128 =
+//     83,886,080; proj 8192 x 8192 = 67,108,864. Sum 151,003,136.
+//   MLP layer: fused norm 8,192 + fc1 and fc2 8192 x ffn each.
+//   Embedding and output layer 131072 x 8192 each, 2,147,483,648 together;
+//     final norm 8,192.
+// 47B: 98 layers, 45 Mamba, 5 attention, 48 MLP of ffn 30,720
+//   (503,324,672 each): 45 x 438,432,512 + 5 x 151,003,136 + 48 x
+//   503,324,672 + 2,147,491,840 = 46,791,554,816 (published: 47B).
+// 56B: 118 layers, 54 Mamba, 10 attention, 54 MLP of ffn 32,768
+//   (536,879,104 each): 54 x 438,432,512 + 10 x 151,003,136 + 54 x
+//   536,879,104 + 2,147,491,840 = 56,324,350,464 (published: 56B).
+// (Without TP: under TP the total counts each rank's copy of the norms.)
+TEST(HybridModel, NemotronH47bAnd56bPresetParameterCounts) {
+  const struct {
+    const char* preset;
+    uint64_t parameters;
+    double published;
+  } models[] = {{"nemotron-h-47b", 46'791'554'816u, 47e9},
+                {"nemotron-h-56b", 56'324'350'464u, 56e9}};
+  for (const auto& m : models) {
+    absl::StatusOr<v1::EstimateReport> report = Estimate(
+        testing::JobFromArgs(Words("--bf16 --micro-batch-size 1 --seq-length 8192"), 8, m.preset));
+    ASSERT_TRUE(report.ok()) << m.preset << ": " << report.status();
+    EXPECT_EQ(report->total_parameters(), m.parameters) << m.preset;
+    EXPECT_NEAR(static_cast<double>(report->total_parameters()), m.published, 0.01 * m.published)
+        << m.preset;
+  }
+}
+
 struct Expected {
   const char* path;
   const char* type;

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -149,6 +150,37 @@ TEST(PresetsTest, NemotronHybridPresetsMatchTheirConfigFiles) {
   EXPECT_EQ(m.position_embedding(), v1::POSITION_EMBEDDING_NONE);
   EXPECT_EQ(m.vocab_size(), 131072u);
   EXPECT_EQ(m.num_experts(), 0u);
+  // 47B and 56B as Megatron-LM's Nemotron-H-47B-Reasoning-128K.sh and
+  // Nemotron-H-56B-Base-8K.sh give them (the 56B's Mamba heads, head
+  // width and groups at Megatron-Core's defaults).
+  for (const auto& [name, pattern, layers, ffn] :
+       {std::tuple{"nemotron-h-47b",
+                   "M-M-M-M-M-M-M-M-M*-M-M-M-M-M-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M-M-M---"
+                   "MM---M-M*-M-M-M-M-M-",
+                   98u, 30720u},
+        std::tuple{"nemotron-h-56b",
+                   "M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-"
+                   "M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M-",
+                   118u, 32768u}}) {
+    SCOPED_TRACE(name);
+    m = PresetOk(name);
+    EXPECT_EQ(m.hybrid_layer_pattern(), pattern);
+    EXPECT_EQ(m.num_layers(), layers);
+    EXPECT_EQ(m.hidden_size(), 8192u);
+    EXPECT_EQ(m.ffn_hidden_size(), ffn);
+    EXPECT_EQ(m.num_attention_heads(), 64u);
+    EXPECT_EQ(m.num_query_groups(), 8u);
+    EXPECT_EQ(m.kv_channels(), 128u);
+    EXPECT_EQ(m.mamba_num_heads(), 256u);
+    EXPECT_EQ(m.mamba_head_dim(), 64u);
+    EXPECT_EQ(m.mamba_num_groups(), 8u);
+    EXPECT_EQ(m.mamba_state_dim(), 256u);
+    EXPECT_EQ(m.max_position_embeddings(), 8192u);
+    EXPECT_EQ(m.activation(), v1::ACTIVATION_SQUARED_RELU);
+    EXPECT_EQ(m.position_embedding(), v1::POSITION_EMBEDDING_NONE);
+    EXPECT_EQ(m.vocab_size(), 131072u);
+    EXPECT_TRUE(m.untie_embeddings_and_output_weights());
+  }
   m = PresetOk("nemotron-3-nano-30b-a3b");
   EXPECT_EQ(m.hybrid_layer_pattern(), "MEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEMEM*EMEMEMEME");
   EXPECT_EQ(m.hidden_size(), 2688u);
