@@ -167,6 +167,51 @@ std::vector<BuiltinGpu> BuiltinGpus() {
        v1::GPU_VENDOR_NVIDIA,
        8,
        "NVIDIA L40S, 48 GB GDDR6 (44.52 GiB usable)"},
+      // Volta and Turing (compute capability 7): no flash or cuDNN fused
+      // attention, no BF16 (GPU_ARCHITECTURE_VOLTA_TURING). torch device
+      // properties "name='Tesla V100-SXM2-16GB', major=7, minor=0,
+      // total_memory=16160MB" and the same figure for "Tesla V100-PCIE-16GB"
+      // (public YOLOv5 setup logs and a cluster guide found by code search;
+      // PyTorch's "15.78 GiB total capacity"). "V100" is this part, the
+      // common cloud one (the 32 GB parts are named with their size).
+      {"V100-SXM2-16GB",
+       {"V100", "V100-16GB", "V100-SXM2", "Tesla-V100-SXM2-16GB"},
+       16160,
+       v1::GPU_VENDOR_NVIDIA,
+       7,
+       "NVIDIA Tesla V100 SXM2, 16 GB HBM2 (15.78 GiB usable)"},
+      {"V100-PCIe-16GB",
+       {"V100-PCIE", "Tesla-V100-PCIE-16GB"},
+       16160,
+       v1::GPU_VENDOR_NVIDIA,
+       7,
+       "NVIDIA Tesla V100 PCIe, 16 GB HBM2 (15.78 GiB usable)"},
+      // torch device properties "name='Tesla V100-PCIE-32GB', major=7,
+      // minor=0, total_memory=32510MB" (a public setup note found by code
+      // search; PyTorch's "31.75 GiB total capacity" in many public OOM
+      // logs). The SXM2 32 GB part is derived from it: the same HBM2 stacks.
+      {"V100-PCIe-32GB",
+       {"Tesla-V100-PCIE-32GB"},
+       32510,
+       v1::GPU_VENDOR_NVIDIA,
+       7,
+       "NVIDIA Tesla V100 PCIe, 32 GB HBM2 (31.75 GiB usable)"},
+      {"V100-SXM2-32GB",
+       {"V100-32GB", "Tesla-V100-SXM2-32GB"},
+       32510,
+       v1::GPU_VENDOR_NVIDIA,
+       7,
+       "NVIDIA Tesla V100 SXM2, 32 GB HBM2 (31.75 GiB usable)"},
+      // torch device properties "name='Tesla T4', major=7, minor=5,
+      // total_memory=15109MB" (public Colab logs found by code search; the
+      // most frequent of the figures printed, PyTorch's "14.75 GiB total
+      // capacity").
+      {"T4-16GB",
+       {"T4", "Tesla-T4"},
+       15109,
+       v1::GPU_VENDOR_NVIDIA,
+       7,
+       "NVIDIA Tesla T4, 16 GB GDDR6 (14.75 GiB usable)"},
       {"MI300X-192GB",
        {"MI300X"},
        196588,
@@ -263,6 +308,8 @@ absl::StatusOr<v1::GpuSpec> GpuCatalog::Find(std::string_view name) const {
 v1::GpuArchitecture GpuArchitectureOf(const v1::GpuSpec& gpu) {
   if (gpu.vendor() != v1::GPU_VENDOR_NVIDIA) return v1::GPU_ARCHITECTURE_UNSPECIFIED;
   switch (gpu.compute_capability_major()) {
+    case 7:
+      return v1::GPU_ARCHITECTURE_VOLTA_TURING;
     case 9:
       return v1::GPU_ARCHITECTURE_HOPPER;
     case 10:

@@ -95,14 +95,20 @@ double DropoutMask(const ValidatedJob& j, const MicroBatchShape& s) {
   return j.model.hidden_dropout > 0 ? s.sp_tokens * j.model.hidden : 0;  // bool mask
 }
 
-// Bytes per element of the s x s attention probabilities unfused attention
-// keeps: softmax output (bf16 from the fused kernel; Megatron's local
-// attention keeps the fp32 softmax and a bf16 copy), plus dropout mask and
-// dropout output when attention dropout is on.
-double ScoreBytesPerElement(const ValidatedJob& j) {
-  double bytes = j.training.local_attention && !j.training.fused_softmax ? 6 : 2;
-  if (j.model.attention_dropout > 0) bytes += 3;
-  return bytes;
+// Bytes per element of the [b, heads/TP, s/CP, s] scores that unfused
+// attention (TE's UnfusedDotProductAttention, Megatron's local
+// DotProductAttention) keeps for backward. The softmax keeps its output:
+// 16-bit from the fused kernel, fp32 from the framework softmax
+// (forward_torch_softmax runs it in fp32). The probabilities @ V bmm keeps
+// its input: with attention dropout on, the dropout output (16-bit) beside
+// the dropout's bool mask; else the fused softmax's own output, or the
+// framework softmax's 16-bit cast. The raw scores and the cast before the
+// dropout are not kept (native_dropout keeps only its mask).
+double ScoreBytesPerElement(const ValidatedJob& j, double elt) {
+  const bool cast = !j.training.fused_softmax && elt < 4;
+  const double softmax = j.training.fused_softmax ? elt : 4;
+  if (j.model.attention_dropout > 0) return softmax + 1 + elt;
+  return softmax + (cast ? elt : 0);
 }
 
 // Core attention internals beyond its q/k/v inputs and output: the fp32
@@ -112,7 +118,7 @@ double CoreAttentionInternals(const ValidatedJob& j, const MicroBatchShape& s,
                               double heads_per_rank) {
   if (j.recompute.HasModule(v1::RECOMPUTE_MODULE_CORE_ATTN)) return 0;
   if (j.training.flash_attention) return 4 * s.full_tokens * heads_per_rank;
-  return ScoreElements(j, heads_per_rank) * ScoreBytesPerElement(j);
+  return ScoreElements(j, heads_per_rank) * ScoreBytesPerElement(j, s.elt);
 }
 
 // Backward working set of core attention: unfused attention's fp32 score
@@ -122,7 +128,7 @@ double AttentionTransient(const ValidatedJob& j, const MicroBatchShape& s, doubl
                           double qkv_width_per_rank) {
   if (!j.training.flash_attention) {
     const double recomputed =
-        j.recompute.HasModule(v1::RECOMPUTE_MODULE_CORE_ATTN) ? ScoreBytesPerElement(j) : 0;
+        j.recompute.HasModule(v1::RECOMPUTE_MODULE_CORE_ATTN) ? ScoreBytesPerElement(j, s.elt) : 0;
     return (4 + recomputed) * ScoreElements(j, heads_per_rank);
   }
   return 2 * s.elt * s.full_tokens * qkv_width_per_rank;

@@ -10,6 +10,7 @@
 #include "common/quoted_value.h"
 #include "common/status_macros.h"
 #include "estimator/activation_cpu_offload.h"
+#include "estimator/attention_backend.h"
 #include "estimator/cuda_graph_rules.h"
 #include "estimator/fp8_memory.h"
 #include "estimator/fsdp_memory.h"
@@ -498,22 +499,12 @@ absl::Status ResolveTraining(const v1::JobSpec& job, ValidatedJob& j) {
   } else {
     j.model.max_positions = 0;
   }
-  const v1::AttentionBackend ab = t.attention_backend();
-  training.local_attention = ab == v1::ATTENTION_BACKEND_LOCAL;
-  training.flash_attention = !(ab == v1::ATTENTION_BACKEND_UNFUSED || training.local_attention);
+  // The attention kernel and its softmax: estimator/attention_backend.h,
+  // once the GPU architecture is known.
   training.transformer_engine = t.transformer_impl() != v1::TRANSFORMER_IMPL_LOCAL;
-  if (!training.transformer_engine && ab != v1::ATTENTION_BACKEND_FLASH) {
-    // The local spec has no fused attention: Megatron's DotProductAttention.
-    training.flash_attention = false;
-    training.local_attention = true;
-  }
   training.ce_fusion = t.cross_entropy_fusion();
   training.rope_fused =
       j.model.rope && (t.has_rope_fusion() ? t.rope_fusion() : true) && training.transformer_engine;
-  training.fused_softmax = (t.has_masked_softmax_fusion() ? t.masked_softmax_fusion() : true) &&
-                           job.precision().params_dtype() != v1::DTYPE_FP32 && training.seq > 16 &&
-                           training.seq <= 16384 && training.seq % 4 == 0 &&
-                           (training.micro_batch * j.model.heads / par.tp) % 4 == 0;
   training.defer_embedding_wgrad = t.defer_embedding_wgrad_compute();
   training.wgrad_deferral_limit = t.wgrad_deferral_limit();
   training.dense_mask =
@@ -1025,6 +1016,7 @@ absl::StatusOr<ValidatedJob> ValidateJob(const v1::JobSpec& job, std::vector<std
   OOMGUARD_RETURN_IF_ERROR(ResolvePrecision(job.precision(), j));
   OOMGUARD_RETURN_IF_ERROR(ResolveRuntime(job.runtime(), j.runtime, notes));
   OOMGUARD_RETURN_IF_ERROR(ResolveFp8(job.precision(), job.runtime().gpu_architecture(), j, notes));
+  OOMGUARD_RETURN_IF_ERROR(ResolveAttentionBackend(job, j));
   OOMGUARD_RETURN_IF_ERROR(ResolveCudaGraphs(job.runtime(), j));
   ResolveOptimizerState(job, j);
   OOMGUARD_RETURN_IF_ERROR(CheckSize("runtime.gpus_per_node", j.runtime.gpus_per_node, 1024));

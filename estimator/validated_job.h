@@ -172,8 +172,10 @@ struct TrainingSettings {
   bool local_attention = false;     // Megatron's own unfused attention.
   bool transformer_engine = false;  // TE layers (fused norm+linear).
   v1::CrossEntropyFusion ce_fusion = v1::CROSS_ENTROPY_FUSION_UNSPECIFIED;
-  bool rope_fused = false;             // RoPE by the fused kernel (no cos/sin tables kept).
-  bool fused_softmax = false;          // Local attention keeps 2-byte probabilities only.
+  bool rope_fused = false;  // RoPE by the fused kernel (no cos/sin tables kept).
+  // Unfused attention's softmax runs the fused kernel (TE's or, for local
+  // attention, Megatron's), which keeps only its 16-bit output.
+  bool fused_softmax = false;
   bool defer_embedding_wgrad = false;  // Output-layer weight gradients wait for the flush.
   int64_t wgrad_deferral_limit = 0;    // 0 = every micro-batch.
   bool dense_mask = false;             // The data loader makes the [b, 1, s, s] mask.

@@ -75,9 +75,12 @@ absl::Status ApplyEnvironment(const std::map<std::string, std::string>& env, v1:
       job->mutable_runtime()->set_gpu_architecture(v1::GPU_ARCHITECTURE_HOPPER);
     } else if (value == "blackwell") {
       job->mutable_runtime()->set_gpu_architecture(v1::GPU_ARCHITECTURE_BLACKWELL);
+    } else if (value == "volta" || value == "turing") {
+      job->mutable_runtime()->set_gpu_architecture(v1::GPU_ARCHITECTURE_VOLTA_TURING);
     } else {
       return absl::InvalidArgumentError(absl::StrCat(
-          "OOMGUARD_GPU_ARCHITECTURE: expected hopper or blackwell, got ", Quote(value)));
+          "OOMGUARD_GPU_ARCHITECTURE: expected hopper, blackwell, volta or turing, got ",
+          Quote(value)));
     }
   }
   if (auto adam = env.find("OOMGUARD_OPTIMIZER_IMPLEMENTATION"); adam != env.end()) {

@@ -39,6 +39,12 @@ constexpr Unimplemented kUnimplementedFlags[] = {
     {"warmup",
      "Megatron-LM refuses this old flag (\"--warmup argument is no longer valid\"): write one of "
      "the --lr-warmup-* flags"},
+    // Still parsed, but validate_args prints that it is no longer valid and
+    // exits: the job never trains.
+    {"checkpoint-activations",
+     "Megatron-LM exits on it (\"--checkpoint-activations is no longer valid\", arguments.py "
+     "validate_args): write --recompute-activations, or --recompute-granularity full with "
+     "--recompute-method and --recompute-num-layers"},
 };
 
 // A group of flags that share a reason.
@@ -584,8 +590,12 @@ constexpr absl::string_view kLinearAttentionFlags[] = {
 
 constexpr absl::string_view kAttentionFlags[] = {
     // Taken by the "attention" work (issue 27 §3).
-    "cp-comm-type", "hierarchical-context-parallel-sizes", "output-logit-dtype",
-    "checkpoint-activations", "decoder-num-layers"};
+    "cp-comm-type", "hierarchical-context-parallel-sizes", "output-logit-dtype"};
+
+// A GPT model's layers are --num-layers (or --encoder-num-layers);
+// arguments.py reads this one only to size the virtual pipeline when
+// --num-layers is absent; pretrain_vlm.py and T5 build decoders from it.
+constexpr absl::string_view kDecoderLayerFlags[] = {"decoder-num-layers"};
 
 constexpr absl::string_view kRlFlags[] = {"perform-rl-step",
                                           "langrl-env-config",
@@ -801,6 +811,9 @@ constexpr FlagGroup kNotModelled[] = {
     {"the MTP layers of hybrid models are not modelled", kHybridMtpFlags},
     {"gated delta net (linear attention) layers are not modelled", kLinearAttentionFlags},
     {"not modelled yet (issue 27 §3: attention); the job is estimated without it", kAttentionFlags},
+    {"encoder-decoder (T5) and vision-language decoders are built from it, which are not "
+     "modelled; a GPT model's layers are --num-layers",
+     kDecoderLayerFlags},
     {"RL post-training (--perform-rl-step: rollouts with an inference engine, its KV cache and "
      "CUDA graphs, reference and inference copies of the model) is not modelled",
      kRlFlags},

@@ -88,6 +88,22 @@ const std::vector<GpuPerformance>& Table() {
       // to the host (20 GB/s sustained, as the A100 PCIe), 200 Gb/s per GPU
       // between nodes as the A100's HDR.
       {"L40S-48GB", 362.05 * kT, 733 * kT, 0, 864 * kG, 20 * kG, 25 * kG, 20 * kG},
+      // Volta and Turing run no BF16: their 16-bit figure is the FP16
+      // tensor-core peak (the precision such a job must use). V100 SXM2
+      // datasheet: 125 TFLOP/s FP16 tensor, 900 GB/s HBM2, NVLink 2 300 GB/s
+      // (150 per direction); DGX-1's four EDR 100 Gb/s NICs per 8 GPUs (6.25
+      // GB/s per GPU); PCIe Gen3 x16 to the host (16 GB/s per direction, 10
+      // sustained, as Gen4's 32 gives 20 above).
+      {"V100-SXM2-16GB", 125 * kT, 0, 0, 900 * kG, 150 * kG, 6.25 * kG, 10 * kG},
+      {"V100-SXM2-32GB", 125 * kT, 0, 0, 900 * kG, 150 * kG, 6.25 * kG, 10 * kG},
+      // V100 PCIe datasheet: 112 TFLOP/s FP16 tensor, 900 GB/s HBM2, no
+      // NVLink: PCIe Gen3 x16 between GPUs and to the host.
+      {"V100-PCIe-16GB", 112 * kT, 0, 0, 900 * kG, 10 * kG, 6.25 * kG, 10 * kG},
+      {"V100-PCIe-32GB", 112 * kT, 0, 0, 900 * kG, 10 * kG, 6.25 * kG, 10 * kG},
+      // T4 datasheet: 65 TFLOP/s FP16 tensor (its INT8/INT4 peaks are not
+      // FP8), 320 GB/s GDDR6, no NVLink, PCIe Gen3 x16; one 50 Gb/s NIC per
+      // 4 GPUs between nodes (AWS g4dn.12xlarge), 1.5625 GB/s per GPU.
+      {"T4-16GB", 65 * kT, 0, 0, 320 * kG, 10 * kG, 1.5625 * kG, 10 * kG},
       // MI300X: 1307 TFLOP/s BF16, 2615 FP8 dense, 5.3 TB/s, Infinity Fabric
       // 7 x 64 GB/s per direction to the 7 peers.
       {"MI300X-192GB", 1307 * kT, 2615 * kT, 0, 5300 * kG, 448 * kG, 50 * kG, 25 * kG},

@@ -22,7 +22,7 @@ constexpr char kUsage[] =
     "                         [--preset NAME | --hf-config FILE] [--env NAME=VALUE ...]\n"
     "                         [--coverage 0.95]\n"
     "                         [--megatron-core-version X.Y] [--transformer-engine-version X.Y]\n"
-    "                         [--gpu-architecture hopper|blackwell]\n"
+    "                         [--gpu-architecture hopper|blackwell|volta|turing]\n"
     "                         [--] <Megatron-LM pretrain_gpt.py arguments>\n";
 
 struct EstimateFlags {

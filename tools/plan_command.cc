@@ -29,7 +29,7 @@ constexpr char kUsage[] =
     "                     may be left out: --bound tp=:4 --bound pp=2:)\n"
     "                     [--peak-bound upper|point] [--coverage 0.95] [--env NAME=VALUE ...]\n"
     "                     [--megatron-core-version X.Y] [--transformer-engine-version X.Y]\n"
-    "                     [--gpu-architecture hopper|blackwell]\n"
+    "                     [--gpu-architecture hopper|blackwell|volta|turing]\n"
     "                     [--] [Megatron-LM arguments fixing the training\n"
     "                     shape or constraining the search, e.g. --seq-length 4096\n"
     "                     --global-batch-size 1024 --fp8-format e4m3 --tensor-model-parallel-size "

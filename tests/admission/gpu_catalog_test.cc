@@ -64,6 +64,11 @@ TEST(GpuCatalogTest, Issue9GpusResolveByCommonNamesToTheDriversMemory) {
            {"A100-80GB", "A100-SXM-80GB", 81254},  {"A100-PCIE-80GB", "A100-SXM-80GB", 81254},
            {"A100-40GB", "A100-40GB", 40540},      {"A100-PCIE-40GB", "A100-PCIe-40GB", 40326},
            {"L40S", "L40S-48GB", 45589},
+           // torch total_memory: "Tesla V100-SXM2-16GB" 16160MB, "Tesla
+           // V100-PCIE-32GB" 32510MB, "Tesla T4" 15109MB.
+           {"V100", "V100-SXM2-16GB", 16160},      {"V100-PCIe-16GB", "V100-PCIe-16GB", 16160},
+           {"V100-32GB", "V100-SXM2-32GB", 32510}, {"V100-PCIe-32GB", "V100-PCIe-32GB", 32510},
+           {"T4", "T4-16GB", 15109},
        }) {
     absl::StatusOr<v1::GpuSpec> gpu = catalog.Find(c.typed);
     ASSERT_TRUE(gpu.ok()) << c.typed << ": " << gpu.status();
@@ -96,6 +101,13 @@ TEST(GpuCatalogTest, NvmlProductNamesResolve) {
            {"A100-80GB-PCIe", "A100-SXM-80GB"},
            {"A100-PCIE-40GB", "A100-PCIe-40GB"},
            {"A100-SXM4-40GB", "A100-40GB"},
+           // Kubernetes GPU feature discovery's nvidia.com/gpu.product
+           // labels: the driver's product name, spaces as '-'.
+           {"Tesla-V100-SXM2-16GB", "V100-SXM2-16GB"},
+           {"Tesla-V100-SXM2-32GB", "V100-SXM2-32GB"},
+           {"Tesla-V100-PCIE-16GB", "V100-PCIe-16GB"},
+           {"Tesla-V100-PCIE-32GB", "V100-PCIe-32GB"},
+           {"Tesla-T4", "T4-16GB"},
        }) {
     absl::StatusOr<v1::GpuSpec> gpu = catalog.Find(product);
     ASSERT_TRUE(gpu.ok()) << product;
@@ -192,6 +204,10 @@ TEST(GpuCatalogTest, ArchitectureFromComputeCapability) {
   for (const char* blackwell : {"B200", "B300", "GB200", "GB300"}) {
     EXPECT_EQ(GpuArchitectureOf(*catalog.Find(blackwell)), v1::GPU_ARCHITECTURE_BLACKWELL)
         << blackwell;
+  }
+  // Compute capability 7 (Volta V100, Turing T4): no flash attention, no BF16.
+  for (const char* gpu : {"V100", "V100-32GB", "V100-PCIe-16GB", "V100-PCIe-32GB", "T4"}) {
+    EXPECT_EQ(GpuArchitectureOf(*catalog.Find(gpu)), v1::GPU_ARCHITECTURE_VOLTA_TURING) << gpu;
   }
   // Compute capability 8 is Ampere or Ada (L40S): neither is modelled.
   EXPECT_EQ(GpuArchitectureOf(*catalog.Find("A100-40GB")), v1::GPU_ARCHITECTURE_UNSPECIFIED);

@@ -109,10 +109,15 @@ TEST(ApplyEnvironmentTest, GpuArchitecture) {
   EXPECT_EQ(job.runtime().gpu_architecture(), v1::GPU_ARCHITECTURE_BLACKWELL);
   ASSERT_TRUE(ApplyEnvironment({{"OOMGUARD_GPU_ARCHITECTURE", " hopper "}}, &job).ok());
   EXPECT_EQ(job.runtime().gpu_architecture(), v1::GPU_ARCHITECTURE_HOPPER);
+  ASSERT_TRUE(ApplyEnvironment({{"OOMGUARD_GPU_ARCHITECTURE", "turing"}}, &job).ok());
+  EXPECT_EQ(job.runtime().gpu_architecture(), v1::GPU_ARCHITECTURE_VOLTA_TURING);
+  ASSERT_TRUE(ApplyEnvironment({{"OOMGUARD_GPU_ARCHITECTURE", "volta"}}, &job).ok());
+  EXPECT_EQ(job.runtime().gpu_architecture(), v1::GPU_ARCHITECTURE_VOLTA_TURING);
   const absl::Status bad = ApplyEnvironment({{"OOMGUARD_GPU_ARCHITECTURE", "ampere"}}, &job);
   EXPECT_EQ(bad.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(bad.message(),
-            "OOMGUARD_GPU_ARCHITECTURE: expected hopper or blackwell, got \"ampere\"");
+  EXPECT_EQ(
+      bad.message(),
+      "OOMGUARD_GPU_ARCHITECTURE: expected hopper, blackwell, volta or turing, got \"ampere\"");
 }
 
 // HybridEP's ranks per NVLink domain, as deep_ep's HybridEPBuffer reads it

@@ -48,7 +48,10 @@ TEST(IgnoredFlagsTest, UnmodelledFlagsSayWhy) {
 
 TEST(IgnoredFlagsTest, UnimplementedFlagsSayWhy) {
   EXPECT_THAT(UnimplementedFlags(),
-              ElementsAre("use-custom-fsdp", "batch-size", "model-parallel-size", "warmup"));
+              ElementsAre("use-custom-fsdp", "batch-size", "model-parallel-size", "warmup",
+                          "checkpoint-activations"));
+  EXPECT_THAT(UnimplementedFlagReason("checkpoint-activations"),
+              Optional(HasSubstr("--recompute-activations")));
   EXPECT_THAT(UnimplementedFlagReason("use-custom-fsdp"),
               Optional(HasSubstr("--use-megatron-fsdp")));
   EXPECT_EQ(UnimplementedFlagReason("use-megatron-fsdp"), std::nullopt);
