@@ -16,12 +16,15 @@ absl::Status Bad(absl::string_view field, const auto& value, absl::string_view w
 constexpr absl::string_view kComputeCapability7 =
     "runtime.gpu_architecture is GPU_ARCHITECTURE_VOLTA_TURING (compute capability 7: V100, T4)";
 
+constexpr absl::string_view kNoBf16 =
+    "BF16 needs compute capability 8.0 or newer (Transformer Engine is_bf16_available); ";
+
 v1::Dtype ParamsDtype(const v1::JobSpec& job) {
   const v1::Dtype d = job.precision().params_dtype();
   return d == v1::DTYPE_UNSPECIFIED ? v1::DTYPE_BF16 : d;
 }
 
-// What compute capability 7 cannot run at all: BF16 (TE utils.py
+// What compute capability 7 cannot run at all: BF16 weights or logits (TE utils.py
 // is_bf16_compatible: 8.0 or newer; cuBLAS has no BF16 tensor-core GEMM on
 // Volta/Turing) and FP8 (TE check_fp8_support: 8.9 or newer; MXFP8 and NVFP4
 // are refused earlier, estimator/fp8_memory.h).
@@ -29,9 +32,11 @@ absl::Status CheckDtypesRun(const v1::JobSpec& job, const ValidatedJob& j) {
   if (j.runtime.gpu_architecture != v1::GPU_ARCHITECTURE_VOLTA_TURING) return absl::OkStatus();
   if (ParamsDtype(job) == v1::DTYPE_BF16) {
     return Bad("precision.params_dtype", "DTYPE_BF16",
-               absl::StrCat("BF16 needs compute capability 8.0 or newer (Transformer Engine "
-                            "is_bf16_available); ",
-                            kComputeCapability7, "; train in FP16 (--fp16) instead"));
+               absl::StrCat(kNoBf16, kComputeCapability7, "; train in FP16 (--fp16) instead"));
+  }
+  if (job.training().output_logit_dtype() == v1::DTYPE_BF16) {
+    return Bad("training.output_logit_dtype", "DTYPE_BF16",
+               absl::StrCat(kNoBf16, kComputeCapability7));
   }
   if (j.precision.fp8) {
     return Bad("precision.fp8_format",

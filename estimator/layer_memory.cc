@@ -6,6 +6,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/string_view.h"
+#include "estimator/context_parallel_attention.h"
 #include "estimator/fp8_memory.h"
 #include "estimator/moe_dispatch_memory.h"
 #include "estimator/reported_count.h"
@@ -123,15 +124,22 @@ double CoreAttentionInternals(const ValidatedJob& j, const MicroBatchShape& s,
 
 // Backward working set of core attention: unfused attention's fp32 score
 // gradient (plus the probabilities `core_attn` recompute brings back), or
-// flash attention's q/k/v gradients.
+// flash attention's q/k/v gradients, with all_gather CP its gathered keys
+// and values and their gradients (`kv_width_per_rank`: k and v per token).
 double AttentionTransient(const ValidatedJob& j, const MicroBatchShape& s, double heads_per_rank,
-                          double qkv_width_per_rank) {
+                          double qkv_width_per_rank, double kv_width_per_rank) {
   if (!j.training.flash_attention) {
     const double recomputed =
         j.recompute.HasModule(v1::RECOMPUTE_MODULE_CORE_ATTN) ? ScoreBytesPerElement(j, s.elt) : 0;
     return (4 + recomputed) * ScoreElements(j, heads_per_rank);
   }
-  return 2 * s.elt * s.full_tokens * qkv_width_per_rank;
+  return 2 * s.elt * s.full_tokens * qkv_width_per_rank +
+         CpAllGatherTransientBytes(j, s.elt * s.full_tokens * kv_width_per_rank);
+}
+
+// Core attention's output kept again under a2a CP (context_parallel_attention.h).
+double AllToAllOutputCopy(const ValidatedJob& j, double out_bytes) {
+  return CpAttentionKeepsAllToAllCopies(j) ? out_bytes : 0;
 }
 
 // RoPE without the fused kernel keeps cos/sin tables per layer.
@@ -152,7 +160,10 @@ void StandardAttention(const ValidatedJob& j, const MicroBatchShape& s, BlockBui
            NormActivation(j, s, !j.training.transformer_engine, Offloads(j, "attn_norm"), 1));
   v1::ModuleNode* attn = b.Group("self_attention", "SelfAttention");
   double qkv_act = s.elt * s.full_tokens * qkv_width;  // fused QKV output (v is a view)
-  if (j.model.rope) {
+  if (CpAttentionKeepsAllToAllCopies(j)) {
+    // The q, k, v core attention got from the all-to-all, in place of the
+    // fused output and the RoPE'd or reshaped copies.
+  } else if (j.model.rope) {
     qkv_act += s.elt * s.full_tokens * (heads + groups) * d;  // q, k after RoPE
   } else if (j.model.heads != j.model.query_groups) {
     qkv_act += s.elt * s.full_tokens * heads * d;  // q reshaped out of the GQA layout
@@ -170,13 +181,15 @@ void StandardAttention(const ValidatedJob& j, const MicroBatchShape& s, BlockBui
            j.training.flash_attention ? "TEDotProductAttention" : "UnfusedAttention", 0, 0,
            Offloads(j, "core_attn")
                ? 0
-               : CoreAttentionInternals(j, s, heads) + (Offloads(j, "attn_proj") ? 0 : out));
+               : CoreAttentionInternals(j, s, heads) + AllToAllOutputCopy(j, out) +
+                     (Offloads(j, "attn_proj") ? 0 : out));
   // FP8: linear_proj saves an FP8 copy of the attention output, which
   // core attention keeps in bf16 for its own backward.
   b.Module(attn, "linear_proj", "RowParallelLinear", heads * d * h + (j.model.linear_bias ? h : 0),
            0, Offloads(j, "attn_proj") ? 0 : s.fp8_input * s.full_tokens * heads * d);
   b.Module(nullptr, "self_attn_bda", "BiasDropoutAdd", 0, 0, DropoutMask(j, s));
-  c.transient_bytes = std::max(c.transient_bytes, AttentionTransient(j, s, heads, qkv_width));
+  c.transient_bytes =
+      std::max(c.transient_bytes, AttentionTransient(j, s, heads, qkv_width, 2 * groups * d));
 }
 
 void LatentAttention(const ValidatedJob& j, const MicroBatchShape& s, BlockBuilder& b,
@@ -237,12 +250,14 @@ void LatentAttention(const ValidatedJob& j, const MicroBatchShape& s, BlockBuild
            j.training.flash_attention ? "TEDotProductAttention" : "UnfusedAttention", 0, 0,
            Offloads(j, "core_attn")
                ? 0
-               : CoreAttentionInternals(j, s, heads) + (Offloads(j, "attn_proj") ? 0 : out));
+               : CoreAttentionInternals(j, s, heads) + AllToAllOutputCopy(j, out) +
+                     (Offloads(j, "attn_proj") ? 0 : out));
   b.Module(attn, "linear_proj", "RowParallelLinear", heads * dv * h + bias * h, 0,
            Offloads(j, "attn_proj") ? 0 : s.fp8_input * s.full_tokens * heads * dv);
   b.Module(nullptr, "self_attn_bda", "BiasDropoutAdd", 0, 0, DropoutMask(j, s));
-  c.transient_bytes =
-      std::max(c.transient_bytes, AttentionTransient(j, s, heads, heads * (2 * (dn + dr) + dv)));
+  c.transient_bytes = std::max(
+      c.transient_bytes,
+      AttentionTransient(j, s, heads, heads * (2 * (dn + dr) + dv), heads * (dn + dr + dv)));
 }
 
 void DenseMlp(const ValidatedJob& j, const MicroBatchShape& s, BlockBuilder& b, BlockCost& c) {
@@ -520,12 +535,20 @@ BlockCost LossCost(const ValidatedJob& j, bool owns_output_weight, v1::ModuleNod
            NormActivation(j, s, false, false));
   const double logits =
       s.full_tokens * static_cast<double>(j.model.padded_vocab) / j.parallelism.tp;
-  double kept = 4 * logits;           // fp32 softmax kept by the cross entropy
-  double transient = s.elt * logits;  // bf16 logits gradient in backward
+  // --output-logit-dtype: the logits in another dtype than the output
+  // layer's input; its backward casts the logits gradient back to the
+  // input's dtype (tensor_parallel/layers.py, grad_output.to(input_dtype)).
+  const double logit_elt = j.training.logit_bytes > 0 ? j.training.logit_bytes : s.elt;
+  const double cast_back = j.training.logit_cast ? s.elt * logits : 0;
+  double kept = 4 * logits;  // fp32 softmax kept by the cross entropy
+  // The logits gradient in the logits' dtype (the backward of the cross
+  // entropy's fp32 copy; none for fp32 logits, which it works in place).
+  double transient =
+      (logit_elt < 4 || j.training.logit_bytes == 0 ? logit_elt * logits : 0) + cast_back;
   if (j.training.ce_fusion == v1::CROSS_ENTROPY_FUSION_NATIVE) transient += 4 * logits;
   if (j.training.ce_fusion == v1::CROSS_ENTROPY_FUSION_TE) {
-    kept = s.elt * logits;  // gradient written in place into the logits
-    transient = 0;
+    kept = logit_elt * logits;  // gradient written in place into the logits
+    transient = cast_back;
   }
   b.Module(nullptr, "output_layer", "ColumnParallelLinear",
            owns_output_weight

@@ -11,6 +11,7 @@
 #include "common/status_macros.h"
 #include "estimator/activation_cpu_offload.h"
 #include "estimator/attention_backend.h"
+#include "estimator/context_parallel_attention.h"
 #include "estimator/cuda_graph_rules.h"
 #include "estimator/fp8_memory.h"
 #include "estimator/fsdp_memory.h"
@@ -503,6 +504,25 @@ absl::Status ResolveTraining(const v1::JobSpec& job, ValidatedJob& j) {
   // once the GPU architecture is known.
   training.transformer_engine = t.transformer_impl() != v1::TRANSFORMER_IMPL_LOCAL;
   training.ce_fusion = t.cross_entropy_fusion();
+  switch (t.output_logit_dtype()) {
+    case v1::DTYPE_UNSPECIFIED:
+      training.logit_bytes = 0;
+      break;
+    case v1::DTYPE_BF16:
+      training.logit_bytes = 2;
+      break;
+    case v1::DTYPE_FP32:
+      training.logit_bytes = 4;
+      break;
+    default:
+      // arguments.py: choices bf16 and fp32.
+      return Bad("training.output_logit_dtype", v1::Dtype_Name(t.output_logit_dtype()),
+                 "must be DTYPE_BF16 or DTYPE_FP32 (--output-logit-dtype bf16|fp32)");
+  }
+  const v1::Dtype params = job.precision().params_dtype() == v1::DTYPE_UNSPECIFIED
+                               ? v1::DTYPE_BF16
+                               : job.precision().params_dtype();
+  training.logit_cast = training.logit_bytes > 0 && t.output_logit_dtype() != params;
   training.rope_fused =
       j.model.rope && (t.has_rope_fusion() ? t.rope_fusion() : true) && training.transformer_engine;
   training.defer_embedding_wgrad = t.defer_embedding_wgrad_compute();
@@ -1017,6 +1037,7 @@ absl::StatusOr<ValidatedJob> ValidateJob(const v1::JobSpec& job, std::vector<std
   OOMGUARD_RETURN_IF_ERROR(ResolveRuntime(job.runtime(), j.runtime, notes));
   OOMGUARD_RETURN_IF_ERROR(ResolveFp8(job.precision(), job.runtime().gpu_architecture(), j, notes));
   OOMGUARD_RETURN_IF_ERROR(ResolveAttentionBackend(job, j));
+  OOMGUARD_RETURN_IF_ERROR(ResolveContextParallelComm(job.parallelism(), j));
   OOMGUARD_RETURN_IF_ERROR(ResolveCudaGraphs(job.runtime(), j));
   ResolveOptimizerState(job, j);
   OOMGUARD_RETURN_IF_ERROR(CheckSize("runtime.gpus_per_node", j.runtime.gpus_per_node, 1024));

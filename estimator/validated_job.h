@@ -145,10 +145,13 @@ struct HybridSettings {
 
 // Parallel group sizes (JobSpec.parallelism) and the ones they imply.
 struct Parallelism {
-  int64_t world = 1;            // GPUs in the job.
-  int64_t tp = 1;               // Tensor parallel.
-  int64_t pp = 1;               // Pipeline parallel.
-  int64_t cp = 1;               // Context parallel.
+  int64_t world = 1;  // GPUs in the job.
+  int64_t tp = 1;     // Tensor parallel.
+  int64_t pp = 1;     // Pipeline parallel.
+  int64_t cp = 1;     // Context parallel.
+  // With CP > 1, the K/V exchange of every layer (context_parallel_attention.h).
+  v1::CpCommType cp_comm = v1::CP_COMM_TYPE_P2P;
+  int64_t cp_a2a = 1;           // Ranks of its all-to-all: CP for a2a, the inner size for a2a+p2p.
   int64_t ep = 1;               // Expert parallel.
   int64_t etp = 1;              // Expert tensor parallel.
   int64_t dp = 1;               // Data parallel: world / (TP x PP x CP).
@@ -172,6 +175,8 @@ struct TrainingSettings {
   bool local_attention = false;     // Megatron's own unfused attention.
   bool transformer_engine = false;  // TE layers (fused norm+linear).
   v1::CrossEntropyFusion ce_fusion = v1::CROSS_ENTROPY_FUSION_UNSPECIFIED;
+  double logit_bytes = 0;   // --output-logit-dtype's element size; 0 = the output layer's input's.
+  bool logit_cast = false;  // The logits' dtype is not the input's (their gradient is cast back).
   bool rope_fused = false;  // RoPE by the fused kernel (no cos/sin tables kept).
   // Unfused attention's softmax runs the fused kernel (TE's or, for local
   // attention, Megatron's), which keeps only its 16-bit output.

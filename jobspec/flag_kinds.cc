@@ -132,16 +132,19 @@ MegatronFlag Word(absl::string_view path, std::vector<FlagWord> words) {
           }};
 }
 
-MegatronFlag WordList(absl::string_view path, std::vector<FlagWord> words) {
+namespace {
+
+// A list of `words` into a repeated enum field; `each_once` drops repeats.
+MegatronFlag EnumList(absl::string_view path, std::vector<FlagWord> words, bool each_once) {
   const JobField field = EnumFieldAt(path, words, /*repeated=*/true);
   return {.arity = FlagArity::kList,
           .fields = {field.path()},
           .words = words,
-          .apply = [field, words](const FlagUse& flag, ParseState& s) -> absl::Status {
+          .apply = [field, words, each_once](const FlagUse& flag, ParseState& s) -> absl::Status {
             std::vector<int> values;
             for (absl::string_view word : flag.values) {
               OOMGUARD_ASSIGN_OR_RETURN(const int value, ParseWord(flag, word, words));
-              if (std::find(values.begin(), values.end(), value) == values.end()) {
+              if (!each_once || std::find(values.begin(), values.end(), value) == values.end()) {
                 values.push_back(value);
               }
             }
@@ -156,6 +159,35 @@ MegatronFlag WordList(absl::string_view path, std::vector<FlagWord> words) {
               if (!word) return std::nullopt;
               out.emplace_back(*word);
             }
+            return out;
+          }};
+}
+
+}  // namespace
+
+MegatronFlag WordList(absl::string_view path, std::vector<FlagWord> words) {
+  return EnumList(path, std::move(words), /*each_once=*/true);
+}
+
+MegatronFlag WordSequence(absl::string_view path, std::vector<FlagWord> words) {
+  return EnumList(path, std::move(words), /*each_once=*/false);
+}
+
+MegatronFlag UintList(absl::string_view path) {
+  const JobField field = FieldAt(path, FieldDescriptor::CPPTYPE_UINT32, /*repeated=*/true);
+  return {.arity = FlagArity::kList,
+          .fields = {field.path()},
+          .apply = [field](const FlagUse& flag, ParseState& s) -> absl::Status {
+            field.Clear(s.job);
+            for (absl::string_view word : flag.values) {
+              OOMGUARD_ASSIGN_OR_RETURN(const uint32_t value, ParseUint32(flag, word));
+              field.AddUint32(s.job, value);
+            }
+            return absl::OkStatus();
+          },
+          .write = [field](const v1::JobSpec& job) -> Words {
+            std::vector<std::string> out;
+            for (const uint32_t value : field.GetUint32s(job)) out.push_back(absl::StrCat(value));
             return out;
           }};
 }

@@ -58,6 +58,13 @@ MegatronFlag Word(absl::string_view path, std::vector<FlagWord> words);
 // A list flag whose values are `words`, each kept once, in order.
 MegatronFlag WordList(absl::string_view path, std::vector<FlagWord> words);
 
+// A list flag whose values are `words`, every one kept, in order (one per
+// layer, say).
+MegatronFlag WordSequence(absl::string_view path, std::vector<FlagWord> words);
+
+// A list flag of non-negative integers, kept in order.
+MegatronFlag UintList(absl::string_view path);
+
 // A one-value flag kept as text.
 MegatronFlag Text(absl::string_view path);
 

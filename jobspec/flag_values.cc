@@ -37,11 +37,13 @@ bool IsDigits(absl::string_view text) {
 }
 
 absl::StatusOr<uint32_t> ParseUint32(const FlagUse& flag) {
-  if (!IsDigits(flag.value())) return BadValue(flag, "a non-negative integer", flag.value());
+  return ParseUint32(flag, flag.value());
+}
+
+absl::StatusOr<uint32_t> ParseUint32(const FlagUse& flag, absl::string_view word) {
+  if (!IsDigits(word)) return BadValue(flag, "a non-negative integer", word);
   uint32_t out = 0;
-  if (!absl::SimpleAtoi(flag.value(), &out)) {
-    return BadValue(flag, "an integer in [0, 4294967295]", flag.value());
-  }
+  if (!absl::SimpleAtoi(word, &out)) return BadValue(flag, "an integer in [0, 4294967295]", word);
   return out;
 }
 

@@ -48,6 +48,8 @@ bool IsDigits(absl::string_view text);
 // The flag's value as an integer in [0, 4294967295]; a larger one is
 // refused as out of that range, anything else as not a non-negative integer.
 absl::StatusOr<uint32_t> ParseUint32(const FlagUse& flag);
+// The same for `word`, one of the flag's values.
+absl::StatusOr<uint32_t> ParseUint32(const FlagUse& flag, absl::string_view word);
 
 // An allowed interval for a floating-point flag.
 struct Range {

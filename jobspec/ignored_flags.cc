@@ -588,10 +588,6 @@ constexpr absl::string_view kLinearAttentionFlags[] = {
     "linear-attention-freq", "linear-conv-kernel-dim", "linear-key-head-dim",
     "linear-num-key-heads",  "linear-num-value-heads", "linear-value-head-dim"};
 
-constexpr absl::string_view kAttentionFlags[] = {
-    // Taken by the "attention" work (issue 27 §3).
-    "cp-comm-type", "hierarchical-context-parallel-sizes", "output-logit-dtype"};
-
 // A GPT model's layers are --num-layers (or --encoder-num-layers);
 // arguments.py reads this one only to size the virtual pipeline when
 // --num-layers is absent; pretrain_vlm.py and T5 build decoders from it.
@@ -810,7 +806,6 @@ constexpr FlagGroup kNotModelled[] = {
      kMambaPathFlags},
     {"the MTP layers of hybrid models are not modelled", kHybridMtpFlags},
     {"gated delta net (linear attention) layers are not modelled", kLinearAttentionFlags},
-    {"not modelled yet (issue 27 §3: attention); the job is estimated without it", kAttentionFlags},
     {"encoder-decoder (T5) and vision-language decoders are built from it, which are not "
      "modelled; a GPT model's layers are --num-layers",
      kDecoderLayerFlags},

@@ -388,6 +388,16 @@ void AddParallelismFlags(FlagTable& t) {
   t.Add("tensor-model-parallel-size", Uint("parallelism.tensor_model_parallel_size"));
   t.Add("pipeline-model-parallel-size", Uint("parallelism.pipeline_model_parallel_size"));
   t.Add("context-parallel-size", Uint("parallelism.context_parallel_size"));
+  // No choices in arguments.py: the word goes to Transformer Engine, which
+  // knows these four (attn_forward_func_with_cp; "allgather", the spelling
+  // of Megatron-LM's help text, is not one of them).
+  t.Add("cp-comm-type",
+        WordSequence("parallelism.cp_comm_type", {{"p2p", v1::CP_COMM_TYPE_P2P},
+                                                  {"a2a", v1::CP_COMM_TYPE_A2A},
+                                                  {"all_gather", v1::CP_COMM_TYPE_ALL_GATHER},
+                                                  {"a2a+p2p", v1::CP_COMM_TYPE_A2A_P2P}}));
+  t.Add("hierarchical-context-parallel-sizes",
+        UintList("parallelism.hierarchical_context_parallel_sizes"));
   t.Add("expert-model-parallel-size", Uint("parallelism.expert_model_parallel_size"));
   t.Add("expert-tensor-parallel-size", Uint("parallelism.expert_tensor_parallel_size"));
   t.Add("sequence-parallel", Switch("parallelism.sequence_parallel", true));
@@ -430,6 +440,8 @@ void AddTrainingFlags(FlagTable& t) {
   t.Add("defer-embedding-wgrad-compute", Switch("training.defer_embedding_wgrad_compute", true));
   t.Add("wgrad-deferral-limit", Uint("training.wgrad_deferral_limit"));
   t.Add("no-masked-softmax-fusion", Switch("training.masked_softmax_fusion", false));
+  t.Add("output-logit-dtype",
+        Word("training.output_logit_dtype", {{"bf16", v1::DTYPE_BF16}, {"fp32", v1::DTYPE_FP32}}));
   t.Add("rampup-batch-size", Unmapped(FlagArity::kList, NoteRampupBatchSize));
   t.Add("step-batch-size-schedule",
         Resolved(FlagArity::kList, {"training.global_batch_size"}, RecordStepBatchSizeSchedule));

@@ -95,11 +95,11 @@ const std::vector<GpuPerformance>& Table() {
       // GB/s per GPU); PCIe Gen3 x16 to the host (16 GB/s per direction, 10
       // sustained, as Gen4's 32 gives 20 above).
       {"V100-SXM2-16GB", 125 * kT, 0, 0, 900 * kG, 150 * kG, 6.25 * kG, 10 * kG},
-      {"V100-SXM2-32GB", 125 * kT, 0, 0, 900 * kG, 150 * kG, 6.25 * kG, 10 * kG},
       // V100 PCIe datasheet: 112 TFLOP/s FP16 tensor, 900 GB/s HBM2, no
       // NVLink: PCIe Gen3 x16 between GPUs and to the host.
       {"V100-PCIe-16GB", 112 * kT, 0, 0, 900 * kG, 10 * kG, 6.25 * kG, 10 * kG},
       {"V100-PCIe-32GB", 112 * kT, 0, 0, 900 * kG, 10 * kG, 6.25 * kG, 10 * kG},
+      {"V100-SXM2-32GB", 125 * kT, 0, 0, 900 * kG, 150 * kG, 6.25 * kG, 10 * kG},
       // T4 datasheet: 65 TFLOP/s FP16 tensor (its INT8/INT4 peaks are not
       // FP8), 320 GB/s GDDR6, no NVLink, PCIe Gen3 x16; one 50 Gb/s NIC per
       // 4 GPUs between nodes (AWS g4dn.12xlarge), 1.5625 GB/s per GPU.

@@ -58,6 +58,7 @@ const std::map<std::string, std::vector<std::string>>& Defaults() {
       {"expert-model-parallel-size", {"1"}},
       {"wgrad-deferral-limit", {"0"}},
       {"attention-backend", {"auto"}},
+      {"cp-comm-type", {"p2p"}},
       {"transformer-impl", {"transformer_engine"}},
       {"cross-entropy-fusion-impl", {"native"}},
       {"cpu-offloading-num-layers", {"0"}},
@@ -132,6 +133,8 @@ const std::set<std::string>& WithoutDefault() {
       "fp4-format",
       "cuda-graph-scope",
       "suggested-communication-unit-size",
+      "hierarchical-context-parallel-sizes",
+      "output-logit-dtype",
   };
   return *kFlags;
 }

@@ -299,6 +299,63 @@ TEST(LayerMemory, UnfusedAttentionOnV100KeepsTheScores) {
   EXPECT_EQ(core_attention(job).activation_bytes(), 25803358208u);
 }
 
+// --output-logit-dtype: b 1, s 1024, vocabulary 32000 (a multiple of 128),
+// TP 1: 32,768,000 logits. Unfused cross entropy keeps its fp32 softmax
+// (4 x 32,768,000 = 131,072,000) whatever the logits' dtype; its backward
+// makes the logits gradient in their dtype, bf16 by default (65,536,000),
+// none for fp32 logits (the softmax is turned into the gradient in place),
+// and the output layer casts a gradient in another dtype than its bf16 or
+// fp16 input back to it (65,536,000). TE's fused cross entropy writes the
+// gradient into the logits it keeps: 65,536,000 in bf16, 131,072,000 in fp32
+// plus the cast back.
+TEST(LayerMemory, OutputLogitDtype) {
+  v1::JobSpec job;
+  v1::ModelSpec* m = job.mutable_model();
+  m->set_num_layers(2);
+  m->set_hidden_size(1024);
+  m->set_num_attention_heads(16);
+  m->set_vocab_size(32000);
+  job.mutable_parallelism()->set_num_gpus(1);
+  job.mutable_training()->set_micro_batch_size(1);
+  job.mutable_training()->set_seq_length(1024);
+  job.mutable_precision()->set_params_dtype(v1::DTYPE_BF16);
+  struct Loss {
+    uint64_t kept;
+    double transient;
+  };
+  auto loss = [](const v1::JobSpec& job) {
+    v1::ModuleNode tree;
+    const BlockCost c = LossCost(Validated(job), true, &tree);
+    return Loss{Node(tree, "output_layer").activation_bytes(), c.transient_bytes};
+  };
+  Loss l = loss(job);
+  EXPECT_EQ(l.kept, 131072000u);
+  EXPECT_EQ(l.transient, 65536000.0);
+  job.mutable_training()->set_output_logit_dtype(v1::DTYPE_BF16);  // The input's: no change.
+  l = loss(job);
+  EXPECT_EQ(l.kept, 131072000u);
+  EXPECT_EQ(l.transient, 65536000.0);
+  job.mutable_training()->set_output_logit_dtype(v1::DTYPE_FP32);
+  l = loss(job);
+  EXPECT_EQ(l.kept, 131072000u);
+  EXPECT_EQ(l.transient, 65536000.0);  // The cast back only.
+  job.mutable_training()->set_cross_entropy_fusion(v1::CROSS_ENTROPY_FUSION_TE);
+  l = loss(job);
+  EXPECT_EQ(l.kept, 131072000u);
+  EXPECT_EQ(l.transient, 65536000.0);
+  job.mutable_training()->clear_output_logit_dtype();
+  l = loss(job);
+  EXPECT_EQ(l.kept, 65536000u);
+  EXPECT_EQ(l.transient, 0.0);
+  // bf16 logits of an fp16 model: the bf16 gradient and its fp16 cast.
+  job.mutable_training()->clear_cross_entropy_fusion();
+  job.mutable_precision()->set_params_dtype(v1::DTYPE_FP16);
+  job.mutable_training()->set_output_logit_dtype(v1::DTYPE_BF16);
+  l = loss(job);
+  EXPECT_EQ(l.kept, 131072000u);
+  EXPECT_EQ(l.transient, 131072000.0);
+}
+
 // The first and last stages' blocks of the dense job: the vocabulary
 // 128256 is already a multiple of 128 x TP.
 TEST(LayerMemory, DenseEmbeddingAndLoss) {

@@ -322,6 +322,36 @@ TEST(MegatronFlagsTest, ParallelismFlags) {
   EXPECT_FALSE(p.has_tensor_model_parallel_size());
 }
 
+// --cp-comm-type keeps one word per layer, in order (TransformerConfig's
+// per-layer list); --hierarchical-context-parallel-sizes its integers.
+// "allgather" (Megatron-LM's help text) is not a word Transformer Engine
+// reads: refused, naming the words it reads.
+TEST(MegatronFlagsTest, ContextParallelCommFlags) {
+  const v1::JobSpec job = ParseFull(
+      "--cp-comm-type p2p p2p a2a a2a+p2p all_gather "
+      "--hierarchical-context-parallel-sizes 2 4 --vocab-size 8");
+  EXPECT_THAT(job.parallelism().cp_comm_type(),
+              ElementsAre(v1::CP_COMM_TYPE_P2P, v1::CP_COMM_TYPE_P2P, v1::CP_COMM_TYPE_A2A,
+                          v1::CP_COMM_TYPE_A2A_P2P, v1::CP_COMM_TYPE_ALL_GATHER));
+  EXPECT_THAT(job.parallelism().hierarchical_context_parallel_sizes(), ElementsAre(2u, 4u));
+  const absl::Status status = ParseError("--cp-comm-type allgather --vocab-size 8");
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(status.message()), HasSubstr("--cp-comm-type"));
+  EXPECT_THAT(std::string(status.message()), HasSubstr("all_gather"));
+  EXPECT_THAT(
+      std::string(ParseError("--hierarchical-context-parallel-sizes 2 x --vocab-size 8").message()),
+      HasSubstr("a non-negative integer"));
+}
+
+TEST(MegatronFlagsTest, OutputLogitDtype) {
+  EXPECT_EQ(ParseFull("--output-logit-dtype fp32 --vocab-size 8").training().output_logit_dtype(),
+            v1::DTYPE_FP32);
+  EXPECT_EQ(ParseFull("--output-logit-dtype bf16 --vocab-size 8").training().output_logit_dtype(),
+            v1::DTYPE_BF16);
+  EXPECT_EQ(ParseError("--output-logit-dtype fp16 --vocab-size 8").code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
 // Issue 12 (G): the legacy spelling of the number of virtual stages per
 // pipeline rank sets the same field, with a note that Megatron-LM itself
 // refuses it; the field's main flag stays --num-virtual-stages-per-pipeline-rank.

@@ -235,11 +235,11 @@ TEST_F(WebhookAdmissionTest, MissingGpuTypeIsAllowedWithAWarning) {
 
 TEST_F(WebhookAdmissionTest, UnknownGpuIsAllowedWithAWarningNamingTheAnnotation) {
   json review = Load("pod_deepseek_v3_8gpu.json");
-  review["request"]["object"]["metadata"]["annotations"]["oomguard.io/gpu"] = "V100-16GB";
+  review["request"]["object"]["metadata"]["annotations"]["oomguard.io/gpu"] = "P100-16GB";
   const json r = Review(review);
   EXPECT_EQ(r["allowed"], true);
   EXPECT_THAT(r["warnings"][0].get<std::string>(),
-              AllOf(HasSubstr("metadata.annotations[\"oomguard.io/gpu\"] = \"V100-16GB\""),
+              AllOf(HasSubstr("metadata.annotations[\"oomguard.io/gpu\"] = \"P100-16GB\""),
                     HasSubstr("unknown GPU"), HasSubstr("H100-SXM-80GB")));
 }
 
@@ -676,7 +676,7 @@ TEST(WebhookHelpersTest, GpuFeatureDiscoveryNamesResolve) {
   EXPECT_EQ(*webhook::ResolveGpuName("NVIDIA-H200", catalog), "H200-141GB");
   EXPECT_EQ(*webhook::ResolveGpuName("NVIDIA-B200", catalog), "B200-192GB");
   EXPECT_EQ(*webhook::ResolveGpuName("h100_sxm_80gb", catalog), "H100-SXM-80GB");
-  EXPECT_EQ(webhook::ResolveGpuName("Tesla-V100-SXM2-16GB", catalog).status().code(),
+  EXPECT_EQ(webhook::ResolveGpuName("Tesla-P100-SXM2-16GB", catalog).status().code(),
             absl::StatusCode::kNotFound);
 }
 
@@ -700,12 +700,12 @@ TEST(WebhookHelpersTest, CheckRequestIsBuiltFromTheLaunchWithTheResolvedGpu) {
   expected.set_omit_report(true);
   EXPECT_EQ(request->DebugString(), expected.DebugString());
 
-  job.gpu = "Tesla-V100-SXM2-16GB";
+  job.gpu = "Tesla-P100-SXM2-16GB";
   request = webhook::CheckRequestFor(job, catalog);
   EXPECT_EQ(request.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(request.status().message()),
               AllOf(StartsWith("spec.nodeSelector[\"nvidia.com/gpu.product\"] = "
-                               "\"Tesla-V100-SXM2-16GB\": "),
+                               "\"Tesla-P100-SXM2-16GB\": "),
                     HasSubstr("set annotation oomguard.io/gpu")));
 }
 
