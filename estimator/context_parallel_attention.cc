@@ -23,15 +23,10 @@ absl::Status ResolveContextParallelComm(const v1::ParallelismSpec& p, ValidatedJ
   par.cp_comm = v1::CP_COMM_TYPE_P2P;
   par.cp_a2a = 1;
   bool a2a_p2p = false;
+  int mixed = -1;  // The first layer whose type is not the first layer's.
   for (int i = 0; i < p.cp_comm_type_size(); ++i) {
-    const v1::CpCommType type = p.cp_comm_type(i);
-    if (type == v1::CP_COMM_TYPE_A2A_P2P) a2a_p2p = true;
-    if (type != p.cp_comm_type(0)) {
-      return absl::UnimplementedError(absl::StrCat(
-          "parallelism.cp_comm_type: a per-layer mix of types (", v1::CpCommType_Name(type),
-          " beside ", v1::CpCommType_Name(p.cp_comm_type(0)),
-          ") is not modelled; oomguard models one type for every layer"));
-    }
+    if (p.cp_comm_type(i) == v1::CP_COMM_TYPE_A2A_P2P) a2a_p2p = true;
+    if (mixed < 0 && p.cp_comm_type(i) != p.cp_comm_type(0)) mixed = i;
   }
   // arguments.py validate_args, whatever the CP size: the hierarchical
   // sizes multiply to CP, and a2a+p2p needs them.
@@ -55,6 +50,13 @@ absl::Status ResolveContextParallelComm(const v1::ParallelismSpec& p, ValidatedJ
     return Bad(
         "parallelism.cp_comm_type", absl::StrCat(p.cp_comm_type_size(), " types"),
         absl::StrCat("one type, or one per layer (model.num_layers ", j.model.num_layers, ")"));
+  }
+  if (mixed >= 0) {
+    return absl::UnimplementedError(
+        absl::StrCat("parallelism.cp_comm_type: a per-layer mix of types (",
+                     v1::CpCommType_Name(p.cp_comm_type(mixed)), " beside ",
+                     v1::CpCommType_Name(p.cp_comm_type(0)),
+                     ") is not modelled; oomguard models one type for every layer"));
   }
   par.cp_comm =
       p.cp_comm_type(0) == v1::CP_COMM_TYPE_UNSPECIFIED ? v1::CP_COMM_TYPE_P2P : p.cp_comm_type(0);

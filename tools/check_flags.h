@@ -21,7 +21,7 @@ inline constexpr char kCheckUsageText[] =
     "           [--preset P] [--safety-margin F] [--peak-bound upper|point]\n"
     "           [--coverage 0.95] [--env NAME=VALUE ...] [--ignore-skip]\n"
     "           [--megatron-core-version X.Y] [--transformer-engine-version X.Y]\n"
-    "           [--gpu-architecture hopper|blackwell]\n"
+    "           [--gpu-architecture hopper|blackwell|volta|turing]\n"
     "           [--tls-ca PEM [--tls-cert PEM --tls-key PEM]] [--json]\n"
     "           (--script FILE | --job-file FILE | -- <Megatron-LM args>)\n"
     "exit: 0 fits, 3 fits with settings, 4 does not fit, 5 not judged,\n"
