@@ -253,52 +253,6 @@ TEST(LayerMemory, DenseLayerNormBiasesAndDropoutMasks) {
   EXPECT_EQ(c.adam_params, 4 * 4096);
 }
 
-// Unfused attention on a V100 (`auto` there: no flash or cuDNN fused
-// attention below compute capability 8), fp16, a small GPT: h 1024, 16
-// heads of 64, TP 1, b 2, s 2048. Core attention keeps its output (2 x 4096
-// tokens x 1024 = 8,388,608 bytes) and, per element of the [b, 16, s, s]
-// scores (2 x 16 x 2048 x 2048 = 134,217,728), what TE's
-// UnfusedDotProductAttention saves for backward. s 2048 meets TE's fused
-// softmax kernel (16 < s < 16384, s % 8, b x heads % 4), which keeps only its
-// fp16 output, 2 bytes, also the input the probabilities @ V bmm saves:
-// 268,435,456 + 8,388,608 = 276,824,064. With attention dropout 0.1 the bmm
-// saves the dropout's fp16 output and the dropout its bool mask: 2 + 2 + 1 =
-// 5 bytes, 671,088,640 + 8,388,608 = 679,477,248.
-// At s 16384 the kernel does not run (s < 16384 fails): the framework
-// softmax keeps its fp32 output (4 bytes) and the bmm the fp16 cast (2), 6
-// bytes per element of 1 x 16 x 16384^2 = 4,294,967,296 (b 1), plus the
-// output 2 x 16384 x 1024 = 33,554,432: 25,803,358,208. With dropout the
-// cast is freed after the dropout (which keeps its mask only): 4 + 1 + 2 = 7
-// bytes, 30,064,771,072 + 33,554,432 = 30,098,325,504.
-TEST(LayerMemory, UnfusedAttentionOnV100KeepsTheScores) {
-  v1::JobSpec job;
-  v1::ModelSpec* m = job.mutable_model();
-  m->set_num_layers(4);
-  m->set_hidden_size(1024);
-  m->set_num_attention_heads(16);
-  m->set_vocab_size(32000);
-  m->set_attention_dropout(0);
-  job.mutable_parallelism()->set_num_gpus(1);
-  job.mutable_training()->set_micro_batch_size(2);
-  job.mutable_training()->set_seq_length(2048);
-  job.mutable_precision()->set_params_dtype(v1::DTYPE_FP16);
-  job.mutable_runtime()->set_gpu_architecture(v1::GPU_ARCHITECTURE_VOLTA_TURING);
-  auto core_attention = [](const v1::JobSpec& job) {
-    v1::ModuleNode tree;
-    DecoderLayerCost(Validated(job), false, &tree);
-    return Node(tree, "self_attention/core_attention");
-  };
-  EXPECT_EQ(core_attention(job).type(), "UnfusedAttention");
-  EXPECT_EQ(core_attention(job).activation_bytes(), 276824064u);
-  m->set_attention_dropout(0.1);
-  EXPECT_EQ(core_attention(job).activation_bytes(), 679477248u);
-  job.mutable_training()->set_micro_batch_size(1);
-  job.mutable_training()->set_seq_length(16384);
-  EXPECT_EQ(core_attention(job).activation_bytes(), 30098325504u);
-  m->set_attention_dropout(0);
-  EXPECT_EQ(core_attention(job).activation_bytes(), 25803358208u);
-}
-
 // --output-logit-dtype: b 1, s 1024, vocabulary 32000 (a multiple of 128),
 // TP 1: 32,768,000 logits. Unfused cross entropy keeps its fp32 softmax
 // (4 x 32,768,000 = 131,072,000) whatever the logits' dtype; its backward
