@@ -20,6 +20,7 @@
 #include "estimator/pipeline_schedule.h"
 #include "estimator/reported_count.h"
 #include "estimator/te_weight_gradients.h"
+#include "estimator/unmodelled_settings.h"
 #include "estimator/validated_job.h"
 
 namespace oomguard {
@@ -484,7 +485,8 @@ absl::Status ComputeRank(const ValidatedJob& j, const BlockCosts& b, int64_t r, 
 absl::StatusOr<v1::EstimateReport> Estimate(const v1::JobSpec& job,
                                             const EstimateOptions& options) {
   v1::EstimateReport report;
-  std::vector<std::string> notes;
+  // What the estimate leaves out comes first.
+  std::vector<std::string> notes = UnmodelledSettingNotes(job);
   OOMGUARD_RETURN_IF_ERROR(
       ValidateUpperBoundCoverage(options.upper_bound_coverage, "upper_bound_coverage"));
   OOMGUARD_ASSIGN_OR_RETURN(const ValidatedJob j, ValidateJob(job, &notes));

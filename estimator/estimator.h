@@ -32,7 +32,9 @@ struct EstimateOptions {
   double upper_bound_coverage = kDefaultUpperBoundCoverage;
 };
 
-// Estimates the per-rank GPU memory of `job`.
+// Estimates the per-rank GPU memory of `job`. The report's notes start with
+// one per JobSpec.unmodelled_settings (unmodelled_settings.h): the estimate
+// is of the job without them.
 absl::StatusOr<v1::EstimateReport> Estimate(const v1::JobSpec& job,
                                             const EstimateOptions& options = {});
 

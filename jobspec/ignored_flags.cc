@@ -2,8 +2,11 @@
 
 #include <algorithm>
 #include <iterator>
+#include <string>
 
+#include "absl/strings/str_cat.h"
 #include "absl/types/span.h"
+#include "common/supported_megatron.h"
 
 // Every flag of Megatron-LM's parser at the supported version (Megatron-Core
 // 0.20.0, NVIDIA/Megatron-LM d98e8a64dd: tests/data/megatron_lm_arguments.txt)
@@ -957,5 +960,12 @@ std::optional<absl::string_view> UnmodelledChoiceReason(absl::string_view flag,
 }
 
 absl::Span<const UnmodelledChoice> UnmodelledChoices() { return kUnmodelledChoices; }
+
+absl::string_view UnknownFlagReason() {
+  static const std::string* const reason = new std::string(absl::StrCat(
+      "not a flag of Megatron-LM up to Megatron-Core ", kSupportedMegatronCoreVersion, " (commit ",
+      kSupportedMegatronLmCommit, "): a newer version's flag, a custom script's or a typo"));
+  return *reason;
+}
 
 }  // namespace oomguard

@@ -1,8 +1,10 @@
 // The Megatron-LM flags oomguard reads without modelling them, each with its
 // reason: those that do not change per-rank GPU memory (accepted silently),
-// those that may change it in ways oomguard does not model (accepted with a
-// note saying why), the choice values of modelled flags that are not
-// modelled, and the features oomguard refuses (a removed FSDP spelling, old
+// those that may change it in ways oomguard does not model, the choice
+// values of modelled flags that are not modelled, and the flags it does not
+// know (each of these three a JobSpec.unmodelled_settings entry with its
+// reason: a Check does not judge such a job unless its policy says to), and
+// the features oomguard refuses (a removed FSDP spelling, old
 // flags Megatron-LM refuses). Together with the flag table
 // (megatron_flags.h) they classify every flag of Megatron-LM's parser at the
 // supported version (flag_classification.h). Flag names here are canonical:
@@ -60,6 +62,11 @@ std::optional<absl::string_view> UnmodelledChoiceReason(absl::string_view flag,
 
 // Every not-modelled choice value.
 absl::Span<const UnmodelledChoice> UnmodelledChoices();
+
+// Why a flag in none of the classes (not in the flag table, not silent,
+// not modelled, not refused) is not modelled: it is not a flag of
+// Megatron-LM up to the supported version (common/supported_megatron.h).
+absl::string_view UnknownFlagReason();
 
 }  // namespace oomguard
 

@@ -33,7 +33,8 @@ struct JobInputs {
   uint32_t num_gpus = 0;
 };
 
-// Notes (ignored flags, assumed defaults) are appended to `notes`.
+// Notes (assumed defaults) are appended to `notes`; the settings oomguard
+// does not model go into JobSpec.unmodelled_settings.
 absl::StatusOr<v1::JobSpec> BuildJob(const JobInputs& inputs, std::vector<std::string>* notes);
 
 }  // namespace oomguard

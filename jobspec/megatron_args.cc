@@ -44,6 +44,25 @@ struct ArgWords {
   }
 };
 
+// At most this many JobSpec.unmodelled_settings (a hostile argument line
+// cannot grow the job without bound); one is enough for the job not to be
+// judged.
+constexpr int kMaxUnmodelledSettings = 64;
+
+// Records a setting oomguard does not model (`flag` as Megatron-LM spells
+// it, with "--"; `value` a choice value, or empty), once.
+void AddUnmodelledSetting(std::string flag, absl::string_view value, absl::string_view reason,
+                          v1::JobSpec& job) {
+  for (const v1::UnmodelledSetting& seen : job.unmodelled_settings()) {
+    if (seen.flag() == flag && seen.value() == value) return;
+  }
+  if (job.unmodelled_settings_size() >= kMaxUnmodelledSettings) return;
+  v1::UnmodelledSetting* setting = job.add_unmodelled_settings();
+  setting->set_flag(std::move(flag));
+  setting->set_value(std::string(value));
+  setting->set_reason(std::string(reason));
+}
+
 // Applies one flag of the table; returns how many of the `following`
 // tokens it took as values. `token_source`: the variable the flag's word
 // holds the value of (its inline value's source).
@@ -86,6 +105,15 @@ absl::StatusOr<size_t> ApplyKnownFlag(const MegatronFlag& flag, FlagUse& use,
       }
       break;
   }
+  // A choice value oomguard does not model is not applied: the job is
+  // estimated as if the flag were absent, and says so.
+  const std::string name = CanonicalFlagName(use.display);
+  for (const absl::string_view value : use.values) {
+    if (std::optional<absl::string_view> reason = UnmodelledChoiceReason(name, value)) {
+      AddUnmodelledSetting(absl::StrCat("--", name), value, *reason, *s.job);
+      return taken;
+    }
+  }
   OOMGUARD_RETURN_IF_ERROR(flag.apply(use, s));
   return taken;
 }
@@ -113,12 +141,13 @@ absl::StatusOr<size_t> ApplyFlag(absl::string_view token, absl::string_view toke
     }
     return ApplyKnownFlag(*flag, use, inline_value, token_source, following, s);
   }
-  // Skipped flag: its values are whatever value-like tokens follow.
+  // Skipped flag: its values are whatever value-like tokens follow. One that
+  // may change memory (not modelled, or unknown) is recorded in the job.
   const std::string name = CanonicalFlagName(use.display);
   if (std::optional<absl::string_view> reason = UnmodelledFlagReason(name)) {
-    s.Note(absl::StrCat(use.display, ": ", *reason, "; ignored"));
+    AddUnmodelledSetting(absl::StrCat("--", name), "", *reason, *s.job);
   } else if (!IsSilentFlag(name)) {
-    s.Note(absl::StrCat("ignored unknown flag ", EscapedValue(use.display)));
+    AddUnmodelledSetting(EscapedValue(absl::StrCat("--", name)), "", UnknownFlagReason(), *s.job);
   }
   return following.words.size();
 }
@@ -166,8 +195,13 @@ bool MayChangeMemory(std::string_view std_unresolved) {
   }
   const absl::string_view flag = unresolved.substr(0, unresolved.find_first_of(" ="));
   if (flag.find_first_of("$`\"'") != absl::string_view::npos) return true;
-  const MegatronFlag* read = FindMegatronFlag(std::string_view(flag.data(), flag.size()));
-  return read != nullptr && (read->unimplemented || !read->fields.empty());
+  const std::string_view name(flag.data(), flag.size());
+  if (const MegatronFlag* read = FindMegatronFlag(name); read != nullptr) {
+    return read->unimplemented || !read->fields.empty();
+  }
+  // A flag the table does not read: only a silent one cannot; one not
+  // modelled or unknown would make the job one oomguard does not judge.
+  return !IsSilentFlag(CanonicalFlagName(name));
 }
 
 }  // namespace oomguard

@@ -6,8 +6,9 @@
 // Job scripts and admission hooks carry the exact flags a job will run
 // with; this is how they become a JobSpec. Flags that do not change memory
 // (logging, data paths, learning rates, ...) are accepted silently; flags
-// oomguard does not know are skipped with a note, never an error
-// (ignored_flags.h). Malformed values (non-numbers, negative sizes, unknown
+// oomguard does not model or does not know, and choice values it does not
+// model, are skipped and recorded in JobSpec.unmodelled_settings with the
+// reason, never an error (ignored_flags.h). Malformed values (non-numbers, negative sizes, unknown
 // enum words) are InvalidArgument errors naming the flag and the value.
 //
 // Includes shell_words.h (SplitArgumentLine) and environment.h
@@ -38,8 +39,10 @@ enum class ArgsMode {
 };
 
 // Applies `args` (one token per element, flags with "--") to `job`.
-// Appends human-readable notes (ignored unknown flags, assumed defaults) to
-// `notes` when it is not null.
+// Appends human-readable notes (assumed defaults) to `notes` when it is not
+// null; the settings oomguard does not model go into
+// job->unmodelled_settings (at most 64, each once), the job being read as
+// if they were absent.
 //
 // Accepts `--flag value`, `--flag=value`, switches, multi-value flags (values
 // run to the next "--" token) and underscore spellings
@@ -61,9 +64,10 @@ absl::Status ApplyMegatronArgs(absl::Span<const std::string> args, ArgsMode mode
 // "--flag VALUE", "--flag=VALUE" or a bare word) may change the estimate: a
 // word that is an expansion ("$EXTRA_ARGS") may expand to any flags; a flag
 // may when the flag table says it sets a JobSpec field or is refused
-// (FindMegatronFlag). Data paths, logging, learning rates, flags read
-// without a field, unknown flags and words starting with literal text
-// (values) do not.
+// (FindMegatronFlag), and when it is not in the table and not silent (a flag
+// oomguard does not model or does not know: the job would not be judged).
+// Data paths, logging, learning rates, flags the table reads without a field
+// and words starting with literal text (values) do not.
 bool MayChangeMemory(std::string_view unresolved);
 
 }  // namespace oomguard

@@ -18,6 +18,7 @@
 #include "estimator/expert_parallel_overlap.h"
 #include "estimator/shared_expert_overlap.h"
 #include "estimator/tp_comm_overlap.h"
+#include "estimator/unmodelled_settings.h"
 #include "estimator/validated_job.h"
 #include "jobspec/megatron_args_writer.h"
 #include "planner/candidate.h"
@@ -506,7 +507,8 @@ absl::Status ValidatePlanLimit(uint32_t limit, absl::string_view field) {
 absl::StatusOr<PlanResult> Plan(const v1::JobSpec& job, const PlanCluster& cluster,
                                 const PlanOptions& options) {
   OOMGUARD_RETURN_IF_ERROR(CheckOptions(cluster, options));
-  std::vector<std::string> notes;
+  // Every candidate is planned without the settings oomguard does not model.
+  std::vector<std::string> notes = UnmodelledSettingNotes(job);
   const v1::JobSpec base = WithShape(job, cluster, &notes);
   // The job as given must be a valid model and shape (its own layout aside).
   if (base.parallelism().num_gpus() == 0) {

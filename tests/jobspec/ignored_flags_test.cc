@@ -67,16 +67,22 @@ TEST(IgnoredFlagsTest, NoFlagIsBothReadAndUnmodelled) {
   }
 }
 
-TEST(IgnoredFlagsTest, UnknownFlagsAreSkippedWithANote) {
+TEST(IgnoredFlagsTest, UnknownFlagsAreSkippedAndRecordedAsNotModelled) {
   std::vector<std::string> notes;
   const v1::JobSpec job = ParseFull(
       "--frobnicate 1 2 -3 --num-layers 4 --shiny-new-switch "
       "--use-legacy-models --vocab-size 8",
       &notes);
   EXPECT_EQ(job.model().num_layers(), 4u);
-  EXPECT_THAT(notes, ElementsAre("ignored unknown flag --frobnicate",
-                                 "ignored unknown flag --shiny-new-switch",
-                                 HasSubstr("--use-legacy-models")));
+  EXPECT_THAT(notes, IsEmpty());
+  std::vector<std::string> flags, reasons;
+  for (const v1::UnmodelledSetting& setting : job.unmodelled_settings()) {
+    flags.push_back(setting.flag());
+    reasons.push_back(setting.reason());
+  }
+  EXPECT_THAT(flags, ElementsAre("--frobnicate", "--shiny-new-switch", "--use-legacy-models"));
+  EXPECT_THAT(reasons, ElementsAre(std::string(UnknownFlagReason()),
+                                   std::string(UnknownFlagReason()), HasSubstr("legacy")));
 }
 
 TEST(IgnoredFlagsTest, MemoryIrrelevantFlagsAreSilent) {

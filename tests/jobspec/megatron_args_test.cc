@@ -20,6 +20,7 @@
 #include "absl/strings/str_split.h"
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
+#include "jobspec/ignored_flags.h"
 #include "oomguard/v1/job.pb.h"
 #include "tests/jobspec/megatron_line_util.h"
 
@@ -332,8 +333,9 @@ TEST(ApplyMegatronArgsTest, LongFlagsAreTruncatedInMessagesAndNotes) {
   ASSERT_TRUE(ApplyMegatronArgs({"--" + std::string(10000, 'x'), "--vocab-size", "8"},
                                 ArgsMode::kFullCommandLine, &job, &notes)
                   .ok());
-  ASSERT_THAT(notes, SizeIs(1));
-  EXPECT_EQ(notes[0], "ignored unknown flag --" + std::string(78, 'x') + "...");
+  EXPECT_THAT(notes, IsEmpty());
+  ASSERT_THAT(job.unmodelled_settings(), SizeIs(1));
+  EXPECT_EQ(job.unmodelled_settings(0).flag(), "--" + std::string(78, 'x') + "...");
 }
 
 // The spelling Megatron-LM removed is refused, saying which to write.
@@ -404,9 +406,9 @@ TEST(ApplyMegatronArgsTest, BothFsdpImplementationsAreRefused) {
   }
 }
 
-// The Megatron-FSDP settings oomguard does not count are noted, never
-// silently accepted.
-TEST(ApplyMegatronArgsTest, UncountedFsdpSettingsAreNoted) {
+// The Megatron-FSDP settings oomguard does not count are recorded as not
+// modelled, never silently accepted.
+TEST(ApplyMegatronArgsTest, UncountedFsdpSettingsAreNotModelled) {
   for (const char* flag :
        {"--megatron-fsdp-grad-comm-dtype bf16", "--megatron-fsdp-enable-fine-grained-param-gather",
         "--keep-fp8-transpose-cache", "--fsdp-db-use-persist-buf-on-alloc-fail",
@@ -416,9 +418,11 @@ TEST(ApplyMegatronArgsTest, UncountedFsdpSettingsAreNoted) {
     const std::vector<std::string> args =
         absl::StrSplit(absl::StrCat("--use-megatron-fsdp ", flag), ' ');
     ASSERT_TRUE(ApplyMegatronArgs(args, ArgsMode::kOverrides, &job, &notes).ok()) << flag;
-    ASSERT_THAT(notes, SizeIs(1)) << flag;
-    EXPECT_THAT(notes[0], HasSubstr("Megatron-FSDP")) << flag;
-    EXPECT_THAT(notes[0], HasSubstr("; ignored")) << flag;
+    EXPECT_THAT(notes, IsEmpty()) << flag;
+    ASSERT_THAT(job.unmodelled_settings(), SizeIs(1)) << flag;
+    EXPECT_EQ(job.unmodelled_settings(0).flag(), args[1]) << flag;
+    EXPECT_EQ(job.unmodelled_settings(0).value(), "") << flag;
+    EXPECT_THAT(job.unmodelled_settings(0).reason(), HasSubstr("Megatron-FSDP")) << flag;
   }
 }
 
@@ -428,18 +432,66 @@ TEST(ApplyMegatronArgsTest, UncountedFsdpSettingsAreNoted) {
 TEST(ApplyMegatronArgsTest, NotesAreDeduplicatedAndBounded) {
   std::vector<std::string> notes = {"a note from the caller"};
   v1::JobSpec job;
-  ASSERT_TRUE(ApplyMegatronArgs({"--same", "--same", "--vocab-size", "8"},
+  ASSERT_TRUE(ApplyMegatronArgs({"--rampup-batch-size", "16", "16", "100", "--rampup-batch-size",
+                                 "16", "16", "100", "--vocab-size", "8"},
                                 ArgsMode::kFullCommandLine, &job, &notes)
                   .ok());
-  EXPECT_THAT(notes, ElementsAre("a note from the caller", "ignored unknown flag --same"));
+  EXPECT_THAT(notes, ElementsAre("a note from the caller", HasSubstr("--rampup-batch-size")));
+}
+
+// Each setting oomguard does not model once, in order, at most 64 of them
+// (a hostile line cannot grow the job): one is enough for the job not to be
+// judged.
+TEST(ApplyMegatronArgsTest, UnmodelledSettingsAreDeduplicatedAndBounded) {
+  v1::JobSpec job;
+  ASSERT_TRUE(ApplyMegatronArgs({"--same", "--same=2", "--Same", "--vocab-size", "8"},
+                                ArgsMode::kFullCommandLine, &job, nullptr)
+                  .ok());
+  ASSERT_THAT(job.unmodelled_settings(), SizeIs(2));
+  EXPECT_EQ(job.unmodelled_settings(0).flag(), "--same");
+  EXPECT_EQ(job.unmodelled_settings(1).flag(), "--Same");
 
   std::vector<std::string> args;
   for (int i = 0; i < 1000; ++i) args.push_back(absl::StrCat("--unknown-", i));
-  notes.clear();
-  ASSERT_TRUE(ApplyMegatronArgs(args, ArgsMode::kOverrides, &job, &notes).ok());
-  ASSERT_THAT(notes, SizeIs(65));
-  EXPECT_EQ(notes.front(), "ignored unknown flag --unknown-0");
-  EXPECT_EQ(notes.back(), "further notes omitted");
+  v1::JobSpec many;
+  ASSERT_TRUE(ApplyMegatronArgs(args, ArgsMode::kOverrides, &many, nullptr).ok());
+  ASSERT_THAT(many.unmodelled_settings(), SizeIs(64));
+  EXPECT_EQ(many.unmodelled_settings(0).flag(), "--unknown-0");
+  EXPECT_EQ(many.unmodelled_settings(63).flag(), "--unknown-63");
+}
+
+// The three kinds of setting oomguard does not model, each with its reason:
+// a flag it knows but does not model, one it does not know (underscores read
+// as dashes) and a choice value of a modelled flag it does not model (the
+// flag is then not applied: the job is read as if it were absent).
+TEST(ApplyMegatronArgsTest, UnmodelledSettingsCarryTheirReasons) {
+  v1::JobSpec job;
+  std::vector<std::string> notes;
+  ASSERT_TRUE(ApplyMegatronArgs(
+                  {"--tp-comm-overlap-cfg", "x.yaml", "--no_such_flag", "3", "--fp8-format",
+                   "hybrid", "--fp8-recipe", "custom", "--fp4-recipe=custom", "--vocab-size", "8"},
+                  ArgsMode::kFullCommandLine, &job, &notes)
+                  .ok());
+  EXPECT_THAT(notes, IsEmpty());
+  ASSERT_THAT(job.unmodelled_settings(), SizeIs(4));
+  const v1::UnmodelledSetting& cfg = job.unmodelled_settings(0);
+  EXPECT_EQ(cfg.flag(), "--tp-comm-overlap-cfg");
+  EXPECT_EQ(cfg.value(), "");  // A flag's value is never kept.
+  EXPECT_EQ(cfg.reason(), UnmodelledFlagReason("tp-comm-overlap-cfg"));
+  const v1::UnmodelledSetting& unknown = job.unmodelled_settings(1);
+  EXPECT_EQ(unknown.flag(), "--no-such-flag");
+  EXPECT_EQ(unknown.reason(), UnknownFlagReason());
+  EXPECT_THAT(unknown.reason(), HasSubstr("Megatron-Core 0.20.0 (commit d98e8a64dd)"));
+  const v1::UnmodelledSetting& fp8 = job.unmodelled_settings(2);
+  EXPECT_EQ(fp8.flag(), "--fp8-recipe");
+  EXPECT_EQ(fp8.value(), "custom");
+  EXPECT_EQ(fp8.reason(), UnmodelledChoiceReason("fp8-recipe", "custom"));
+  EXPECT_EQ(job.unmodelled_settings(3).flag(), "--fp4-recipe");
+  EXPECT_EQ(job.unmodelled_settings(3).value(), "custom");
+  // The custom recipe is not applied; --fp8-format is.
+  EXPECT_EQ(job.precision().fp8_recipe(), v1::PrecisionSpec::FP8_RECIPE_UNSPECIFIED);
+  EXPECT_EQ(job.precision().fp8_format(), v1::PrecisionSpec::FP8_FORMAT_HYBRID);
+  EXPECT_EQ(job.precision().fp4_recipe(), v1::PrecisionSpec::FP4_RECIPE_UNSPECIFIED);
 }
 
 TEST(ApplyMegatronArgsTest, NullNotesAreAllowed) {
@@ -495,7 +547,7 @@ TEST(ApplyMegatronArgsTest, NullJobIsAnError) {
 
 // ---------------------------------------------------------------------------
 // Calibration argument lines: every flag must be mapped or accepted on
-// purpose, so none may produce an "ignored unknown flag" note.
+// purpose, so none may be an unknown flag (JobSpec.unmodelled_settings).
 
 std::string ReadFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -514,9 +566,9 @@ bool HasFsdpFlag(const std::vector<std::string>& args) {
   return false;
 }
 
-void ExpectNoUnknownFlags(const std::vector<std::string>& notes, const std::string& where) {
-  for (const std::string& note : notes) {
-    EXPECT_THAT(note, Not(HasSubstr("unknown flag"))) << where;
+void ExpectNoUnknownFlags(const v1::JobSpec& job, const std::string& where) {
+  for (const v1::UnmodelledSetting& setting : job.unmodelled_settings()) {
+    EXPECT_NE(setting.reason(), UnknownFlagReason()) << where << ": " << setting.flag();
   }
 }
 
@@ -545,7 +597,7 @@ TEST(CalibrationTest, EveryMegatronCiLineParses) {
           << name;
       ++fsdp;
     }
-    ExpectNoUnknownFlags(notes, name);
+    ExpectNoUnknownFlags(job, name);
     EXPECT_GT(job.model().num_layers() + job.model().hidden_size(), 0u) << name;
     EXPECT_GT(job.model().vocab_size(), 0u) << name;
 
@@ -646,7 +698,7 @@ TEST(CalibrationTest, EverySweepLineParsesAndMatchesItsColumns) {
     v1::JobSpec job;
     const std::string& argv = at("argv");
     ASSERT_TRUE(ApplyLine(argv, ArgsMode::kFullCommandLine, &job, &notes).ok()) << argv;
-    ExpectNoUnknownFlags(notes, argv);
+    ExpectNoUnknownFlags(job, argv);
     const v1::ModelSpec& m = job.model();
     EXPECT_EQ(m.num_layers(), ToUint(at("num_layers"))) << argv;
     EXPECT_EQ(m.hidden_size(), ToUint(at("hidden"))) << argv;
@@ -691,13 +743,16 @@ TEST(CalibrationTest, EverySweepLineParsesAndMatchesItsColumns) {
 
 }  // namespace
 TEST(MayChangeMemoryTest, OnlyUnresolvedWordsThatMayChangeMemoryCount) {
-  for (const char* word : {"--micro-batch-size $MBS", "--recompute-granularity ${R}",
-                           "--tensor-model-parallel-size=$TP", "--seq-length `cat f`",
-                           "$EXTRA_ARGS", "\"${EXTRA[@]}\"", "`cat args`", "--$FLAG 1"}) {
+  // A flag oomguard does not model or know would make the job not judged.
+  for (const char* word :
+       {"--micro-batch-size $MBS", "--recompute-granularity ${R}",
+        "--tensor-model-parallel-size=$TP", "--seq-length `cat f`", "$EXTRA_ARGS",
+        "\"${EXTRA[@]}\"", "`cat args`", "--$FLAG 1", "--tp-comm-overlap-cfg $CFG",
+        "--no-such-flag $X", "--no_such_flag=$X"}) {
     EXPECT_TRUE(MayChangeMemory(word)) << word;
   }
   for (const char* word : {"--data-path $(cat /data/list)", "--save $CKPT", "--lr $LR",
-                           "--wandb-exp-name $NAME", "--no-such-flag $X", "/data/$(date +%s)"}) {
+                           "--wandb-exp-name $NAME", "/data/$(date +%s)"}) {
     EXPECT_FALSE(MayChangeMemory(word)) << word;
   }
 }

@@ -84,14 +84,17 @@ TEST(MegatronLmArguments, EveryFlagTheWriterWritesIsMegatronLms) {
 }
 
 // Issue 25, item 3: `--cpu-offloading` is no flag of Megatron-LM (its parser
-// exits on it), so it is read as any unknown flag, ignored with a note, and
-// turns nothing on; `--cpu-offloading-num-layers N` alone is the offloading.
+// exits on it), so it is read as any unknown flag, recorded as not modelled
+// (JobSpec.unmodelled_settings), and turns nothing on; `--cpu-offloading-num-layers N` alone is the
+// offloading.
 TEST(MegatronLmArguments, CpuOffloadingIsUnknownAndTheNumberOfLayersTurnsItOn) {
   EXPECT_EQ(FindMegatronFlag("--cpu-offloading"), nullptr);
   v1::JobSpec job;
   std::vector<std::string> notes;
   ASSERT_TRUE(ApplyMegatronArgs({"--cpu-offloading"}, ArgsMode::kOverrides, &job, &notes).ok());
-  EXPECT_THAT(notes, ::testing::ElementsAre("ignored unknown flag --cpu-offloading"));
+  EXPECT_THAT(notes, ::testing::IsEmpty());
+  ASSERT_EQ(job.unmodelled_settings_size(), 1);
+  EXPECT_EQ(job.unmodelled_settings(0).flag(), "--cpu-offloading");
   EXPECT_FALSE(job.recompute().has_cpu_offloading_num_layers());
 
   ASSERT_TRUE(
