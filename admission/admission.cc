@@ -17,6 +17,7 @@
 #include "common/status_macros.h"
 #include "estimator/estimator.h"
 #include "estimator/reported_count.h"
+#include "estimator/unmodelled_settings.h"
 
 namespace oomguard {
 namespace {
@@ -232,7 +233,10 @@ absl::StatusOr<BaseEstimate> EstimateBase(const v1::JobSpec& job, const Admissio
   return base;
 }
 
-std::string Summary(const v1::CheckResponse& r, const v1::GpuSpec& gpu) {
+// `qualifier` follows the verdict's words (", judged without modelling
+// --X" or empty).
+std::string Summary(const v1::CheckResponse& r, const v1::GpuSpec& gpu,
+                    absl::string_view qualifier) {
   const std::string where = absl::StrFormat("PP rank %d peaks at %s of %s", r.worst_pp_rank(),
                                             PeakPhrase(r), UsablePhrase(r, gpu));
   std::vector<const v1::Recommendation*> env, ladder, incompatible;
@@ -247,7 +251,8 @@ std::string Summary(const v1::CheckResponse& r, const v1::GpuSpec& gpu) {
   std::string s;
   switch (r.verdict()) {
     case v1::VERDICT_FITS:
-      s = absl::StrCat("Fits: ", where, ", ", FormatBytes(r.headroom_bytes()), " headroom");
+      s = absl::StrCat("Fits", qualifier, ": ", where, ", ", FormatBytes(r.headroom_bytes()),
+                       " headroom");
       break;
     case v1::VERDICT_FITS_WITH_SETTINGS: {
       std::vector<std::string> settings;
@@ -256,12 +261,13 @@ std::string Summary(const v1::CheckResponse& r, const v1::GpuSpec& gpu) {
         settings.push_back(rec->setting());
         saved += rec->saved_bytes();
       }
-      s = absl::StrCat("Fits only with ", absl::StrJoin(settings, " and "), ": ", where,
+      s = absl::StrCat("Fits only with ", absl::StrJoin(settings, " and "), qualifier, ": ", where,
                        ", and the setting saves ", FormatBytes(saved));
       break;
     }
     default: {
-      s = absl::StrCat("Does not fit: ", where, ", ", FormatBytes(-r.headroom_bytes()), " over");
+      s = absl::StrCat("Does not fit", qualifier, ": ", where, ", ",
+                       FormatBytes(-r.headroom_bytes()), " over");
       if (ladder.empty()) {
         absl::StrAppend(&s, "; no recommended change helps: use more GPUs or larger ones");
         break;
@@ -311,6 +317,13 @@ absl::StatusOr<v1::CheckResponse> RunCheck(const v1::JobSpec& job_spec, const v1
   }
   OOMGUARD_RETURN_IF_ERROR(
       ValidateUpperBoundCoverage(options.upper_bound_coverage, "upper_bound_coverage"));
+  // A job with settings oomguard does not model is judged only when asked,
+  // and then says so in its verdict.
+  std::string qualifier;
+  if (job.unmodelled_settings_size() > 0) {
+    if (!options.judge_unmodelled) return NotJudgedUnmodelled(job);
+    qualifier = absl::StrCat(", judged without modelling ", UnmodelledSettingList(job));
+  }
   BudgetedEstimator estimator(estimate, options, fast_peaks);
   OOMGUARD_ASSIGN_OR_RETURN(BaseEstimate estimated,
                             EstimateBase(job, options, fast_peaks, estimator));
@@ -331,14 +344,22 @@ absl::StatusOr<v1::CheckResponse> RunCheck(const v1::JobSpec& job_spec, const v1
   out.set_headroom_bytes(static_cast<int64_t>(usable) - static_cast<int64_t>(base.bytes));
   out.set_safety_margin(margin);
   out.set_gpu_name(gpu.name());
+  *out.mutable_unmodelled_settings() = job.unmodelled_settings();
+  // The estimate's notes on them, kept when the report is omitted.
+  if (!estimated.has_report && job.unmodelled_settings_size() > 0) {
+    for (std::string& note : UnmodelledSettingNotes(job)) {
+      estimated.report.add_notes(std::move(note));
+    }
+    estimated.has_report = true;
+  }
 
   if (const std::optional<uint32_t> over = estimated.over_limit) {
     // The estimate stopped at 2^50 bytes: no GPU holds that, and no saving
     // can be measured from a capped number, so there is no ladder.
     out.set_verdict(v1::VERDICT_DOES_NOT_FIT);
     out.set_summary(
-        absl::StrCat("Does not fit: PP rank ", *over, " needs ", kOverLimitWording, ", against ",
-                     UsablePhrase(out, gpu),
+        absl::StrCat("Does not fit", qualifier, ": PP rank ", *over, " needs ", kOverLimitWording,
+                     ", against ", UsablePhrase(out, gpu),
                      "; no recommended change is measured on an estimate that "
                      "large: make the micro-batch, the sequence or the model smaller."));
     if (estimated.has_report) *out.mutable_report() = std::move(estimated.report);
@@ -350,7 +371,7 @@ absl::StatusOr<v1::CheckResponse> RunCheck(const v1::JobSpec& job_spec, const v1
   out.set_verdict(base.bytes <= usable ? v1::VERDICT_FITS
                   : fits_with_settings ? v1::VERDICT_FITS_WITH_SETTINGS
                                        : v1::VERDICT_DOES_NOT_FIT);
-  out.set_summary(Summary(out, gpu));
+  out.set_summary(Summary(out, gpu, qualifier));
   if (estimated.has_report) *out.mutable_report() = std::move(estimated.report);
   return out;
 }

@@ -43,6 +43,11 @@ struct AdmissionOptions {
   // everything else in the response is the same. The CheckJob that takes an
   // estimator (a model of it, in tests) always fills the report.
   bool with_report = true;
+  // Judge a job with JobSpec.unmodelled_settings as if they were absent (the
+  // summary says "judged without modelling --X"); false: such a job is not
+  // judged (Unimplemented, naming each setting; NotJudgedUnmodelled in
+  // estimator/unmodelled_settings.h).
+  bool judge_unmodelled = false;
 };
 
 // The estimator a check calls (Estimate() without the module tree, within
@@ -52,7 +57,12 @@ using EstimateFunction = absl::FunctionRef<absl::StatusOr<v1::EstimateReport>(co
 // Checks `job` against `gpu` (a catalog entry, or just memory_bytes).
 // Errors: InvalidArgument for a bad job (from the estimator, naming the
 // JobSpec field), a safety margin outside [0, 1), a coverage outside
-// [0.5, 0.999], GPU memory of zero or over 2^50 bytes; DeadlineExceeded.
+// [0.5, 0.999], GPU memory of zero or over 2^50 bytes; DeadlineExceeded;
+// Unimplemented for a job with unmodelled settings unless
+// options.judge_unmodelled (then the response lists them in
+// unmodelled_settings and its summary's verdict says "judged without
+// modelling --X", and its report's notes hold one per setting, the report
+// omitted or not).
 absl::StatusOr<v1::CheckResponse> CheckJob(const v1::JobSpec& job, const v1::GpuSpec& gpu,
                                            const AdmissionOptions& options);
 

@@ -75,12 +75,21 @@ std::string ErrorJson(const grpc::Status& status) {
   if (!status.error_details().empty() && details.ParseFromString(status.error_details())) {
     nlohmann::json& list = body["details"] = nlohmann::json::array();
     for (const google::protobuf::Any& detail : details.details()) {
+      // google.rpc.BadRequest (the field) and google.rpc.ErrorInfo (the
+      // reason, e.g. JOB_NOT_MODELLED), each as its JSON mapping with @type.
       v1::BadRequest bad_request;
-      if (detail.type_url() != service::kBadRequestTypeUrl ||
-          !bad_request.ParseFromString(detail.value())) {
+      v1::ErrorInfo error_info;
+      std::string shown_json;
+      if (detail.type_url() == service::kBadRequestTypeUrl &&
+          bad_request.ParseFromString(detail.value())) {
+        shown_json = ToJson(bad_request);
+      } else if (detail.type_url() == service::kErrorInfoTypeUrl &&
+                 error_info.ParseFromString(detail.value())) {
+        shown_json = ToJson(error_info);
+      } else {
         continue;
       }
-      nlohmann::json shown = nlohmann::json::parse(ToJson(bad_request));
+      nlohmann::json shown = nlohmann::json::parse(shown_json);
       shown["@type"] = detail.type_url();
       list.push_back(std::move(shown));
     }

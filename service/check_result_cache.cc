@@ -15,8 +15,8 @@ std::string CheckResultKey(const v1::JobSpec& job, const v1::GpuSpec& gpu,
   AppendDeterministic(gpu, &key);
   // AdmissionOptions, the deadline aside (a new field that changes the answer
   // belongs here too); %a: doubles exactly (hexadecimal).
-  absl::StrAppendFormat(&key, "%a|%a|%d%d", options.safety_margin, options.upper_bound_coverage,
-                        options.compare_upper_bound, options.with_report);
+  absl::StrAppendFormat(&key, "%a|%a|%d%d%d", options.safety_margin, options.upper_bound_coverage,
+                        options.compare_upper_bound, options.with_report, options.judge_unmodelled);
   return key;
 }
 

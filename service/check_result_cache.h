@@ -5,8 +5,11 @@
 // to one seen before: the resubmissions of a job whose Megatron-LM arguments
 // differ only in what the estimate ignores (--save, --data-path,
 // --wandb-exp-name, ...), another request encoding (JSON, a job script), the
-// webhook's pods of one workload. The stored answer holds no notes: those
-// name the request's own ignored flags, and the caller adds them. Only
+// webhook's pods of one workload. The stored answer holds no notes of the
+// request's resolution (the parsers' assumptions, which the caller adds);
+// those of the estimate, one per JobSpec.unmodelled_settings among them,
+// are the job's, and the key holds the job and whether the policy judges
+// such a job (AdmissionOptions.judge_unmodelled). Only
 // successful answers are stored (an admission check never answers partly:
 // its deadline ends it with an error). Thread-safe.
 #ifndef OOMGUARD_SERVICE_CHECK_RESULT_CACHE_H_

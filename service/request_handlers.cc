@@ -125,7 +125,9 @@ absl::StatusOr<v1::EstimateResponse> RequestHandlers::Estimate(const v1::Estimat
     OOMGUARD_ASSIGN_OR_RETURN(options.upper_bound_coverage,
                               Coverage(request.upper_bound_coverage(), "upper_bound_coverage"));
   }
-  OOMGUARD_ASSIGN_OR_RETURN(v1::EstimateReport report, oomguard::Estimate(job.spec, options));
+  absl::StatusOr<v1::EstimateReport> estimated = oomguard::Estimate(job.spec, options);
+  if (!estimated.ok()) return MarkJobNotModelled(estimated.status());
+  v1::EstimateReport report = *std::move(estimated);
   AddNotes(job.notes, &report);
   if (static_cast<int>(report.worst_rank()) < report.ranks_size()) {
     outcome.peak_bytes = report.ranks(report.worst_rank()).peak_device_bytes();
@@ -151,6 +153,8 @@ absl::Status RequestHandlers::RunCheck(const v1::CheckRequest& request, absl::Ti
       policy.has_safety_margin() ? policy.safety_margin() : config_.default_safety_margin;
   options.deadline = Deadline(deadline, &stop_);
   options.with_report = !request.omit_report();
+  options.judge_unmodelled =
+      policy.has_judge_unmodelled() ? policy.judge_unmodelled() : config_.default_judge_unmodelled;
   OOMGUARD_ASSIGN_OR_RETURN(
       options.compare_upper_bound,
       ComparesUpperBound(policy.peak_bound(), config_.default_peak_bound, "policy.peak_bound"));
@@ -168,7 +172,9 @@ absl::Status RequestHandlers::RunCheck(const v1::CheckRequest& request, absl::Ti
       return absl::OkStatus();
     }
   }
-  OOMGUARD_ASSIGN_OR_RETURN(v1::CheckResponse checked, CheckJob(job.spec, gpu, options));
+  absl::StatusOr<v1::CheckResponse> core = CheckJob(job.spec, gpu, options);
+  if (!core.ok()) return MarkJobNotModelled(core.status());
+  v1::CheckResponse checked = *std::move(core);
   // The configurations that fit (for a job that does not) or a clearly
   // faster one (for a job that fits). The plan costs milliseconds against
   // the check's microseconds, once per model and shape: plan_cache_ keeps it

@@ -39,6 +39,10 @@ struct ServiceConfig {
   // Policy.peak_bound when a CheckRequest leaves it unset (UNSPECIFIED
   // means UPPER).
   v1::PeakBound default_peak_bound = v1::PEAK_BOUND_UPPER;
+  // Policy.judge_unmodelled when a CheckRequest leaves it unset: judge a job
+  // with settings oomguard does not model as if they were absent (false:
+  // UNIMPLEMENTED with the reason JOB_NOT_MODELLED).
+  bool default_judge_unmodelled = false;
   // One stderr line per request.
   bool log_requests = true;
   // Bound of the Check response cache (see response_cache.h); 0 disables it.

@@ -25,9 +25,7 @@ absl::Status InvalidField(absl::string_view field, absl::string_view message) {
 // reason JOB_NOT_MODELLED, which tells clients it is oomguard's answer.
 absl::Status FieldError(absl::string_view field, const absl::Status& status) {
   const std::string message = absl::StrCat(field, ": ", status.message());
-  if (absl::IsUnimplemented(status)) {
-    return WithErrorReason(absl::UnimplementedError(message), kJobNotModelledReason);
-  }
+  if (absl::IsUnimplemented(status)) return MarkJobNotModelled(absl::UnimplementedError(message));
   return InvalidField(field, message);
 }
 

@@ -30,6 +30,11 @@ absl::Status WithErrorReason(absl::Status status, absl::string_view reason) {
   return status;
 }
 
+absl::Status MarkJobNotModelled(absl::Status status) {
+  if (!absl::IsUnimplemented(status)) return status;
+  return WithErrorReason(std::move(status), kJobNotModelledReason);
+}
+
 grpc::Status ToGrpcStatus(const absl::Status& status) {
   if (status.ok()) return grpc::Status::OK;
   // absl and gRPC share the canonical code numbers.
@@ -74,6 +79,11 @@ std::string ErrorReason(const grpc::Status& status) {
     }
   }
   return "";
+}
+
+bool IsJobNotModelled(const absl::Status& status) {
+  return absl::IsUnimplemented(status) &&
+         ErrorReason(ToGrpcStatus(status)) == kJobNotModelledReason;
 }
 
 std::vector<std::string> BadRequestFields(const grpc::Status& status) {

@@ -34,6 +34,17 @@ inline constexpr absl::string_view kJobNotModelledReason = "JOB_NOT_MODELLED";
 // `status` with an ErrorInfo payload: oomguard's `reason`.
 absl::Status WithErrorReason(absl::Status status, absl::string_view reason);
 
+// `status` with the reason JOB_NOT_MODELLED when it is Unimplemented: the
+// core's answer for a valid job oomguard does not model (a setting it does
+// not model, FSDP version 2, ...), which tells clients it is oomguard's own
+// and not a server that lacks the method. Any other status unchanged.
+absl::Status MarkJobNotModelled(absl::Status status);
+
+// Whether `status` (a handler's, before ToGrpcStatus) is oomguard's answer
+// for a job it does not model: UNIMPLEMENTED with the reason
+// JOB_NOT_MODELLED. The in-process callers (the webhook) decide by it.
+bool IsJobNotModelled(const absl::Status& status);
+
 // The reason of an ErrorInfo detail of oomguard's domain in `status`, a
 // call's status as the client sees it; empty when it has none.
 std::string ErrorReason(const grpc::Status& status);

@@ -7,6 +7,7 @@
 //   oomguard check --server HOST:PORT [--deadline-ms 2000]
 //       [--gpu NAME | --gpu-memory-gib G] [--gpus N] [--gpus-per-node K]
 //       [--preset P] [--safety-margin F] [--env NAME=VALUE ...] [--ignore-skip]
+//       [--judge-unmodelled | --no-judge-unmodelled]
 //       [--tls-ca PEM [--tls-cert PEM --tls-key PEM]] [--json]
 //       (--script FILE | --job-file FILE | -- <Megatron-LM args>)
 //
@@ -21,10 +22,14 @@
 // Output (stdout): the first line is "oomguard: " and the service's one-line
 // summary (verdict, worst rank, its peak and the capacity, the first thing
 // to try); then, for FITS_WITH_SETTINGS, "oomguard: add to the job script:
-// ..." lines, for DOES_NOT_FIT the recommended steps; "oomguard: not judged:
-// ..." for exit 5. With --json, the CheckResponse as protobuf JSON instead
-// (verdict_format.h). stderr: "oomguard check: note: ..." lines and
-// "oomguard check: ..." errors.
+// ..." lines, for DOES_NOT_FIT the recommended steps, the alternatives, the
+// incompatibilities, and "oomguard: note: ..." for each of the estimate's
+// notes (one per setting oomguard does not model first); "oomguard: not
+// judged: ..." for exit 5 (a job with a setting oomguard does not model,
+// unless --judge-unmodelled or the server's --judge_unmodelled: then the
+// summary says "judged without modelling --X"). With --json, the CheckResponse as protobuf JSON
+// instead (verdict_format.h). stderr: "oomguard check: note: ..." lines and "oomguard check: ..."
+// errors.
 #ifndef OOMGUARD_TOOLS_CHECK_COMMAND_H_
 #define OOMGUARD_TOOLS_CHECK_COMMAND_H_
 
@@ -44,7 +49,8 @@ enum CheckExitCode : int {
   // Nothing to judge: no Megatron-LM launch, `#OOMGUARD skip`, no GPU count
   // or type known, a GPU the service does not know from the scheduler, or a
   // job oomguard does not model (the service's UNIMPLEMENTED with the reason
-  // JOB_NOT_MODELLED, e.g. FSDP).
+  // JOB_NOT_MODELLED, e.g. FSDP, or a Megatron-LM flag or choice value
+  // oomguard does not model or know, without --judge-unmodelled).
   kCheckNotJudged = 5,
   // The service did not answer: unavailable, too slow (deadline exceeded),
   // overloaded or over its size limit (RESOURCE_EXHAUSTED), failed, or not

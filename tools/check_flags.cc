@@ -133,6 +133,8 @@ absl::StatusOr<CheckFlags> ParseCheckFlags(const std::vector<std::string>& args)
       f.json = true;
     } else if (a == "--ignore-skip") {
       f.ignore_skip = true;
+    } else if (a == "--judge-unmodelled" || a == "--no-judge-unmodelled") {
+      f.judge_unmodelled = a == "--judge-unmodelled";
     } else {
       OOMGUARD_ASSIGN_OR_RETURN(const bool taken, TakeValueFlag(args, i, f));
       if (!taken) {

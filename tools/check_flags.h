@@ -20,6 +20,7 @@ inline constexpr char kCheckUsageText[] =
     "K]\n"
     "           [--preset P] [--safety-margin F] [--peak-bound upper|point]\n"
     "           [--coverage 0.95] [--env NAME=VALUE ...] [--ignore-skip]\n"
+    "           [--judge-unmodelled | --no-judge-unmodelled]\n"
     "           [--megatron-core-version X.Y] [--transformer-engine-version X.Y]\n"
     "           [--gpu-architecture hopper|blackwell|volta|turing]\n"
     "           [--tls-ca PEM [--tls-cert PEM --tls-key PEM]] [--json]\n"
@@ -44,6 +45,10 @@ struct CheckFlags {
   // server's defaults.
   v1::PeakBound peak_bound = v1::PEAK_BOUND_UNSPECIFIED;
   std::optional<double> coverage;
+  // --judge-unmodelled / --no-judge-unmodelled (Policy.judge_unmodelled):
+  // judge a job with settings oomguard does not model as if they were
+  // absent, or not (exit 5); unset = the server's default.
+  std::optional<bool> judge_unmodelled;
   std::map<std::string, std::string> env;
   bool ignore_skip = false;
   bool json = false;

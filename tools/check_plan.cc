@@ -75,6 +75,7 @@ CheckPlan MakeCheckPlan(const CheckFlags& f, const JobEnvelope* envelope, const 
   // report only with --json, which prints the whole response.
   plan.request.set_omit_report(!f.json);
   if (f.coverage) plan.request.mutable_policy()->set_upper_bound_coverage(*f.coverage);
+  if (f.judge_unmodelled) plan.request.mutable_policy()->set_judge_unmodelled(*f.judge_unmodelled);
   return plan;
 }
 

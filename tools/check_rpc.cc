@@ -36,6 +36,9 @@ bool IsAboutField(const grpc::Status& status, absl::string_view field) {
   return std::find(fields.begin(), fields.end(), field) != fields.end();
 }
 
+// Bound of the service's not-judged message as shown.
+constexpr size_t kMaxNotJudgedBytes = 16384;
+
 CheckFailure NotJudged(absl::string_view reason) {
   CheckFailure failure;
   failure.exit_code = kCheckNotJudged;
@@ -83,7 +86,11 @@ CheckFailure ClassifyCheckFailure(const grpc::Status& status, const CheckPlan& p
       // A job oomguard does not model, when oomguard says so; any other
       // UNIMPLEMENTED is a server that cannot answer (e.g. `server` names
       // another gRPC service), which the policy decides like any outage.
-      if (service::ErrorReason(status) == service::kJobNotModelledReason) return NotJudged(message);
+      // The message names every setting oomguard does not model, and why:
+      // shown whole, up to the settings' own bound (64 of them).
+      if (service::ErrorReason(status) == service::kJobNotModelledReason) {
+        return NotJudged(ShownValue(status.error_message(), kMaxNotJudgedBytes));
+      }
       break;
     case grpc::StatusCode::INVALID_ARGUMENT:
       if (plan.gpu_from_scheduler && IsAboutField(status, "gpu_name")) {

@@ -84,6 +84,7 @@ absl::StatusOr<ServerOptions> OptionsFromFlags() {
   }
   options.service.default_peak_bound =
       bound == "upper" ? v1::PEAK_BOUND_UPPER : v1::PEAK_BOUND_POINT;
+  options.service.default_judge_unmodelled = absl::GetFlag(FLAGS_judge_unmodelled);
   options.webhook.address = absl::GetFlag(FLAGS_webhook_address);
   options.webhook.tls_cert_file = absl::GetFlag(FLAGS_webhook_tls_cert);
   options.webhook.tls_key_file = absl::GetFlag(FLAGS_webhook_tls_key);

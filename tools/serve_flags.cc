@@ -29,6 +29,12 @@ ABSL_FLAG(std::string, default_peak_bound, "upper",
           "The peak Check compares with the usable memory when a request sets no "
           "policy.peak_bound: upper (each rank's upper bound at policy.upper_bound_coverage, "
           "default 0.95) or point (the point estimate).");
+ABSL_FLAG(bool, judge_unmodelled, false,
+          "Judge a job with settings oomguard does not model (a Megatron-LM flag it does not "
+          "model or know, a choice value it does not model) as if they were absent, when a "
+          "request sets no policy.judge_unmodelled: its verdict then says \"judged without "
+          "modelling --FLAG\". false: such a job is not judged (UNIMPLEMENTED with the reason "
+          "JOB_NOT_MODELLED, naming each setting; oomguard check exits 5).");
 ABSL_FLAG(std::string, gpu_catalog, "",
           "File with GPU catalog entries (oomguard.v1.GpuCatalog, protobuf text format) that "
           "replace built-in entries of the same name or add new ones.");

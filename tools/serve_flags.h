@@ -19,6 +19,7 @@ ABSL_DECLARE_FLAG(int32_t, threads);
 ABSL_DECLARE_FLAG(int32_t, max_request_bytes);
 ABSL_DECLARE_FLAG(double, default_safety_margin);
 ABSL_DECLARE_FLAG(std::string, default_peak_bound);
+ABSL_DECLARE_FLAG(bool, judge_unmodelled);
 ABSL_DECLARE_FLAG(std::string, gpu_catalog);
 ABSL_DECLARE_FLAG(absl::Duration, shutdown_grace);
 ABSL_DECLARE_FLAG(bool, log_requests);

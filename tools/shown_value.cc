@@ -5,10 +5,9 @@
 
 namespace oomguard {
 
-std::string ShownValue(absl::string_view text) {
-  constexpr size_t kMaxShown = 120;
+std::string ShownValue(absl::string_view text, size_t max_bytes) {
   std::string out;
-  for (const char c : text.substr(0, kMaxShown)) {
+  for (const char c : text.substr(0, max_bytes)) {
     const auto byte = static_cast<unsigned char>(c);
     if (byte < 0x20 || byte >= 0x7f) {
       absl::StrAppend(&out, "\\x", absl::Hex(byte, absl::kZeroPad2));
@@ -16,7 +15,7 @@ std::string ShownValue(absl::string_view text) {
       out.push_back(c);
     }
   }
-  if (text.size() > kMaxShown) out += "...";
+  if (text.size() > max_bytes) out += "...";
   return out;
 }
 

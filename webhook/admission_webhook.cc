@@ -16,7 +16,9 @@
 #include "absl/strings/strip.h"
 #include "admission/peak_wording.h"
 #include "common/valid_utf8.h"
+#include "estimator/unmodelled_settings.h"
 #include "jobscript/check_request.h"
+#include "service/status_mapping.h"
 
 namespace oomguard::webhook {
 namespace {
@@ -208,6 +210,14 @@ Answer Judge(const json& request, const json& object, WorkloadKind kind, const G
   const std::string unresolved = absl::StrJoin(job->unresolved, ", ");
   if (!status.ok()) {
     Answer failed = cannot_judge(status);
+    if (service::IsJobNotModelled(status)) {
+      // oomguard's own answer, naming what it does not model: not judged,
+      // admitted (the operator chooses to judge such jobs with the server's
+      // --judge_unmodelled).
+      failed.warnings.front() =
+          Warning(absl::StrCat("oomguard did not judge ", subject, ": ", status.message()));
+      failed.audit = {{"not-judged", Warning(status.message())}};
+    }
     if (!unresolved.empty()) {
       failed.warnings.push_back(Warning(absl::StrCat("oomguard: the launch leaves out ", unresolved,
                                                      " (known only at run time)")));
@@ -219,6 +229,20 @@ Answer Judge(const json& request, const json& object, WorkloadKind kind, const G
   outcome->verdict = response.verdict();
   outcome->peak_bytes = response.peak_device_bytes();
   AddVerdict(response, *job, subject, &answer);
+  if (!response.unmodelled_settings().empty()) {
+    // Judged anyway (the server's --judge_unmodelled): the verdict is of the
+    // job without these settings, and says so first.
+    std::vector<std::string> settings;
+    for (const v1::UnmodelledSetting& s : response.unmodelled_settings()) {
+      settings.push_back(absl::StrCat(UnmodelledSettingName(s), " (", s.reason(), ")"));
+    }
+    answer.audit.emplace_back("judged-without", Warning(absl::StrJoin(settings, "; ")));
+    answer.warnings.insert(
+        answer.warnings.begin(),
+        Warning(absl::StrCat(
+            "oomguard: ", absl::StripPrefix(v1::Verdict_Name(response.verdict()), "VERDICT_"),
+            ", judged without modelling ", absl::StrJoin(settings, "; "))));
+  }
   if (!unresolved.empty()) {
     // Judged without flags that may change memory: a denial would be a guess.
     answer.audit.emplace_back("unresolved", Warning(unresolved));

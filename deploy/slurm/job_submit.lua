@@ -7,6 +7,10 @@ launch fits the GPUs it requests, and
   FITS_WITH_SETTINGS  -> accepts it and tells the user which settings to add
   FITS                -> accepts it silently
   not a Megatron job  -> accepts it (not our business)
+  not judged          -> accepts it (a setting oomguard does not model, e.g.
+                         an unknown flag; judge_unmodelled = yes judges it
+                         anyway), logs why; notify_not_judged = yes tells the
+                         user
   service down/slow   -> policy=open (default): accepts and logs;
                          policy=closed: rejects with a retry message.
 
@@ -47,6 +51,8 @@ local DEFAULTS = {
   safety_margin = "",       -- overrides the server's default and the scripts' directives
   tls_ca = "",
   notify_fits = "no",       -- also tell users when a job fits
+  judge_unmodelled = "",    -- yes | no | "": judge jobs with settings oomguard does not model
+  notify_not_judged = "no", -- also tell users when a job is not judged, and why
 }
 
 -- ---------------------------------------------------------------------------
@@ -117,6 +123,12 @@ local function read_config()
   if conf.on_invalid ~= "reject" and conf.on_invalid ~= "accept" then return bad("on_invalid") end
   if conf.allow_skip ~= "yes" and conf.allow_skip ~= "no" then return bad("allow_skip") end
   if conf.notify_fits ~= "yes" and conf.notify_fits ~= "no" then return bad("notify_fits") end
+  if conf.judge_unmodelled ~= "" and conf.judge_unmodelled ~= "yes" and conf.judge_unmodelled ~= "no" then
+    return bad("judge_unmodelled")
+  end
+  if conf.notify_not_judged ~= "yes" and conf.notify_not_judged ~= "no" then
+    return bad("notify_not_judged")
+  end
   if conf.default_gpu ~= "" and not is_name(conf.default_gpu) then return bad("default_gpu") end
   local deadline = tonumber(conf.deadline_ms)
   if not conf.deadline_ms:match("^%d+$") or deadline < 500 or deadline > 60000 then
@@ -283,6 +295,8 @@ local function run_client(conf, path)
   }
   if conf.tls_ca ~= "" then argv[#argv + 1] = "--tls-ca"; argv[#argv + 1] = conf.tls_ca end
   if conf.allow_skip == "no" then argv[#argv + 1] = "--ignore-skip" end
+  if conf.judge_unmodelled == "yes" then argv[#argv + 1] = "--judge-unmodelled" end
+  if conf.judge_unmodelled == "no" then argv[#argv + 1] = "--no-judge-unmodelled" end
   if conf.safety_margin ~= "" then
     argv[#argv + 1] = "--safety-margin"; argv[#argv + 1] = conf.safety_margin
   end
@@ -401,7 +415,10 @@ local function check_job(job_desc, part_list, submit_uid)
     tell_user(first)
     return slurm.ERROR
   elseif exit == 5 then
+    -- The reason names what was not judged, e.g. each flag oomguard does
+    -- not model and why.
     info("%s: uid %s: not judged; accepted: %s", HOOK, tostring(submit_uid), first)
+    if conf.notify_not_judged == "yes" and first ~= "" then tell_user(first) end
     return slurm.SUCCESS
   elseif exit == 2 then
     local why = errors[1] or "invalid job"

@@ -67,8 +67,8 @@ function svg(tag, attributes, ...children) {
 // ---------------------------------------------------------------------------
 // The job: form <-> URL fragment <-> request.
 
-const FORM_FIELDS = ["preset", "num-gpus", "gpus-per-node", "gpu", "f-tp", "f-pp", "f-vpp", "f-cp",
-  "f-ep", "f-etp", "f-mbs", "f-gbs", "f-seq", "f-recompute", "f-precision"];
+const FORM_FIELDS = ["preset", "num-gpus", "gpus-per-node", "gpu", "judge-unmodelled", "f-tp", "f-pp",
+  "f-vpp", "f-cp", "f-ep", "f-etp", "f-mbs", "f-gbs", "f-seq", "f-recompute", "f-precision"];
 
 function readForm() {
   const state = { job: $("job-text").value };
@@ -169,7 +169,11 @@ function showError(error) {
   for (const detail of (error.body && error.body.details) || []) {
     for (const v of detail.fieldViolations || []) fields.push(v);
   }
-  if (fields.length === 0) {
+  const reasons = ((error.body && error.body.details) || []).map((d) => d.reason);
+  if (reasons.includes("JOB_NOT_MODELLED")) {
+    // oomguard's own answer for a job it does not model: not judged.
+    box.append(el("p", {}, `Not judged: ${error.message}`));
+  } else if (fields.length === 0) {
     box.append(el("p", {}, `Error${error.status ? " " + error.status : ""}: ${error.message}`));
   } else {
     for (const v of fields) {
@@ -350,6 +354,8 @@ async function submit() {
     let check;
     let job;
     let scriptNotes = [];
+    // Policy.judge_unmodelled; unset: the server's --judge_unmodelled.
+    const policy = state["judge-unmodelled"] ? { judgeUnmodelled: state["judge-unmodelled"] === "yes" } : undefined;
     if (isScript(state.job)) {
       // Read by the server (never run), as the scheduler's hook reads it.
       const body = { script: state.job };
@@ -357,6 +363,7 @@ async function submit() {
       if (state.preset) body.preset = state.preset;
       if (state["num-gpus"] !== "") body.gpus = Number(state["num-gpus"]);
       if (state["gpus-per-node"] !== "") body.gpusPerNode = Number(state["gpus-per-node"]);
+      if (policy) body.policy = policy;
       const read = await callApi("/v1/check_script", body);
       check = read.response;
       job = read.request.job;
@@ -364,6 +371,7 @@ async function submit() {
     } else {
       job = jobSource(state);
       const request = { job, gpuName: state.gpu || firstGpu() };
+      if (policy) request.policy = policy;
       check = await callApi("/v1/check", request);
     }
     const estimate = await callApi("/v1/estimate", { job, moduleTree: true }).catch(() => null);

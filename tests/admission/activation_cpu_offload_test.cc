@@ -71,14 +71,20 @@ v1::EstimateReport Estimated(const v1::JobSpec& job) {
 
 // Before: `--cpu-offloading` was read as offloading 31 of the 32 layers
 // (Fits, 46.0 GiB point estimate). Now it is an unknown flag, as Megatron-LM's
-// parser has it: ignored with a note, the job estimated as written.
+// parser has it: not modelled (the job is not judged unless asked), and
+// judged anyway it is the job estimated as written without it.
 TEST(ActivationCpuOffload, CpuOffloadingIsNoFlagAndTurnsNothingOn) {
   const BuiltJob with = Llama3At128k({"--cpu-offloading"});
-  EXPECT_THAT(with.notes, ::testing::Contains("ignored unknown flag --cpu-offloading"));
-  const BuiltJob without = Llama3At128k({});
+  ASSERT_EQ(with.job.unmodelled_settings_size(), 1);
+  EXPECT_EQ(with.job.unmodelled_settings(0).flag(), "--cpu-offloading");
+  BuiltJob without = Llama3At128k({});
+  *without.job.mutable_unmodelled_settings() = with.job.unmodelled_settings();
   EXPECT_EQ(with.job.SerializeAsString(), without.job.SerializeAsString());
 
-  absl::StatusOr<v1::CheckResponse> r = CheckJob(with.job, H100(), AdmissionOptions());
+  EXPECT_EQ(CheckJob(with.job, H100(), AdmissionOptions()).status().code(),
+            absl::StatusCode::kUnimplemented);
+  absl::StatusOr<v1::CheckResponse> r =
+      CheckJob(with.job, H100(), AdmissionOptions{.judge_unmodelled = true});
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->verdict(), v1::VERDICT_DOES_NOT_FIT);
   EXPECT_NEAR(r->peak_device_bytes() / kGiB, 239.8, 0.05);

@@ -23,8 +23,10 @@
 namespace oomguard {
 namespace {
 
+using ::testing::Contains;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using ::testing::IsEmpty;
 using ::testing::StartsWith;
 
 constexpr uint64_t kGiB = uint64_t{1} << 30;
@@ -411,6 +413,86 @@ TEST(AdmissionTest, RankOverTheEstimatorLimitDoesNotFit) {
   EXPECT_EQ(r->headroom_bytes(), 0);
   EXPECT_THAT(r->summary(), StartsWith("Does not fit: PP rank 0 needs 1 PiB (2^50 bytes) or "
                                        "more per GPU, against 1024.00 TiB usable on TEST-GPU"));
+}
+
+// MoeJob with a flag oomguard does not model and a choice value it does
+// not model, as the argument-line parser records them.
+v1::JobSpec MoeJobWithUnmodelledSettings(int count = 2) {
+  v1::JobSpec job = MoeJob();
+  for (int i = 0; i < count; ++i) {
+    v1::UnmodelledSetting* s = job.add_unmodelled_settings();
+    s->set_flag(i == 1 ? "--fp8-recipe" : absl::StrCat("--flag-", i));
+    if (i == 1) s->set_value("custom");
+    s->set_reason(absl::StrCat("reason ", i));
+  }
+  return job;
+}
+
+// Not judged unless asked: Unimplemented naming every setting, its reason
+// and how to judge anyway.
+TEST(AdmissionTest, UnmodelledSettingsAreNotJudgedByDefault) {
+  absl::StatusOr<v1::CheckResponse> r = Check(MoeJobWithUnmodelledSettings(), Gpu(128));
+  ASSERT_EQ(r.status().code(), absl::StatusCode::kUnimplemented) << r.status();
+  EXPECT_EQ(r.status().message(),
+            "oomguard does not model --flag-0, --fp8-recipe custom, so the job is not judged. "
+            "--flag-0: reason 0. --fp8-recipe custom: reason 1. To judge it as if they were "
+            "absent: policy.judge_unmodelled (oomguard check --judge-unmodelled, or the server's "
+            "--judge_unmodelled).");
+}
+
+// Judged when asked: the same verdict and numbers as the job without them,
+// the verdict's words saying what it was judged without, every verdict.
+TEST(AdmissionTest, UnmodelledSettingsJudgedAnywayAreNamedInTheVerdict) {
+  const AdmissionOptions judge{.deadline = Deadline(), .judge_unmodelled = true};
+  absl::StatusOr<v1::CheckResponse> fits =
+      CheckJob(MoeJobWithUnmodelledSettings(), Gpu(128), judge, FakeEstimate);
+  ASSERT_TRUE(fits.ok()) << fits.status();
+  absl::StatusOr<v1::CheckResponse> plain = Check(MoeJob(), Gpu(128));
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  EXPECT_EQ(fits->verdict(), v1::VERDICT_FITS);
+  EXPECT_EQ(fits->peak_device_bytes(), plain->peak_device_bytes());
+  EXPECT_EQ(fits->summary(),
+            absl::StrCat("Fits, judged without modelling --flag-0, --fp8-recipe custom",
+                         plain->summary().substr(std::string("Fits").size())));
+  ASSERT_EQ(fits->unmodelled_settings_size(), 2);
+  EXPECT_EQ(fits->unmodelled_settings(1).value(), "custom");
+  EXPECT_THAT(plain->unmodelled_settings(), IsEmpty());
+
+  // Past three, the verdict counts the rest (the response lists them all).
+  absl::StatusOr<v1::CheckResponse> tight =
+      CheckJob(MoeJobWithUnmodelledSettings(5), Gpu(96), judge, FakeEstimate);
+  ASSERT_TRUE(tight.ok()) << tight.status();
+  EXPECT_EQ(tight->verdict(), v1::VERDICT_FITS_WITH_SETTINGS);
+  EXPECT_THAT(tight->summary(),
+              StartsWith("Fits only with PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True, "
+                         "judged without modelling --flag-0, --fp8-recipe custom, --flag-2 and "
+                         "2 more: PP rank 0 peaks at "));
+  EXPECT_EQ(tight->unmodelled_settings_size(), 5);
+  absl::StatusOr<v1::CheckResponse> over =
+      CheckJob(MoeJobWithUnmodelledSettings(1), Gpu(40), judge, FakeEstimate);
+  ASSERT_TRUE(over.ok()) << over.status();
+  EXPECT_THAT(over->summary(), StartsWith("Does not fit, judged without modelling --flag-0: PP "
+                                          "rank 0 peaks at "));
+}
+
+// The real estimator notes each setting, report or not.
+TEST(AdmissionTest, UnmodelledSettingsAreNotedWithOrWithoutTheReport) {
+  JobInputs inputs;
+  inputs.preset = "llama3-8b";
+  inputs.megatron_args = {"--micro-batch-size", "1", "--seq-length", "4096"};
+  inputs.megatron_args.insert(inputs.megatron_args.end(), {"--tp-comm-overlap-cfg", "x.yaml"});
+  inputs.num_gpus = 8;
+  absl::StatusOr<v1::JobSpec> job = BuildJob(inputs, nullptr);
+  ASSERT_TRUE(job.ok()) << job.status();
+  for (bool with_report : {true, false}) {
+    absl::StatusOr<v1::CheckResponse> r =
+        CheckJob(*job, Gpu(80, "H100"), {.with_report = with_report, .judge_unmodelled = true});
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_THAT(r->report().notes(),
+                Contains(StartsWith("--tp-comm-overlap-cfg is not modelled (a custom TP "
+                                    "communication overlap configuration is not read")))
+        << with_report;
+  }
 }
 
 // Issue 12: this job's byte counts once wrapped past 2^63 into a 45.62 GiB

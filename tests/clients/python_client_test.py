@@ -250,6 +250,28 @@ class ClientTest(unittest.TestCase):
         self.assertEqual(result.safety_margin, 0.0)
         self.assertEqual(result.gpu_name, "")
 
+    def test_unmodelled_flag_is_not_judged_unless_asked(self):
+        args = dict(LLAMA_FITS, **{"tp-comm-overlap-cfg": "x.yaml"})
+        with self.assertRaises(OomguardError) as caught:
+            self.client.check(args=args, num_gpus=8, preset="llama3-8b")
+        error = caught.exception
+        self.assertEqual(error.code, grpc.StatusCode.UNIMPLEMENTED)
+        self.assertEqual(error.reason, "JOB_NOT_MODELLED")
+        self.assertTrue(error.not_modelled)
+        self.assertEqual(error.field_violations, [])
+        self.assertIn("--tp-comm-overlap-cfg: a custom TP communication overlap", error.message)
+
+        result = self.client.check(args=args, num_gpus=8, preset="llama3-8b",
+                                   judge_unmodelled=True)
+        self.assertEqual(result.verdict, "FITS")
+        self.assertTrue(result.summary.startswith(
+            "Fits, judged without modelling --tp-comm-overlap-cfg: "), result.summary)
+        self.assertEqual([s.flag for s in result.unmodelled_settings], ["--tp-comm-overlap-cfg"])
+        self.assertEqual(result.unmodelled_settings[0].value, "")
+        plain = self.client.check(args=LLAMA_FITS, num_gpus=8, preset="llama3-8b")
+        self.assertEqual(plain.unmodelled_settings, [])
+        self.assertEqual(result.peak_bytes, plain.peak_bytes)
+
     def test_invalid_flag_value_names_the_flag(self):
         with self.assertRaises(OomguardError) as caught:
             self.client.check(args=dict(LLAMA_FITS, **{"micro-batch-size": -1}), num_gpus=8,

@@ -243,6 +243,72 @@ TEST_F(HttpApiTest, ChecksAPastedHybridScript) {
   EXPECT_EQ(answer["response"]["peakDeviceBytes"], direct_answer["peakDeviceBytes"]);
 }
 
+// Issue 27: a job with a flag oomguard does not model is not judged (501
+// with the ErrorInfo reason JOB_NOT_MODELLED, naming the flag), unless the
+// request's policy (or the server's --judge_unmodelled, which the policy
+// overrides) says to judge it; then the summary says what it was judged
+// without and the response lists it. The same through a pasted script.
+TEST_F(HttpApiTest, UnmodelledFlagsAreNotJudgedUnlessThePolicySays) {
+  Start();
+  json request = DeepSeekCheck();
+  request["job"]["megatron"]["args"] = absl::StrCat(
+      request["job"]["megatron"]["args"].get<std::string>(), " --tp-comm-overlap-cfg x.yaml");
+  httplib::Result check = Post("/v1/check", request.dump());
+  ASSERT_TRUE(check);
+  EXPECT_EQ(check->status, 501) << check->body;
+  json error = json::parse(check->body);
+  EXPECT_EQ(error["code"], 12);  // UNIMPLEMENTED
+  EXPECT_THAT(error["message"].get<std::string>(),
+              HasSubstr("--tp-comm-overlap-cfg: a custom TP communication overlap"));
+  ASSERT_EQ(error["details"].size(), 1u) << check->body;
+  EXPECT_EQ(error["details"][0]["@type"], "type.googleapis.com/google.rpc.ErrorInfo");
+  EXPECT_EQ(error["details"][0]["reason"], "JOB_NOT_MODELLED");
+  EXPECT_EQ(error["details"][0]["domain"], "oomguard.io");
+
+  request["policy"] = {{"judgeUnmodelled", true}};
+  check = Post("/v1/check", request.dump());
+  ASSERT_TRUE(check);
+  ASSERT_EQ(check->status, 200) << check->body;
+  json answer = json::parse(check->body);
+  EXPECT_EQ(answer["verdict"], "VERDICT_DOES_NOT_FIT");
+  EXPECT_THAT(answer["summary"].get<std::string>(),
+              StartsWith("Does not fit, judged without modelling --tp-comm-overlap-cfg: "));
+  EXPECT_EQ(answer["unmodelledSettings"][0]["flag"], "--tp-comm-overlap-cfg");
+
+  json script = {
+      {"script", absl::StrReplaceAll(DeepSeekScript("#OOMGUARD preset=deepseek-v3"),
+                                     {{"pretrain_gpt.py ", "pretrain_gpt.py --no-such-flag "}})},
+      {"gpu", "H100"}};
+  check = Post("/v1/check_script", script.dump());
+  ASSERT_TRUE(check);
+  EXPECT_EQ(check->status, 501) << check->body;
+  EXPECT_THAT(json::parse(check->body)["message"].get<std::string>(), HasSubstr("--no-such-flag"));
+  script["policy"] = {{"judgeUnmodelled", true}};
+  check = Post("/v1/check_script", script.dump());
+  ASSERT_TRUE(check);
+  ASSERT_EQ(check->status, 200) << check->body;
+  EXPECT_THAT(json::parse(check->body)["response"]["summary"].get<std::string>(),
+              StartsWith("Does not fit, judged without modelling --no-such-flag: "));
+}
+
+TEST_F(HttpApiTest, ServerDefaultJudgesUnmodelledFlagsUnlessThePolicySaysNot) {
+  server::ServerOptions options = Options();
+  options.service.default_judge_unmodelled = true;
+  Start(std::move(options));
+  json request = DeepSeekCheck();
+  request["job"]["megatron"]["args"] = absl::StrCat(
+      request["job"]["megatron"]["args"].get<std::string>(), " --tp-comm-overlap-cfg x.yaml");
+  httplib::Result check = Post("/v1/check", request.dump());
+  ASSERT_TRUE(check);
+  ASSERT_EQ(check->status, 200) << check->body;
+  EXPECT_THAT(json::parse(check->body)["summary"].get<std::string>(),
+              HasSubstr("judged without modelling --tp-comm-overlap-cfg"));
+  request["policy"] = {{"judgeUnmodelled", false}};
+  check = Post("/v1/check", request.dump());
+  ASSERT_TRUE(check);
+  EXPECT_EQ(check->status, 501) << check->body;
+}
+
 TEST_F(HttpApiTest, PastedScriptErrorsNameTheField) {
   Start();
   const struct {

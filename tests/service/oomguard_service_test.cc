@@ -292,6 +292,8 @@ TEST_F(ServiceTest, CheckWithoutTheReportAnswersTheSame) {
           "deepseek-v3",
           absl::StrCat(testing::DeepSeekV3With1024GpusArgs(), " --not-a-megatron-flag 3"), 1024),
       "H100-SXM-80GB");
+  // Judged without the unknown flag, whose note the brief answer keeps.
+  request.mutable_policy()->set_judge_unmodelled(true);
   v1::CheckResponse full, brief;
   ASSERT_TRUE(Check(request, &full).ok());
   request.set_omit_report(true);
@@ -449,6 +451,87 @@ TEST_F(ServiceTest, UnmodelledJobIsUnimplementedNotInvalid) {
   // oomguard's own answer (a client tells it from another server's
   // UNIMPLEMENTED by that).
   EXPECT_THAT(service::BadRequestFields(status), ::testing::IsEmpty());
+  EXPECT_EQ(service::ErrorReason(status), service::kJobNotModelledReason);
+}
+
+// Llama-3-8B on 8 GPUs (fits on an H100) with a flag oomguard does not
+// model and one it does not know.
+v1::CheckRequest UnmodelledLlamaCheck() {
+  v1::CheckRequest request;
+  *request.mutable_job() = testing::Llama3With8GpusFits();
+  request.mutable_job()->mutable_megatron()->mutable_args()->append(
+      " --tp-comm-overlap-cfg x.yaml --no-such-flag");
+  request.set_gpu_name("H100-SXM-80GB");
+  return request;
+}
+
+// A job with a setting oomguard does not model is not judged by default:
+// UNIMPLEMENTED with the reason JOB_NOT_MODELLED, naming every setting, its
+// reason and how to judge it anyway.
+TEST_F(ServiceTest, JobWithUnmodelledSettingsIsNotJudgedByDefault) {
+  v1::CheckResponse response;
+  const grpc::Status status = Check(UnmodelledLlamaCheck(), &response);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::UNIMPLEMENTED);
+  EXPECT_EQ(service::ErrorReason(status), service::kJobNotModelledReason);
+  EXPECT_THAT(service::BadRequestFields(status), ::testing::IsEmpty());
+  EXPECT_THAT(status.error_message(),
+              AllOf(StartsWith("oomguard does not model --tp-comm-overlap-cfg, --no-such-flag, so "
+                               "the job is not judged"),
+                    HasSubstr("--tp-comm-overlap-cfg: a custom TP communication overlap"),
+                    HasSubstr("--no-such-flag: not a flag of Megatron-LM up to Megatron-Core "
+                              "0.20"),
+                    HasSubstr("policy.judge_unmodelled"), HasSubstr("--judge-unmodelled")));
+  // The Estimate answers, noting each setting.
+  v1::EstimateRequest estimate;
+  *estimate.mutable_job() = UnmodelledLlamaCheck().job();
+  v1::EstimateResponse estimated;
+  ASSERT_TRUE(Estimate(estimate, &estimated).ok());
+  EXPECT_THAT(estimated.report().notes(),
+              ::testing::IsSupersetOf(
+                  {StartsWith("--tp-comm-overlap-cfg is not modelled (a custom TP communication"),
+                   StartsWith("--no-such-flag is not modelled (not a flag of Megatron-LM")}));
+}
+
+// Judged when the policy asks: the verdict of the job without the settings,
+// whose summary says so and which lists them; the same peaks as the job
+// written without them.
+TEST_F(ServiceTest, PolicyJudgesUnmodelledSettingsAndSaysSo) {
+  v1::CheckRequest request = UnmodelledLlamaCheck();
+  request.mutable_policy()->set_judge_unmodelled(true);
+  v1::CheckResponse judged, plain;
+  ASSERT_TRUE(Check(request, &judged).ok());
+  ASSERT_TRUE(Check(CheckOn(testing::Llama3With8GpusFits(), "H100-SXM-80GB"), &plain).ok());
+  EXPECT_EQ(judged.verdict(), v1::VERDICT_FITS);
+  EXPECT_EQ(judged.peak_device_bytes(), plain.peak_device_bytes());
+  EXPECT_THAT(judged.summary(),
+              StartsWith("Fits, judged without modelling --tp-comm-overlap-cfg, --no-such-flag: "
+                         "PP rank 0 peaks at "));
+  ASSERT_EQ(judged.unmodelled_settings_size(), 2);
+  EXPECT_EQ(judged.unmodelled_settings(0).flag(), "--tp-comm-overlap-cfg");
+  EXPECT_EQ(judged.unmodelled_settings(1).flag(), "--no-such-flag");
+  EXPECT_THAT(plain.unmodelled_settings(), ::testing::IsEmpty());
+  // The same request without the policy (the response cache holds the
+  // judged one by its bytes) and asked not to judge (the answers cache
+  // holds it by job): not judged.
+  v1::CheckResponse refused;
+  EXPECT_EQ(Check(UnmodelledLlamaCheck(), &refused).error_code(), grpc::StatusCode::UNIMPLEMENTED);
+  request.mutable_policy()->set_judge_unmodelled(false);
+  EXPECT_EQ(Check(request, &refused).error_code(), grpc::StatusCode::UNIMPLEMENTED);
+}
+
+// The server's --judge_unmodelled is the default a request overrides, both
+// ways.
+TEST_F(ServiceTest, ServerDefaultJudgesUnmodelledUnlessTheRequestSaysNot) {
+  server::ServerOptions options;
+  options.service.default_judge_unmodelled = true;
+  StartServer(std::move(options));
+  v1::CheckRequest request = UnmodelledLlamaCheck();
+  v1::CheckResponse response;
+  ASSERT_TRUE(Check(request, &response).ok());
+  EXPECT_THAT(response.summary(), HasSubstr("judged without modelling --tp-comm-overlap-cfg"));
+  request.mutable_policy()->set_judge_unmodelled(false);
+  const grpc::Status status = Check(request, &response);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::UNIMPLEMENTED);
   EXPECT_EQ(service::ErrorReason(status), service::kJobNotModelledReason);
 }
 

@@ -292,6 +292,41 @@ TEST_F(CheckCommandTest, NotJudged) {
   EXPECT_THAT(out_, HasSubstr("FSDP"));
 }
 
+// Issue 27: a job with a flag oomguard does not model (or know) is not
+// judged by default (exit 5, naming each flag and its reason); with
+// --judge-unmodelled it is, the verdict line saying what it was judged
+// without and the notes under it saying why. --no-judge-unmodelled asks not
+// to, whatever the server's default.
+TEST_F(CheckCommandTest, UnmodelledFlagsAreNotJudgedUnlessAsked) {
+  std::vector<std::string> args = {"--gpu", "H100", "--gpus", "8", "--preset", "llama3-8b", "--"};
+  for (const std::string& a : Split(kFitsArgs)) args.push_back(a);
+  args.insert(args.end(), {"--tp-comm-overlap-cfg", "x.yaml", "--no-such-flag"});
+  EXPECT_EQ(Run(args), kCheckNotJudged) << err_;
+  EXPECT_THAT(out_, AllOf(StartsWith("oomguard: not judged: oomguard does not model "
+                                     "--tp-comm-overlap-cfg, --no-such-flag, so the job is not "
+                                     "judged. --tp-comm-overlap-cfg: a custom TP communication "
+                                     "overlap configuration is not read"),
+                          HasSubstr(" --no-such-flag: not a flag of Megatron-LM up to "
+                                    "Megatron-Core 0.20 (commit d98e8a64dd): a newer version's "
+                                    "flag, a custom script's or a typo. To judge it as if they "
+                                    "were absent: policy.judge_unmodelled (oomguard check "
+                                    "--judge-unmodelled, or the server's --judge_unmodelled).\n")));
+
+  std::vector<std::string> judged = args;
+  judged.insert(judged.begin(), "--judge-unmodelled");
+  EXPECT_EQ(Run(judged), kCheckFits) << err_;
+  EXPECT_THAT(out_, StartsWith("oomguard: Fits, judged without modelling --tp-comm-overlap-cfg, "
+                               "--no-such-flag: PP rank 0 peaks at "));
+  EXPECT_THAT(out_, AllOf(HasSubstr("\noomguard: note: --tp-comm-overlap-cfg is not modelled (a "
+                                    "custom TP communication overlap configuration"),
+                          HasSubstr("\noomguard: note: --no-such-flag is not modelled (not a flag "
+                                    "of Megatron-LM")));
+
+  std::vector<std::string> refused = args;
+  refused.insert(refused.begin(), "--no-judge-unmodelled");
+  EXPECT_EQ(Run(refused), kCheckNotJudged) << err_;
+}
+
 TEST_F(CheckCommandTest, UnknownGpuFromSchedulerIsNotJudgedFromUserIsInvalid) {
   const std::string body =
       absl::StrCat("#OOMGUARD preset=llama3-8b\ntorchrun pretrain_gpt.py ", kFitsArgs, "\n");

@@ -2,6 +2,7 @@
 // flag in both spellings, --help, and each error naming the flag and value.
 #include "tools/check_flags.h"
 
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -67,6 +68,16 @@ TEST(CheckFlagsTest, ReadsEveryFlag) {
   EXPECT_EQ(f->script_path, "s.sh");
   EXPECT_FALSE(f->args_given);
   EXPECT_EQ(f->deadline_ms, 2000);
+  EXPECT_EQ(f->judge_unmodelled, std::nullopt);  // The server's default.
+
+  // The last of --judge-unmodelled / --no-judge-unmodelled wins.
+  f = ParseCheckFlags({"--server=h:1", "--judge-unmodelled", "--script", "s.sh"});
+  ASSERT_TRUE(f.ok()) << f.status();
+  EXPECT_EQ(f->judge_unmodelled, true);
+  f = ParseCheckFlags(
+      {"--server=h:1", "--judge-unmodelled", "--no-judge-unmodelled", "--script", "s.sh"});
+  ASSERT_TRUE(f.ok()) << f.status();
+  EXPECT_EQ(f->judge_unmodelled, false);
 }
 
 TEST(CheckFlagsTest, HelpStopsReading) {

@@ -35,11 +35,11 @@ TEST(FormatVerdictTest, NotesFollowTheVerdict) {
   v1::CheckResponse r;
   r.set_verdict(v1::VERDICT_FITS);
   r.set_summary("Fits: PP rank 0 peaks at 60.0 GiB");
-  r.mutable_report()->add_notes("ignored unknown flag --foo");
+  r.mutable_report()->add_notes("--foo is not modelled (a reason): estimated as if it were absent");
   r.mutable_report()->add_notes("expandable_segments assumed off");
   EXPECT_EQ(FormatVerdict(r),
             "oomguard: Fits: PP rank 0 peaks at 60.0 GiB\n"
-            "oomguard: note: ignored unknown flag --foo\n"
+            "oomguard: note: --foo is not modelled (a reason): estimated as if it were absent\n"
             "oomguard: note: expandable_segments assumed off\n");
 }
 

@@ -378,6 +378,56 @@ TEST_F(WebhookAdmissionTest, InvalidMegatronJobIsAllowedWithTheReason) {
   EXPECT_EQ(last_.outcome.code, absl::StatusCode::kInvalidArgument);
 }
 
+// Issue 27: a job with a flag oomguard does not model is not judged by
+// default: admitted, with a warning naming the flag and why, audited as
+// not-judged.
+TEST_F(WebhookAdmissionTest, UnmodelledFlagIsAllowedNotJudgedNamingIt) {
+  json review = Load("pod_deepseek_v3_8gpu.json");
+  json& args = PodSpecOf(review)["containers"][0]["args"];
+  args.push_back("--tp-comm-overlap-cfg");
+  args.push_back("/cfg/x.yaml");
+  const json r = Review(review);
+  EXPECT_EQ(r["allowed"], true);
+  EXPECT_FALSE(r.contains("status"));
+  ASSERT_EQ(r["warnings"].size(), 1u) << r.dump();
+  EXPECT_THAT(r["warnings"][0].get<std::string>(),
+              StartsWith("oomguard did not judge Pod llm-training/dsv3-smoke: oomguard does not "
+                         "model --tp-comm-overlap-cfg, so the job is not judged. "
+                         "--tp-comm-overlap-cfg: a custom TP communication overlap configuration "
+                         "is not read"));
+  EXPECT_THAT(r["auditAnnotations"]["not-judged"].get<std::string>(),
+              HasSubstr("--tp-comm-overlap-cfg"));
+  EXPECT_EQ(last_.outcome.code, absl::StatusCode::kUnimplemented);
+}
+
+// With the server's --judge_unmodelled the same job is judged: denied (it
+// does not fit), the denial's verdict and the first warning saying what it
+// was judged without.
+TEST_F(WebhookAdmissionTest, ServerThatJudgesUnmodelledFlagsSaysSoInTheVerdict) {
+  service::ServiceConfig config = Config();
+  config.default_judge_unmodelled = true;
+  service::RequestHandlers judging(config, &metrics_);
+  json review = Load("pod_deepseek_v3_8gpu.json");
+  json& args = PodSpecOf(review)["containers"][0]["args"];
+  args.push_back("--tp-comm-overlap-cfg");
+  args.push_back("/cfg/x.yaml");
+  const webhook::AdmissionAnswer answer = webhook::ReviewAdmission(
+      review.dump(), catalog_, absl::Now() + absl::Seconds(30),
+      [&](const v1::CheckRequest& request, absl::Time d, v1::CheckResponse* response) {
+        return judging.RunCheck(request, d, response);
+      });
+  ASSERT_EQ(answer.http_status, 200) << answer.body;
+  const json r = json::parse(answer.body)["response"];
+  EXPECT_EQ(r["allowed"], false);
+  EXPECT_THAT(r["status"]["message"].get<std::string>(),
+              HasSubstr("Does not fit, judged without modelling --tp-comm-overlap-cfg: PP rank"));
+  EXPECT_THAT(r["warnings"][0].get<std::string>(),
+              StartsWith("oomguard: DOES_NOT_FIT, judged without modelling --tp-comm-overlap-cfg "
+                         "(a custom TP communication overlap"));
+  EXPECT_THAT(r["auditAnnotations"]["judged-without"].get<std::string>(),
+              StartsWith("--tp-comm-overlap-cfg (a custom"));
+}
+
 TEST_F(WebhookAdmissionTest, CheckOutOfTimeIsAllowedWithAWarning) {
   const json r = Review(Load("pod_deepseek_v3_8gpu.json"), absl::InfinitePast());
   EXPECT_EQ(r["allowed"], true);

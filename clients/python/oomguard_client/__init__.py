@@ -9,7 +9,8 @@ directory (oomguard_client._stubs).
 
 from oomguard_client.client import (Alternative, CheckResult, Client, EstimateResult,
                                     FieldViolation, Gpu, OomguardError, RankEstimate,
-                                    Recommendation, megatron_args)
+                                    Recommendation, UnmodelledSetting, megatron_args)
 
 __all__ = ["Alternative", "CheckResult", "Client", "EstimateResult", "FieldViolation", "Gpu",
-           "OomguardError", "RankEstimate", "Recommendation", "megatron_args"]
+           "OomguardError", "RankEstimate", "Recommendation", "UnmodelledSetting",
+           "megatron_args"]

@@ -75,8 +75,8 @@ class FieldViolation:
 
 
 class OomguardError(Exception):
-    """A failed call: the gRPC status code, the server's message and the
-    request fields it names.
+    """A failed call: the gRPC status code, the server's message, the
+    request fields it names and oomguard's reason.
 
     For INVALID_ARGUMENT the server attaches the fields that are wrong as a
     google.rpc.BadRequest in the call's `grpc-status-details-bin` trailer
@@ -84,14 +84,20 @@ class OomguardError(Exception):
     from there, never from the message text. `field` is the first one
     ("job.megatron.num_gpus", "gpu_name", "job.megatron" for a bad Megatron
     flag, which the message names), `field_path` its proto field names,
-    `field_violations` all of them. UNAVAILABLE / DEADLINE_EXCEEDED mean the
-    server could not be reached or answer in time: a pipeline decides
-    whether to go on unchecked.
+    `field_violations` all of them. `reason` is oomguard's google.rpc.ErrorInfo
+    reason ("" when none): "JOB_NOT_MODELLED" (also `not_modelled`) for
+    UNIMPLEMENTED on a job oomguard does not model, e.g. one with a flag it
+    does not model or know, which the message names (check(...,
+    judge_unmodelled=True) judges it anyway). UNAVAILABLE /
+    DEADLINE_EXCEEDED mean the server could not be reached or answer in time:
+    a pipeline decides whether to go on unchecked.
     """
 
     def __init__(self, code: grpc.StatusCode, message: str, method: str = "",
-                 field_violations: Sequence[FieldViolation] = ()):
+                 field_violations: Sequence[FieldViolation] = (), reason: str = ""):
         self.code = code
+        self.reason = reason
+        self.not_modelled = reason == _JOB_NOT_MODELLED
         self.code_name = code.name if code is not None else "UNKNOWN"
         self.message = message
         self.method = method
@@ -104,28 +110,36 @@ class OomguardError(Exception):
 
 _STATUS_DETAILS_KEY = "grpc-status-details-bin"
 _BAD_REQUEST_TYPE_URL = "type.googleapis.com/google.rpc.BadRequest"
+_ERROR_INFO_TYPE_URL = "type.googleapis.com/google.rpc.ErrorInfo"
+_ERROR_DOMAIN = "oomguard.io"
+_JOB_NOT_MODELLED = "JOB_NOT_MODELLED"
 
 
-def _field_violations(error: grpc.RpcError) -> List[FieldViolation]:
-    """The BadRequest field violations in a failed call's status details."""
+def _status_details(error: grpc.RpcError):
+    """The BadRequest field violations and oomguard's ErrorInfo reason ("" when
+    none) in a failed call's status details."""
     trailers = error.trailing_metadata() if hasattr(error, "trailing_metadata") else None
     details = next((value for key, value in trailers or () if key == _STATUS_DETAILS_KEY), None)
     if not details:
-        return []
+        return [], ""
     status = _error_pb2.RpcStatus()
     try:
         status.ParseFromString(details)
-        violations = []
+        violations, reason = [], ""
         for detail in status.details:
-            if detail.type_url != _BAD_REQUEST_TYPE_URL:
-                continue
-            bad_request = _error_pb2.BadRequest()
-            bad_request.ParseFromString(detail.value)
-            violations.extend(FieldViolation(v.field, v.description)
-                              for v in bad_request.field_violations)
-        return violations
+            if detail.type_url == _BAD_REQUEST_TYPE_URL:
+                bad_request = _error_pb2.BadRequest()
+                bad_request.ParseFromString(detail.value)
+                violations.extend(FieldViolation(v.field, v.description)
+                                  for v in bad_request.field_violations)
+            elif detail.type_url == _ERROR_INFO_TYPE_URL:
+                info = _error_pb2.ErrorInfo()
+                info.ParseFromString(detail.value)
+                if info.domain == _ERROR_DOMAIN:
+                    reason = info.reason
+        return violations, reason
     except _protobuf_message.DecodeError:
-        return []
+        return [], ""
 
 
 def megatron_args(args: Args) -> str:
@@ -195,6 +209,14 @@ class Alternative:
 
 
 @dataclasses.dataclass(frozen=True)
+class UnmodelledSetting:
+    """A setting of the job oomguard does not model (JobSpec.unmodelled_settings)."""
+    flag: str                  # e.g. "--tp-comm-overlap-cfg".
+    value: str                 # A choice value not modelled ("custom"), else "".
+    reason: str                # Why it is not modelled.
+
+
+@dataclasses.dataclass(frozen=True)
 class CheckResult:
     """The verdict of Check; `raw` is the oomguard.v1.CheckResponse."""
     verdict: str               # "FITS", "FITS_WITH_SETTINGS" or "DOES_NOT_FIT".
@@ -212,6 +234,9 @@ class CheckResult:
     # For a job that does not fit, the fastest configurations that fit; for
     # one that fits, a clearly faster one when the planner finds it.
     alternatives: List[Alternative] = dataclasses.field(default_factory=list)
+    # The settings oomguard does not model that the verdict was judged
+    # without (check(..., judge_unmodelled=True)); the summary names them.
+    unmodelled_settings: List[UnmodelledSetting] = dataclasses.field(default_factory=list)
     raw: Any = dataclasses.field(repr=False, compare=False, default=None)
 
     @property
@@ -297,7 +322,8 @@ class Client:
               gpu: Union[str, int] = "H100-SXM-80GB", preset: Optional[str] = None,
               hf_config=None, env: Optional[Mapping] = None,
               gpus_per_node: Optional[int] = None, safety_margin: Optional[float] = None,
-              timeout: Optional[float] = None, with_report: bool = True) -> CheckResult:
+              timeout: Optional[float] = None, with_report: bool = True,
+              judge_unmodelled: Optional[bool] = None) -> CheckResult:
         """Whether the job fits on `gpu`, and what to change when it does not.
 
         args: the Megatron-LM arguments (str, list of tokens or dict; see
@@ -309,6 +335,12 @@ class Client:
         safety_margin: fraction of the GPU kept free (default: the server's).
         with_report: False leaves the per-rank report out of `raw` (CheckRequest.
         omit_report): the same verdict in a smaller, faster answer.
+        judge_unmodelled: True judges a job with settings oomguard does not model
+        (a flag it does not model or know, a choice value such as --fp8-recipe
+        custom) as if they were absent (the summary says "judged without
+        modelling --X", unmodelled_settings lists them); False or, unset, the
+        server's default (--judge_unmodelled, off unless set) raises
+        OomguardError with reason "JOB_NOT_MODELLED" naming them.
         """
         request = _admission_pb2.CheckRequest()
         request.job.CopyFrom(_job_source(args, num_gpus, preset, hf_config, env, gpus_per_node))
@@ -320,6 +352,8 @@ class Client:
             request.gpu_memory_bytes = gpu
         if safety_margin is not None:
             request.policy.safety_margin = safety_margin
+        if judge_unmodelled is not None:
+            request.policy.judge_unmodelled = judge_unmodelled
         request.omit_report = not with_report
         response = self._call("Check", self._stub.Check, request, timeout)
         return CheckResult(
@@ -346,6 +380,8 @@ class Client:
                             tokens_per_gpu_per_second=a.tokens_per_gpu_per_second,
                             speedup=a.speedup)
                 for a in response.alternatives],
+            unmodelled_settings=[UnmodelledSetting(flag=s.flag, value=s.value, reason=s.reason)
+                                 for s in response.unmodelled_settings],
             raw=response)
 
     def estimate(self, args: Args = None, num_gpus: Optional[int] = None,
@@ -384,8 +420,9 @@ class Client:
         try:
             return rpc(request, timeout=self.timeout if timeout is None else timeout)
         except grpc.RpcError as error:
-            raise OomguardError(error.code(), error.details() or "", method,
-                                _field_violations(error)) from None
+            violations, reason = _status_details(error)
+            raise OomguardError(error.code(), error.details() or "", method, violations,
+                                reason) from None
 
 
 def _pem(value):
