@@ -333,7 +333,10 @@ class ClientTest(unittest.TestCase):
         # pylint: disable=import-outside-toplevel,import-error,protected-access
         from oomguard_client import client as client_module
         from oomguard.v1 import error_pb2
-        field_violations = client_module._field_violations
+        status_details = client_module._status_details
+
+        def field_violations(error):
+            return status_details(error)[0]
 
         class FakeError(grpc.RpcError):
             def __init__(self, trailers):
@@ -361,6 +364,20 @@ class ClientTest(unittest.TestCase):
         self.assertEqual(error.field_path, [])
         self.assertEqual(
             field_violations(FakeError((("grpc-status-details-bin", b"\xff\xff"),))), [])
+        # oomguard's reason comes from an ErrorInfo of its domain; another
+        # domain's is not oomguard's.
+        info = error_pb2.ErrorInfo(reason="JOB_NOT_MODELLED", domain="oomguard.io")
+        unimplemented = error_pb2.RpcStatus(code=12, message="not modelled")
+        detail = unimplemented.details.add()
+        detail.type_url = "type.googleapis.com/google.rpc.ErrorInfo"
+        detail.value = info.SerializeToString()
+        self.assertEqual(status_details(FakeError(
+            (("grpc-status-details-bin", unimplemented.SerializeToString()),))),
+            ([], "JOB_NOT_MODELLED"))
+        detail.value = error_pb2.ErrorInfo(reason="JOB_NOT_MODELLED",
+                                           domain="example.com").SerializeToString()
+        self.assertEqual(status_details(FakeError(
+            (("grpc-status-details-bin", unimplemented.SerializeToString()),))), ([], ""))
 
     def test_estimate(self):
         result = self.client.estimate(args=DEEPSEEK_256_LINE, num_gpus=256, preset="deepseek-v3")

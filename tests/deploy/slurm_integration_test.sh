@@ -153,7 +153,7 @@ for i in $(seq 0 7); do mknod "$T/dev/nvidia$i" c 1 3; done
 echo "NodeName=$HOST Name=gpu Type=h100 File=$T/dev/nvidia[0-7]" >"$T/etc/gres.conf"
 cp "$SRC/deploy/slurm/job_submit.lua" "$T/etc/job_submit.lua"
 HOOK_DIR=$T/run/oomguard-slurm
-write_hook_conf() {  # policy server deadline_ms
+write_hook_conf() {  # policy server deadline_ms [more config lines]
   cat >"$T/etc/oomguard_slurm.conf" <<EOF
 server = $2
 binary = $OOMGUARD
@@ -161,6 +161,7 @@ deadline_ms = $3
 policy = $1
 tmp_dir = $HOOK_DIR
 partition.big = H200
+${4:-}
 EOF
 }
 DEADLINE_MS=2000
@@ -365,6 +366,23 @@ expect_accepted "(f2) --micro-batch-size \$(touch ...)" -silent
 grep -q "not judged; accepted: oomguard: not judged: without what the script leaves to run time (--micro-batch-size \$(touch" \
   "$T/log/slurmctld.log" || fail "(f2) slurmctld log lacks the not-judged line"
 if ls "$C"/PWNED* >/dev/null 2>&1; then fail "(f2) something was executed: $(ls "$C")"; else pass "(f2) no canary file exists"; fi
+
+# (g) Issue 27: a flag oomguard does not know (a newer Megatron-LM's, a custom
+# script's, a typo) makes the job not judged: accepted, the log naming the
+# flag and why; notify_not_judged = yes tells the user; judge_unmodelled = yes
+# judges it as if the flag were absent, and the verdict says so.
+sed 's/--bf16 /--bf16 --no-such-flag 1 /' "$T/jobs/oom.sh" >"$T/jobs/oom_unknown_flag.sh"
+submit --gres=gpu:h100:8 jobs/oom_unknown_flag.sh
+expect_accepted "(g) OOM-bound job with an unknown flag, not judged" -silent
+grep -q "not judged; accepted: oomguard: not judged: oomguard does not model --no-such-flag, so the job is not judged. --no-such-flag: not a flag of Megatron-LM" \
+  "$T/log/slurmctld.log" || fail "(g) slurmctld log lacks the not-judged line naming the flag"
+write_hook_conf open "127.0.0.1:$GRPC_PORT" "$DEADLINE_MS" "notify_not_judged = yes"
+submit --gres=gpu:h100:8 jobs/oom_unknown_flag.sh
+expect_accepted "(g) notify_not_judged = yes" "oomguard: not judged: oomguard does not model --no-such-flag"
+write_hook_conf open "127.0.0.1:$GRPC_PORT" "$DEADLINE_MS" "judge_unmodelled = yes"
+submit --gres=gpu:h100:8 jobs/oom_unknown_flag.sh
+expect_rejected "(g) judge_unmodelled = yes" "oomguard: Does not fit, judged without modelling --no-such-flag: PP rank"
+write_hook_conf open "127.0.0.1:$GRPC_PORT" "$DEADLINE_MS"
 
 # The hook's files are always removed.
 if [ -n "$(ls -A "$HOOK_DIR" 2>/dev/null)" ]; then

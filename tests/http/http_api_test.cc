@@ -45,6 +45,14 @@ json DeepSeekCheck() {
           {"gpuName", "H100"}};
 }
 
+// DeepSeekCheck with a flag oomguard does not model.
+json DeepSeekCheckWithTpCommOverlapCfg() {
+  json request = DeepSeekCheck();
+  request["job"]["megatron"]["args"] = absl::StrCat(
+      request["job"]["megatron"]["args"].get<std::string>(), " --tp-comm-overlap-cfg x.yaml");
+  return request;
+}
+
 class HttpApiTest : public ::testing::Test {
  protected:
   void Start(server::ServerOptions options) {
@@ -250,9 +258,7 @@ TEST_F(HttpApiTest, ChecksAPastedHybridScript) {
 // without and the response lists it. The same through a pasted script.
 TEST_F(HttpApiTest, UnmodelledFlagsAreNotJudgedUnlessThePolicySays) {
   Start();
-  json request = DeepSeekCheck();
-  request["job"]["megatron"]["args"] = absl::StrCat(
-      request["job"]["megatron"]["args"].get<std::string>(), " --tp-comm-overlap-cfg x.yaml");
+  json request = DeepSeekCheckWithTpCommOverlapCfg();
   httplib::Result check = Post("/v1/check", request.dump());
   ASSERT_TRUE(check);
   EXPECT_EQ(check->status, 501) << check->body;
@@ -295,9 +301,7 @@ TEST_F(HttpApiTest, ServerDefaultJudgesUnmodelledFlagsUnlessThePolicySaysNot) {
   server::ServerOptions options = Options();
   options.service.default_judge_unmodelled = true;
   Start(std::move(options));
-  json request = DeepSeekCheck();
-  request["job"]["megatron"]["args"] = absl::StrCat(
-      request["job"]["megatron"]["args"].get<std::string>(), " --tp-comm-overlap-cfg x.yaml");
+  json request = DeepSeekCheckWithTpCommOverlapCfg();
   httplib::Result check = Post("/v1/check", request.dump());
   ASSERT_TRUE(check);
   ASSERT_EQ(check->status, 200) << check->body;

@@ -174,6 +174,24 @@ TEST(Plan, SaysWhenMegatronRefusesEveryConfiguration) {
                                    "--pipeline-model-parallel-size 8"));
 }
 
+// A setting oomguard does not model does not stop the plan: every candidate
+// is planned without it, and the plan's first note says so.
+TEST(Plan, NotesTheSettingsItDoesNotModel) {
+  PlanOptions options;
+  options.sizes.tp = {8, 8};
+  options.sizes.pp = {2, 2};
+  const auto plan = Plan(Job("llama3-70b", 64,
+                             "--seq-length 4096 --global-batch-size 64 "
+                             "--tp-comm-overlap-cfg x.yaml"),
+                         Cluster("H100"), options);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_FALSE(plan->candidates.empty());
+  ASSERT_GE(plan->summary.notes_size(), 1) << plan->summary.DebugString();
+  EXPECT_THAT(plan->summary.notes(0),
+              ::testing::StartsWith("--tp-comm-overlap-cfg is not modelled (a custom TP "
+                                    "communication overlap configuration is not read"));
+}
+
 TEST(Plan, RefusesPastItsDeadline) {
   PlanOptions options;
   options.deadline = Deadline(absl::Now() - absl::Seconds(1));

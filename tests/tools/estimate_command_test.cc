@@ -44,6 +44,27 @@ TEST(EstimateCommandTest, TableJsonAndTree) {
   EXPECT_THAT(out, HasSubstr("\n\npp_rank_0: GPTModel /* n_params="));
 }
 
+// Issue 27: the table ends with the estimate's notes, those on the settings
+// oomguard does not model first; --json holds them too.
+TEST(EstimateCommandTest, PrintsTheNotesOnSettingsItDoesNotModel) {
+  std::string out, err;
+  ASSERT_EQ(RunEstimateCommand(
+                With({"--gpus", "8", "--tp-comm-overlap-cfg", "x.yaml", "--fp8-recipe", "custom"}),
+                out, err),
+            0)
+      << err;
+  EXPECT_THAT(out, HasSubstr("\nnote: --tp-comm-overlap-cfg is not modelled (a custom TP "
+                             "communication overlap configuration is not read: Transformer "
+                             "Engine's default userbuffers are assumed): estimated as if it were "
+                             "absent\nnote: --fp8-recipe custom is not modelled (a custom FP8 "
+                             "recipe's quantizers (--fp8-quantizer-factory) are not modelled): "
+                             "estimated as if it were absent\n"));
+  ASSERT_EQ(RunEstimateCommand(With({"--gpus", "8", "--json", "--no-such-flag"}), out, err), 0)
+      << err;
+  EXPECT_THAT(out, HasSubstr("\"notes\":[\"--no-such-flag is not modelled (not a flag of "
+                             "Megatron-LM up to Megatron-Core 0.20"));
+}
+
 // A Linux path is bytes (issue 25, item 8): an argument that is not UTF-8
 // leaves the job judged as without it; a value that matters is refused
 // naming its flag and showing the byte.

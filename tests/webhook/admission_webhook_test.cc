@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <initializer_list>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
@@ -97,6 +98,14 @@ class WebhookAdmissionTest : public ::testing::Test {
 };
 
 json& PodSpecOf(json& review) { return review["request"]["object"]["spec"]; }
+
+// The DeepSeek-V3 smoke Pod (8 GPUs) with `extra` after its arguments.
+json DeepSeekPodWith(std::initializer_list<const char*> extra) {
+  json review = Load("pod_deepseek_v3_8gpu.json");
+  json& args = PodSpecOf(review)["containers"][0]["args"];
+  for (const char* word : extra) args.push_back(word);
+  return review;
+}
 
 TEST_F(WebhookAdmissionTest, PodThatDoesNotFitIsDenied) {
   const json review = Load("pod_deepseek_v3_8gpu.json");
@@ -363,11 +372,7 @@ TEST_F(WebhookAdmissionTest, WrongTypesAreReportedByPath) {
 }
 
 TEST_F(WebhookAdmissionTest, InvalidMegatronJobIsAllowedWithTheReason) {
-  json review = Load("pod_deepseek_v3_8gpu.json");
-  json& args = PodSpecOf(review)["containers"][0]["args"];
-  args.push_back("--tensor-model-parallel-size");
-  args.push_back("3");
-  const json r = Review(review);
+  const json r = Review(DeepSeekPodWith({"--tensor-model-parallel-size", "3"}));
   EXPECT_EQ(r["allowed"], true);
   EXPECT_FALSE(r.contains("status"));
   ASSERT_EQ(r["warnings"].size(), 1u);
@@ -382,11 +387,7 @@ TEST_F(WebhookAdmissionTest, InvalidMegatronJobIsAllowedWithTheReason) {
 // default: admitted, with a warning naming the flag and why, audited as
 // not-judged.
 TEST_F(WebhookAdmissionTest, UnmodelledFlagIsAllowedNotJudgedNamingIt) {
-  json review = Load("pod_deepseek_v3_8gpu.json");
-  json& args = PodSpecOf(review)["containers"][0]["args"];
-  args.push_back("--tp-comm-overlap-cfg");
-  args.push_back("/cfg/x.yaml");
-  const json r = Review(review);
+  const json r = Review(DeepSeekPodWith({"--tp-comm-overlap-cfg", "/cfg/x.yaml"}));
   EXPECT_EQ(r["allowed"], true);
   EXPECT_FALSE(r.contains("status"));
   ASSERT_EQ(r["warnings"].size(), 1u) << r.dump();
@@ -407,12 +408,9 @@ TEST_F(WebhookAdmissionTest, ServerThatJudgesUnmodelledFlagsSaysSoInTheVerdict) 
   service::ServiceConfig config = Config();
   config.default_judge_unmodelled = true;
   service::RequestHandlers judging(config, &metrics_);
-  json review = Load("pod_deepseek_v3_8gpu.json");
-  json& args = PodSpecOf(review)["containers"][0]["args"];
-  args.push_back("--tp-comm-overlap-cfg");
-  args.push_back("/cfg/x.yaml");
   const webhook::AdmissionAnswer answer = webhook::ReviewAdmission(
-      review.dump(), catalog_, absl::Now() + absl::Seconds(30),
+      DeepSeekPodWith({"--tp-comm-overlap-cfg", "/cfg/x.yaml"}).dump(), catalog_,
+      absl::Now() + absl::Seconds(30),
       [&](const v1::CheckRequest& request, absl::Time d, v1::CheckResponse* response) {
         return judging.RunCheck(request, d, response);
       });
