@@ -580,8 +580,8 @@ constexpr FlagGroup kNoMemoryEffect[] = {
 
 // ---------------------------------------------------------------------------
 // Not modelled: the flag may change per-rank GPU memory in a way oomguard
-// does not model. Accepted with a note saying why (issue 27 §2: the job is
-// not judged by default).
+// does not model. Recorded in JobSpec.unmodelled_settings with the reason:
+// the job is not judged unless the policy says to (Policy.judge_unmodelled).
 
 // Hybrid (Mamba) models: what of them is not modelled (the pattern and the
 // mamba_* sizes are, megatron_flags.cc).

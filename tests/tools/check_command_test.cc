@@ -307,7 +307,7 @@ TEST_F(CheckCommandTest, UnmodelledFlagsAreNotJudgedUnlessAsked) {
                                      "judged. --tp-comm-overlap-cfg: a custom TP communication "
                                      "overlap configuration is not read"),
                           HasSubstr(" --no-such-flag: not a flag of Megatron-LM up to "
-                                    "Megatron-Core 0.20 (commit d98e8a64dd): a newer version's "
+                                    "Megatron-Core 0.20.0 (commit d98e8a64dd): a newer version's "
                                     "flag, a custom script's or a typo. To judge it as if they "
                                     "were absent: policy.judge_unmodelled (oomguard check "
                                     "--judge-unmodelled, or the server's --judge_unmodelled).\n")));

@@ -57,8 +57,8 @@ TEST(EstimateCommandTest, PrintsTheNotesOnSettingsItDoesNotModel) {
                              "communication overlap configuration is not read: Transformer "
                              "Engine's default userbuffers are assumed): estimated as if it were "
                              "absent\nnote: --fp8-recipe custom is not modelled (a custom FP8 "
-                             "recipe's quantizers (--fp8-quantizer-factory) are not modelled): "
-                             "estimated as if it were absent\n"));
+                             "recipe (a quantizer factory) is not modelled: its quantized copies "
+                             "are unknown): estimated as if it were absent\n"));
   ASSERT_EQ(RunEstimateCommand(With({"--gpus", "8", "--json", "--no-such-flag"}), out, err), 0)
       << err;
   EXPECT_THAT(out, HasSubstr("\"notes\":[\"--no-such-flag is not modelled (not a flag of "
