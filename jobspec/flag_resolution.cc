@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <string>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -194,6 +195,18 @@ void ParseState::Note(std::string text) {
   if (std::find(ours, notes->end(), text) != notes->end()) return;
   ++notes_added;
   notes->push_back(notes_added > kMaxNotes ? "further notes omitted" : std::move(text));
+}
+
+void ParseState::Unmodelled(std::string flag, absl::string_view value, absl::string_view reason) {
+  constexpr int kMaxUnmodelledSettings = 64;
+  for (const v1::UnmodelledSetting& seen : job->unmodelled_settings()) {
+    if (seen.flag() == flag && seen.value() == value) return;
+  }
+  if (job->unmodelled_settings_size() >= kMaxUnmodelledSettings) return;
+  v1::UnmodelledSetting* setting = job->add_unmodelled_settings();
+  setting->set_flag(std::move(flag));
+  setting->set_value(std::string(value));
+  setting->set_reason(std::string(reason));
 }
 
 absl::Status ResolveFlags(ParseState& s) {

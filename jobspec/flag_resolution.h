@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/string_view.h"
 #include "jobspec/megatron_args.h"
 #include "oomguard/v1/job.pb.h"
 
@@ -51,6 +52,12 @@ struct ParseState {
   // Adds a note once; a hostile argument line cannot add more than 64 of
   // them.
   void Note(std::string text);
+
+  // Records a setting oomguard does not model in job->unmodelled_settings
+  // (`flag` as Megatron-LM spells it, with "--"; `value` a choice value, or
+  // empty), once; at most 64 of them (one is enough for the job not to be
+  // judged).
+  void Unmodelled(std::string flag, absl::string_view value, absl::string_view reason);
 };
 
 // Sets the JobSpec fields of the recorded flags: the query groups, the

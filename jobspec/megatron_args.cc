@@ -44,25 +44,6 @@ struct ArgWords {
   }
 };
 
-// At most this many JobSpec.unmodelled_settings (a hostile argument line
-// cannot grow the job without bound); one is enough for the job not to be
-// judged.
-constexpr int kMaxUnmodelledSettings = 64;
-
-// Records a setting oomguard does not model (`flag` as Megatron-LM spells
-// it, with "--"; `value` a choice value, or empty), once.
-void AddUnmodelledSetting(std::string flag, absl::string_view value, absl::string_view reason,
-                          v1::JobSpec& job) {
-  for (const v1::UnmodelledSetting& seen : job.unmodelled_settings()) {
-    if (seen.flag() == flag && seen.value() == value) return;
-  }
-  if (job.unmodelled_settings_size() >= kMaxUnmodelledSettings) return;
-  v1::UnmodelledSetting* setting = job.add_unmodelled_settings();
-  setting->set_flag(std::move(flag));
-  setting->set_value(std::string(value));
-  setting->set_reason(std::string(reason));
-}
-
 // Applies one flag of the table; returns how many of the `following`
 // tokens it took as values. `token_source`: the variable the flag's word
 // holds the value of (its inline value's source).
@@ -110,7 +91,7 @@ absl::StatusOr<size_t> ApplyKnownFlag(const MegatronFlag& flag, FlagUse& use,
   const std::string name = CanonicalFlagName(use.display);
   for (const absl::string_view value : use.values) {
     if (std::optional<absl::string_view> reason = UnmodelledChoiceReason(name, value)) {
-      AddUnmodelledSetting(absl::StrCat("--", name), value, *reason, *s.job);
+      s.Unmodelled(absl::StrCat("--", name), value, *reason);
       return taken;
     }
   }
@@ -145,9 +126,9 @@ absl::StatusOr<size_t> ApplyFlag(absl::string_view token, absl::string_view toke
   // may change memory (not modelled, or unknown) is recorded in the job.
   const std::string name = CanonicalFlagName(use.display);
   if (std::optional<absl::string_view> reason = UnmodelledFlagReason(name)) {
-    AddUnmodelledSetting(absl::StrCat("--", name), "", *reason, *s.job);
+    s.Unmodelled(absl::StrCat("--", name), "", *reason);
   } else if (!IsSilentFlag(name)) {
-    AddUnmodelledSetting(EscapedValue(absl::StrCat("--", name)), "", UnknownFlagReason(), *s.job);
+    s.Unmodelled(EscapedValue(absl::StrCat("--", name)), "", UnknownFlagReason());
   }
   return following.words.size();
 }

@@ -216,10 +216,12 @@ absl::Status ApplySpec(const FlagUse& flag, ParseState& s) {
   s.spec = absl::StrJoin(shown, " ");
   s.hybrid_stack_spec = IsHybridStackSpec(flag.values);
   if (!s.hybrid_stack_spec) {
-    s.Note(absl::StrCat(flag.display, " ", *s.spec,
-                        ": a layer spec other than the hybrid stack spec "
-                        "(megatron.core.models.hybrid.hybrid_layer_specs hybrid_stack_spec) is "
-                        "not modelled; the layers of the other flags are assumed; ignored"));
+    // Not modelled: the job is not judged unless the policy says to.
+    s.Unmodelled("--spec", "",
+                 absl::StrCat("the layer spec ", *s.spec,
+                              " is not the hybrid stack spec "
+                              "(megatron.core.models.hybrid.hybrid_layer_specs hybrid_stack_spec): "
+                              "its layers are not modelled; those of the other flags are assumed"));
   }
   return absl::OkStatus();
 }

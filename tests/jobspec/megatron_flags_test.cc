@@ -283,17 +283,24 @@ TEST(MegatronFlagsTest, HybridStackSpec) {
                   .ok());
   EXPECT_EQ(preset.model().hybrid_layer_pattern(), "M-");
 
+  // Any other spec is a setting oomguard does not model (the job is not
+  // judged unless the policy says to), naming the spec.
   const std::pair<const char*, const char*> others[] = {
-      {"local", R"(--spec "local": )"},
+      {"local", R"(the layer spec "local" )"},
       {"megatron.core.models.hybrid.hybrid_layer_specs gdp_stack_spec",
-       R"(--spec "megatron.core.models.hybrid.hybrid_layer_specs" "gdp_stack_spec": )"},
-      {"my.layers custom_spec", R"(--spec "my.layers" "custom_spec": )"}};
+       R"(the layer spec "megatron.core.models.hybrid.hybrid_layer_specs" "gdp_stack_spec" )"},
+      {"my.layers custom_spec", R"(the layer spec "my.layers" "custom_spec" )"}};
   for (const auto& [spec, shown] : others) {
     std::vector<std::string> notes;
     const v1::JobSpec job =
         ParseFull(absl::StrCat("--spec ", spec, " --num-layers 2 --vocab-size 8"), &notes);
     EXPECT_EQ(job.model().num_layers(), 2u) << spec;
-    EXPECT_THAT(notes, ElementsAre(AllOf(StartsWith(shown), HasSubstr("is not modelled")))) << spec;
+    EXPECT_THAT(notes, IsEmpty()) << spec;
+    ASSERT_EQ(job.unmodelled_settings_size(), 1) << spec;
+    EXPECT_EQ(job.unmodelled_settings(0).flag(), "--spec") << spec;
+    EXPECT_THAT(job.unmodelled_settings(0).reason(),
+                AllOf(StartsWith(shown), HasSubstr("its layers are not modelled")))
+        << spec;
   }
 }
 
