@@ -440,6 +440,12 @@ constexpr absl::string_view kHostOnlyFlags[] = {"cpu-offloading-retain-pinned-cp
 
 constexpr absl::string_view kCudaGraphWarmupFlags[] = {"cuda-graph-warmup-steps"};
 
+// A GPT model's layers are --num-layers, which oomguard requires:
+// arguments.py reads this one only to size the virtual pipeline when
+// --num-layers is absent (validate_args), and T5 and pretrain_vlm.py build
+// their decoders from it (T5's --encoder-num-layers is not modelled).
+constexpr absl::string_view kDecoderLayerFlags[] = {"decoder-num-layers"};
+
 constexpr absl::string_view kOtherModelFlags[] = {"bert-no-binary-head",
                                                   "bert-embedder-type",
                                                   "bert-load",
@@ -570,6 +576,9 @@ constexpr FlagGroup kNoMemoryEffect[] = {
     {"a flag of another model family (BERT, ICT/REALM retrieval, vision, DINO) that changes "
      "nothing for a GPT model",
      kOtherModelFlags},
+    {"the decoder's layers of encoder-decoder (T5) and vision-language models: a GPT model's "
+     "layers are --num-layers",
+     kDecoderLayerFlags},
     {"an inference server, kernel or dispatcher setting: a training step does not run the "
      "inference engine (RL post-training does, and --perform-rl-step is not modelled)",
      kInferenceServingFlags},
@@ -590,11 +599,6 @@ constexpr absl::string_view kHybridMtpFlags[] = {"mtp-hybrid-override-pattern"};
 constexpr absl::string_view kLinearAttentionFlags[] = {
     "linear-attention-freq", "linear-conv-kernel-dim", "linear-key-head-dim",
     "linear-num-key-heads",  "linear-num-value-heads", "linear-value-head-dim"};
-
-// A GPT model's layers are --num-layers (or --encoder-num-layers);
-// arguments.py reads this one only to size the virtual pipeline when
-// --num-layers is absent; pretrain_vlm.py and T5 build decoders from it.
-constexpr absl::string_view kDecoderLayerFlags[] = {"decoder-num-layers"};
 
 constexpr absl::string_view kRlFlags[] = {"perform-rl-step",
                                           "langrl-env-config",
@@ -809,9 +813,6 @@ constexpr FlagGroup kNotModelled[] = {
      kMambaPathFlags},
     {"the MTP layers of hybrid models are not modelled", kHybridMtpFlags},
     {"gated delta net (linear attention) layers are not modelled", kLinearAttentionFlags},
-    {"encoder-decoder (T5) and vision-language decoders are built from it, which are not "
-     "modelled; a GPT model's layers are --num-layers",
-     kDecoderLayerFlags},
     {"RL post-training (--perform-rl-step: rollouts with an inference engine, its KV cache and "
      "CUDA graphs, reference and inference copies of the model) is not modelled",
      kRlFlags},

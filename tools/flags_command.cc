@@ -53,8 +53,8 @@ std::string FormatText(const std::vector<FlagClassification>& flags) {
   }
   std::vector<std::string> parts;
   for (const auto& [name, count] : counts) parts.push_back(absl::StrCat(count, " ", name));
-  absl::StrAppend(&out, "# ", flags.size(), " flags", parts.empty() ? "" : ": ",
-                  absl::StrJoin(parts, ", "), "\n");
+  absl::StrAppend(&out, "# ", flags.size(), flags.size() == 1 ? " flag" : " flags",
+                  parts.empty() ? "" : ": ", absl::StrJoin(parts, ", "), "\n");
   return out;
 }
 
