@@ -23,6 +23,9 @@ namespace {
 struct Unimplemented {
   absl::string_view flag;
   absl::string_view reason;
+  // Megatron-LM itself refuses it in every supported version: the job
+  // never trains, so it is an invalid job rather than one not modelled.
+  bool megatron_refuses = false;
 };
 
 constexpr Unimplemented kUnimplementedFlags[] = {
@@ -35,19 +38,23 @@ constexpr Unimplemented kUnimplementedFlags[] = {
     // (arguments.py validate_args asserts each is unset).
     {"batch-size",
      "Megatron-LM refuses this old flag (\"--batch-size argument is no longer valid\"): write "
-     "--micro-batch-size"},
+     "--micro-batch-size",
+     true},
     {"model-parallel-size",
      "Megatron-LM refuses this old flag (\"--model-parallel-size is no longer valid\"): write "
-     "--tensor-model-parallel-size"},
+     "--tensor-model-parallel-size",
+     true},
     {"warmup",
      "Megatron-LM refuses this old flag (\"--warmup argument is no longer valid\"): write one of "
-     "the --lr-warmup-* flags"},
+     "the --lr-warmup-* flags",
+     true},
     // Still parsed, but validate_args prints that it is no longer valid and
     // exits: the job never trains.
     {"checkpoint-activations",
      "Megatron-LM exits on it (\"--checkpoint-activations is no longer valid\", arguments.py "
      "validate_args): write --recompute-activations, or --recompute-granularity full with "
-     "--recompute-method and --recompute-num-layers"},
+     "--recompute-method and --recompute-num-layers",
+     true},
 };
 
 // A group of flags that share a reason.
@@ -936,6 +943,13 @@ std::optional<absl::string_view> UnimplementedFlagReason(absl::string_view name)
     if (entry.flag == name) return entry.reason;
   }
   return std::nullopt;
+}
+
+bool MegatronRefusesFlag(absl::string_view name) {
+  for (const Unimplemented& entry : kUnimplementedFlags) {
+    if (entry.flag == name) return entry.megatron_refuses;
+  }
+  return false;
 }
 
 bool IsSilentFlag(absl::string_view name) { return NoMemoryEffectReason(name).has_value(); }

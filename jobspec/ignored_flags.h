@@ -27,6 +27,11 @@ std::vector<absl::string_view> UnimplementedFlags();
 // Why `name` is refused; nullopt when it is not such a flag.
 std::optional<absl::string_view> UnimplementedFlagReason(absl::string_view name);
 
+// Whether Megatron-LM itself refuses `name` (an old flag its validate_args
+// rejects): such a job never trains, so it is invalid (InvalidArgument), not
+// one oomguard does not model.
+bool MegatronRefusesFlag(absl::string_view name);
+
 // Whether `name` does not change per-rank GPU memory (or by a negligible
 // amount): logging, data paths, learning rates, seeds, ... It is accepted
 // with its values and no note.

@@ -116,9 +116,11 @@ absl::StatusOr<size_t> ApplyFlag(absl::string_view token, absl::string_view toke
   FlagUse use{absl::StrCat("--", body), {}};
   if (const MegatronFlag* flag = FindMegatronFlag(use.display); flag != nullptr) {
     if (flag->unimplemented) {
-      return absl::UnimplementedError(absl::StrCat(
-          use.display, ": ",
-          UnimplementedFlagReason(CanonicalFlagName(use.display)).value_or("not modelled")));
+      const std::string name = CanonicalFlagName(use.display);
+      const std::string message =
+          absl::StrCat(use.display, ": ", UnimplementedFlagReason(name).value_or("not modelled"));
+      return MegatronRefusesFlag(name) ? absl::InvalidArgumentError(message)
+                                       : absl::UnimplementedError(message);
     }
     return ApplyKnownFlag(*flag, use, inline_value, token_source, following, s);
   }

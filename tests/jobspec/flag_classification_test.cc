@@ -174,14 +174,20 @@ TEST(FlagClassification, ClassifiesEachKind) {
   EXPECT_THAT(typo.reason, ::testing::HasSubstr("Megatron-Core 0.20.0"));
 }
 
-// The refused old flags stop the parse, as the other refused ones do.
-TEST(FlagClassification, OldFlagsMegatronLmRefusesAreRefused) {
+// The old flags Megatron-LM refuses make the job invalid (it never
+// trains); the removed FSDP spelling, valid before Megatron-Core 0.14, is a
+// job oomguard does not model.
+TEST(FlagClassification, OldFlagsMegatronLmRefusesAreInvalid) {
   v1::JobSpec job;
   std::vector<std::string> notes;
   const absl::Status status =
       ApplyMegatronArgs({"--batch-size", "8"}, ArgsMode::kOverrides, &job, &notes);
-  EXPECT_EQ(status.code(), absl::StatusCode::kUnimplemented);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(status.message(), ::testing::HasSubstr("--micro-batch-size"));
+  const absl::Status fsdp =
+      ApplyMegatronArgs({"--use-custom-fsdp"}, ArgsMode::kOverrides, &job, &notes);
+  EXPECT_EQ(fsdp.code(), absl::StatusCode::kUnimplemented);
+  EXPECT_THAT(fsdp.message(), ::testing::HasSubstr("--use-megatron-fsdp"));
 }
 
 }  // namespace

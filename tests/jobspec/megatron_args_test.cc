@@ -349,10 +349,10 @@ TEST(ApplyMegatronArgsTest, RemovedFsdpSpellingIsUnimplemented) {
 }
 
 // Megatron-LM's validate_args exits on --checkpoint-activations (no longer
-// valid): refused, naming the flags that replace it.
+// valid): an invalid job, naming the flags that replace it.
 TEST(ApplyMegatronArgsTest, CheckpointActivationsIsRefused) {
   absl::Status status = ParseError("--num-layers 2 --checkpoint-activations --bf16");
-  EXPECT_EQ(status.code(), absl::StatusCode::kUnimplemented);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(status.message(), HasSubstr("--checkpoint-activations: Megatron-LM exits on it"));
   EXPECT_THAT(status.message(), HasSubstr("--recompute-granularity full"));
 }
