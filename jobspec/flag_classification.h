@@ -33,8 +33,8 @@ absl::string_view FlagClassName(FlagClass flag_class);
 struct FlagClassification {
   std::string spelling;  // "--name".
   FlagClass flag_class = FlagClass::kUnknown;
-  // The JobSpec fields a modelled flag sets (none for one read with a note
-  // only, such as --rampup-batch-size).
+  // The JobSpec fields a modelled flag sets (none for one read and checked
+  // without a field of its own: --rampup-batch-size, --spec).
   std::vector<std::string> fields;
   // Why, for every other class.
   std::string reason;

@@ -33,7 +33,8 @@ std::optional<FlagClass> ClassNamed(const std::string& value) {
 // The JobSpec fields a modelled flag sets, or what it does without one.
 std::string FieldsOrReason(const FlagClassification& flag) {
   if (flag.flag_class != FlagClass::kModelled) return flag.reason;
-  if (flag.fields.empty()) return "read with a note; sets no JobSpec field";
+  if (flag.fields.empty())
+    return "read and checked with the other flags; sets no JobSpec field of its own";
   return absl::StrJoin(flag.fields, ", ");
 }
 
