@@ -321,7 +321,15 @@ absl::StatusOr<v1::CheckResponse> RunCheck(const v1::JobSpec& job_spec, const v1
   // and then says so in its verdict.
   std::string qualifier;
   if (job.unmodelled_settings_size() > 0) {
-    if (!options.judge_unmodelled) return NotJudgedUnmodelled(job);
+    if (!options.judge_unmodelled) {
+      // A job invalid in what oomguard reads is invalid whatever else it
+      // sets: it would not start.
+      if (absl::Status estimated = estimate(job).status();
+          !estimated.ok() && !absl::IsUnimplemented(estimated)) {
+        return estimated;
+      }
+      return NotJudgedUnmodelled(job);
+    }
     qualifier = absl::StrCat(", judged without modelling ", UnmodelledSettingList(job));
   }
   BudgetedEstimator estimator(estimate, options, fast_peaks);

@@ -440,6 +440,18 @@ TEST(AdmissionTest, UnmodelledSettingsAreNotJudgedByDefault) {
             "--judge_unmodelled).");
 }
 
+// An invalid job is invalid whatever oomguard does not model in it: not
+// "not judged" (which a hook admits), since it would not start.
+TEST(AdmissionTest, AnInvalidJobWithUnmodelledSettingsIsInvalid) {
+  auto invalid = [](const v1::JobSpec&) -> absl::StatusOr<v1::EstimateReport> {
+    return absl::InvalidArgumentError("training.micro_batch_size = 3: must divide 4");
+  };
+  absl::StatusOr<v1::CheckResponse> r =
+      CheckJob(MoeJobWithUnmodelledSettings(), Gpu(128), {.deadline = Deadline()}, invalid);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << r.status();
+  EXPECT_EQ(r.status().message(), "training.micro_batch_size = 3: must divide 4");
+}
+
 // Judged when asked: the same verdict and numbers as the job without them,
 // the verdict's words saying what it was judged without, every verdict.
 TEST(AdmissionTest, UnmodelledSettingsJudgedAnywayAreNamedInTheVerdict) {
