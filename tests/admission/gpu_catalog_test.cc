@@ -54,20 +54,31 @@ TEST(GpuCatalogTest, Issue9GpusResolveByCommonNamesToTheDriversMemory) {
     uint64_t mib;
   };
   for (const Case& c : std::vector<Case>{
-           {"H100", "H100-SXM-80GB", 81009},       {"H100-SXM", "H100-SXM-80GB", 81009},
-           {"H100-PCIE", "H100-PCIe-80GB", 81008}, {"h100_pcie_80gb", "H100-PCIe-80GB", 81008},
-           {"H100-NVL", "H100-NVL-94GB", 95334},   {"H800", "H800-SXM-80GB", 81009},
-           {"H200", "H200-141GB", 143165},         {"H20", "H20-96GB", 97285},
-           {"H20-3e", "H20-141GB", 143165},        {"H20-141GB", "H20-141GB", 143165},
-           {"B200", "B200-192GB", 182630},         {"B300", "B300-288GB", 274115},
-           {"GB200", "GB200-186GB", 188733},       {"GB300", "GB300-288GB", 283136},
-           {"A100-80GB", "A100-SXM-80GB", 81254},  {"A100-PCIE-80GB", "A100-SXM-80GB", 81254},
-           {"A100-40GB", "A100-40GB", 40540},      {"A100-PCIE-40GB", "A100-PCIe-40GB", 40326},
+           {"H100", "H100-SXM-80GB", 81009},
+           {"H100-SXM", "H100-SXM-80GB", 81009},
+           {"H100-PCIE", "H100-PCIe-80GB", 81008},
+           {"h100_pcie_80gb", "H100-PCIe-80GB", 81008},
+           {"H100-NVL", "H100-NVL-94GB", 95334},
+           {"H800", "H800-SXM-80GB", 81009},
+           {"H200", "H200-141GB", 143165},
+           {"H20", "H20-96GB", 97285},
+           {"H20-3e", "H20-141GB", 143165},
+           {"H20-141GB", "H20-141GB", 143165},
+           {"B200", "B200-192GB", 182630},
+           {"B300", "B300-288GB", 274115},
+           {"GB200", "GB200-186GB", 188733},
+           {"GB300", "GB300-288GB", 283136},
+           {"A100-80GB", "A100-SXM-80GB", 81254},
+           {"A100-PCIE-80GB", "A100-SXM-80GB", 81254},
+           {"A100-40GB", "A100-40GB", 40540},
+           {"A100-PCIE-40GB", "A100-PCIe-40GB", 40326},
            {"L40S", "L40S-48GB", 45589},
            // torch total_memory: "Tesla V100-SXM2-16GB" 16160MB, "Tesla
            // V100-PCIE-32GB" 32510MB, "Tesla T4" 15109MB.
-           {"V100", "V100-SXM2-16GB", 16160},      {"V100-PCIe-16GB", "V100-PCIe-16GB", 16160},
-           {"V100-32GB", "V100-SXM2-32GB", 32510}, {"V100-PCIe-32GB", "V100-PCIe-32GB", 32510},
+           {"V100", "V100-SXM2-16GB", 16160},
+           {"V100-PCIe-16GB", "V100-PCIe-16GB", 16160},
+           {"V100-32GB", "V100-SXM2-32GB", 32510},
+           {"V100-PCIe-32GB", "V100-PCIe-32GB", 32510},
            {"T4", "T4-16GB", 15109},
        }) {
     absl::StatusOr<v1::GpuSpec> gpu = catalog.Find(c.typed);
@@ -183,8 +194,7 @@ TEST(GpuCatalogTest, BadOverridesAreInvalidArgument) {
     absl::StatusOr<GpuCatalog> catalog = builtin.WithOverrides(text);
     EXPECT_EQ(catalog.status().code(), absl::StatusCode::kInvalidArgument) << text;
   }
-  // The added entry comes after the built-in ones (16 since issue 9, 21
-  // with the V100s and the T4 of issue 27).
+  // The added entry comes after the built-in ones (21 of them).
   EXPECT_THAT(std::string(builtin.WithOverrides("gpus { name: \"X\" }").status().message()),
               HasSubstr(absl::StrCat("gpus[", builtin.gpus().size(), "].memory_bytes = 0")));
   EXPECT_EQ(builtin.gpus().size(), 21u);

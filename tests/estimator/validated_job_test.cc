@@ -453,7 +453,7 @@ TEST(ValidateJob, BadSoftwareVersionsNameTheFieldAndValue) {
   }
 }
 
-// Issue 27 §1: a Megatron-Core newer than the supported 0.20 is estimated as
+// A Megatron-Core newer than the supported 0.20 is estimated as
 // 0.20, with a note naming the field, the value and the supported version;
 // the supported one itself has no note.
 TEST(ValidateJob, NewerMegatronCoreIsEstimatedAsTheNewestWithANote) {

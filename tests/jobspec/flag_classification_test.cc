@@ -1,4 +1,4 @@
-// Issue 27 §1: every flag of Megatron-LM's parser at the supported version
+// Every flag of Megatron-LM's parser at the supported version
 // (tests/data/megatron_lm_arguments.txt) is in exactly one class (modelled,
 // no memory effect, not modelled, refused), every name the classification
 // lists is Megatron-LM's (or an older spelling named here with its reason),
