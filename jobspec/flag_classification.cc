@@ -44,8 +44,7 @@ FlagClassification ClassifyFlag(std::string_view std_name) {
     out.flag_class = FlagClass::kNoMemoryEffect;
     out.reason = std::string(*reason);
   } else {
-    out.reason = absl::StrCat("not a flag of Megatron-LM up to Megatron-Core ",
-                              kSupportedMegatronCoreVersion, " (or a typo)");
+    out.reason = std::string(UnknownFlagReason());
   }
   return out;
 }
