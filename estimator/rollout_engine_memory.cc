@@ -22,6 +22,9 @@ namespace {
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 constexpr double kMiB = 1024.0 * 1024.0;
+// A CUDA graph pool in layers' live intermediates at its largest size
+// (bench/device/README.md).
+constexpr double kGraphPoolLayers = 2;
 
 absl::Status Bad(absl::string_view field, absl::string_view why) {
   return absl::InvalidArgumentError(absl::StrCat(field, ": ", why));
@@ -381,7 +384,6 @@ absl::StatusOr<EngineMemory> EstimateEngineMemory(const v1::RlJobSpec& job,
   const BlockCost output = LossCost(j, !j.model.tied_embeddings || l.pp > 1, nullptr);
 
   const std::vector<int64_t> stage_layers = StageLayerCounts(j.model.num_layers, l.pp);
-  const double h = static_cast<double>(j.model.hidden);
   const double kv_heads =
       std::max(1.0, static_cast<double>(j.model.query_groups) / static_cast<double>(l.tp));
   // Per token and KV layer: K and V of the rank's KV heads; MLA's latent and
@@ -450,12 +452,11 @@ absl::StatusOr<EngineMemory> EstimateEngineMemory(const v1::RlJobSpec& job,
     st.kv_per_token = static_cast<double>(kv_layers) * kv_per_layer;
     st.activation = ForwardBytes(j, l, batched_tokens);
     if (s == l.pp - 1) st.activation = std::max(st.activation, SamplerBytes(j, max_num_seqs));
-    if (graphs) {
-      // Piecewise graphs keep each layer's piece outputs (hidden states and
-      // residual) in the pool beside the largest graph's workspace.
-      st.graph = ForwardBytes(j, l, graph_batch) +
-                 static_cast<double>(stage_layers[s]) * graph_batch * h * 2 * 2;
-    }
+    // A graph pool holds about twice one layer's live intermediates at the
+    // largest captured size, whatever the layers and the sizes sharing it
+    // (bench/device/README.md: 1.3 to 2.4 times, measured on an H200; freed
+    // intermediates are reused inside the pool).
+    if (graphs) st.graph = kGraphPoolLayers * ForwardBytes(j, l, graph_batch);
   }
 
   EngineMemory out;
@@ -630,12 +631,14 @@ absl::StatusOr<EngineMemory> EstimateEngineMemory(const v1::RlJobSpec& job,
   out.cuda_graph_bytes = static_cast<uint64_t>(std::llround(st.graph));
   out.cuda_graph_sd_bytes = out.cuda_graph_bytes / 2;
   out.cuda_graph_basis =
-      graphs ? absl::StrCat("one pool for all captured sizes, the largest ", graph_batch,
-                            " sequences: its forward workspace and each layer's piece outputs",
-                            vllm ? (graphs_in_budget ? " (inside the budget from vLLM 0.21)"
-                                                     : " (outside the budget before vLLM 0.21)")
-                                 : "",
-                            "; uncertain (+-50 %): vLLM reports 0.3-1 GiB for 7-8B models")
+      graphs ? absl::StrCat(
+                   "one pool for all captured sizes: twice one layer's forward "
+                   "workspace at the largest, ",
+                   graph_batch, " sequences (bench/device/README.md)",
+                   vllm ? (graphs_in_budget ? " (inside the budget from vLLM 0.21)"
+                                            : " (outside the budget before vLLM 0.21)")
+                        : "",
+                   "; uncertain (+-50 %): the measured pools ranged 1.3 to 2.4 layers")
              : "no CUDA graphs (eager)";
   out.runtime_bytes = static_cast<uint64_t>(std::llround(runtime));
   out.runtime_sd_bytes = static_cast<uint64_t>(std::llround(runtime_sd));

@@ -106,10 +106,10 @@ TEST(RolloutEngineMemory, VllmDenseHalfOf80GiB) {
   EXPECT_THAT(m->kv_basis, HasSubstr("determine_available_memory"));
 }
 
-// Graphs at max_num_seqs 256: the largest captured size min(2 x 256, 512) =
-// 512: forward 512 x 1024 x 6 = 3145728 + MLP 512 x 2 x 6144 = 6291456, and
-// 4 layers x 512 x 1024 x 2 B x 2 piece outputs = 8388608.
-constexpr uint64_t kDenseGraphs = 3145728 + 6291456 + 8388608;
+// Graphs at max_num_seqs 256: the largest captured size min(2 x 256, 512,
+// 8192) = 512; the pool twice one layer's forward there: 2 x (512 x 1024 x 6
+// = 3145728 + MLP 512 x 2 x 6144 = 6291456).
+constexpr uint64_t kDenseGraphs = 2 * (3145728 + 6291456);
 
 TEST(RolloutEngineMemory, VllmGraphsInsideTheBudgetFrom021) {
   v1::RlJobSpec job = DenseJob();
@@ -304,10 +304,10 @@ TEST(RolloutEngineMemory, Qwen3MoeUnderVllm) {
   // + 2048) + 8192 x 128 x 4 = 423624704 (attention 75497472 is less); the
   // sampler's 256 x 151936 x 14 = 544538624 is more.
   EXPECT_EQ(m->activation_bytes, 544538624u);
-  // Graphs at 512: 512 x 2048 x 6 + 512 x 8 x 2 x 3200 + 512 x 128 x 4 =
-  // 32768000, and 48 x 512 x 2048 x 4 = 201326592.
-  EXPECT_EQ(m->cuda_graph_bytes, 32768000u + 201326592u);
-  const uint64_t available = 40 * kGiB - weights - 544538624 - 234094592;
+  // Graphs at 512: twice 512 x 2048 x 6 + 512 x 8 x 2 x 3200 + 512 x 128 x 4
+  // = 32768000.
+  EXPECT_EQ(m->cuda_graph_bytes, 2u * 32768000u);
+  const uint64_t available = 40 * kGiB - weights - 544538624 - 2 * 32768000;
   EXPECT_EQ(m->kv_tokens, available / 49152 / 16 * 16);
   EXPECT_TRUE(m->failure.empty()) << m->failure;
 
