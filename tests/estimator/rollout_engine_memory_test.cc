@@ -157,6 +157,33 @@ TEST(RolloutEngineMemory, SleepLevels) {
   EXPECT_EQ(newer->sleep, v1::ROLLOUT_SLEEP_LEVEL_2);
 }
 
+// Engine PP 3 over 4 layers: vLLM's get_pp_indices gives [1, 2, 1] (the
+// remainder on the stage before the last). Stage 0 holds a layer and the
+// embedding, stage 1 two layers (7604224 elements each at TP 2), stage 2 a
+// layer, the final norm and the output layer. The KV pool holds the same
+// tokens on every stage, the fewest any stage fits: stage 1's, whose two
+// layers take 2 x 2 x 2 KV heads x 64 x 2 B = 1024 B a token (the others
+// 512). It is the busiest GPU: its pool is twice the others', whose weights
+// are only 18 MB more.
+TEST(RolloutEngineMemory, VllmPipelineStagesShareOneTokenCount) {
+  v1::RlJobSpec job = DenseJob();
+  job.mutable_actor()->mutable_parallelism()->set_num_gpus(12);
+  job.mutable_rollout()->set_pipeline_parallel(3);
+  absl::StatusOr<EngineMemory> m = EstimateEngineMemory(job, k80GiB, 0);
+  ASSERT_TRUE(m.ok()) << m.status();
+  const uint64_t layer = 786432 + 524288 + 4194304 + 2097152 + 2048;
+  EXPECT_EQ(m->weight_bytes, 2 * 2 * layer);
+  EXPECT_EQ(m->kv_bytes_per_token, 2u * 2 * 2 * 64 * 2);
+  const uint64_t tokens = (40 * kGiB - 2 * 2 * layer - kDenseActivation) / 1024 / 16 * 16;
+  EXPECT_EQ(m->kv_tokens, tokens);
+  EXPECT_EQ(m->kv_pool_bytes, tokens * 1024);
+  EXPECT_THAT(m->weight_basis, HasSubstr("on engine pipeline stage 1 of 3"));
+  // PP 3 x TP 2 does not divide 8 GPUs.
+  job.mutable_actor()->mutable_parallelism()->set_num_gpus(8);
+  EXPECT_EQ(EstimateEngineMemory(job, k80GiB, 0).status().message(),
+            "rollout.tensor_parallel: TP 2 x PP 3 does not divide the 8 GPUs");
+}
+
 // FP8 weights: the linears at 1 byte, the embedding, output layer and norms
 // at 2.
 TEST(RolloutEngineMemory, Fp8Weights) {
