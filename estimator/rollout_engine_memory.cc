@@ -670,18 +670,41 @@ absl::StatusOr<EngineMemory> EstimateEngineMemory(const v1::RlJobSpec& job,
   const double kept_graphs = graphs_stay ? st.graph : 0;
   double asleep = kept_graphs + runtime;
   std::string kept;
-  switch (sleep) {
-    case v1::ROLLOUT_SLEEP_NONE:
-      asleep += st.weights + st.pool;
-      kept = "weights and KV pool kept (no sleep)";
-      break;
-    case v1::ROLLOUT_SLEEP_LEVEL_1:
-      out.host_bytes = out.weight_bytes;
-      kept = "level 1: weights to the host, KV pool discarded";
-      break;
-    default:
-      kept = "level 2: weights and KV pool discarded";
-      break;
+  if (megatron) {
+    // Megatron-LM's RL loop (arguments.py --rl-kv-cache-management-mode):
+    // persist keeps the KV buffer (NONE), offload moves it to the host
+    // (LEVEL_1), recompute deletes it (LEVEL_2). A separate inference
+    // model's weights stay (--rl-offload-inference-model-weights-when-idle
+    // is not read); the trainer's own are the trainer's.
+    asleep += st.weights;
+    switch (sleep) {
+      case v1::ROLLOUT_SLEEP_NONE:
+        asleep += st.pool;
+        kept = "KV buffer kept (--rl-kv-cache-management-mode persist)";
+        break;
+      case v1::ROLLOUT_SLEEP_LEVEL_1:
+        out.host_bytes = out.kv_pool_bytes;
+        kept = "KV buffer to the host (--rl-kv-cache-management-mode offload)";
+        break;
+      default:
+        kept = "KV buffer deleted (--rl-kv-cache-management-mode recompute)";
+        break;
+    }
+    if (!shares_weights) absl::StrAppend(&kept, ", the inference model's weights stay");
+  } else {
+    switch (sleep) {
+      case v1::ROLLOUT_SLEEP_NONE:
+        asleep += st.weights + st.pool;
+        kept = "weights and KV pool kept (no sleep)";
+        break;
+      case v1::ROLLOUT_SLEEP_LEVEL_1:
+        out.host_bytes = out.weight_bytes;
+        kept = "level 1: weights to the host, KV pool discarded";
+        break;
+      default:
+        kept = "level 2: weights and KV pool discarded";
+        break;
+    }
   }
   out.asleep_bytes = static_cast<uint64_t>(std::llround(asleep));
   out.asleep_basis =

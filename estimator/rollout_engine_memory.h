@@ -56,12 +56,16 @@ struct EngineMemory {
   std::string runtime_basis;
   // What the engine frees while the trainer runs, resolved
   // (ROLLOUT_SLEEP_UNSPECIFIED becomes the engine's or framework's rule).
+  // For Megatron's engine NONE / LEVEL_1 / LEVEL_2 are
+  // --rl-kv-cache-management-mode persist / offload (the KV buffer to the
+  // host) / recompute, and a separate inference model's weights stay.
   v1::RolloutSleep sleep = v1::ROLLOUT_SLEEP_UNSPECIFIED;
   // What stays on the GPU while the engine sleeps (graphs, runtime, the
   // weights or KV pool where the sleep mode keeps them).
   uint64_t asleep_bytes = 0;
   std::string asleep_basis;
-  // What sleeping moves to the host (vLLM level 1's weights).
+  // What sleeping moves to the host (vLLM level 1's weights; Megatron's KV
+  // buffer under offload).
   uint64_t host_bytes = 0;
   // Non-empty when the engine cannot start: its budget does not hold its
   // weights, workspace and one max_model_len sequence's KV cache, or the

@@ -264,8 +264,19 @@ TEST(RolloutEngineMemory, MegatronSharesTheTrainersWeights) {
   absl::StatusOr<EngineMemory> own = EstimateEngineMemory(job, k80GiB, 0);
   ASSERT_TRUE(own.ok()) << own.status();
   EXPECT_FALSE(own->shares_trainer_weights);
-  EXPECT_GT(own->weight_bytes, 0u);
+  // At TP 4 a layer holds 786432 x 2 / 4 = 393216 + 262144 + 2097152 +
+  // 1048576 + 2048 norms = 3803136; Megatron pads the vocabulary to 128 x 4:
+  // 32256, 8064 rows a GPU.
+  EXPECT_EQ(own->weight_bytes, 2 * (4 * 3803136 + 2 * 8064 * 1024 + 1024));
   EXPECT_EQ(own->runtime_bytes, kRuntime);
+  // Offload mode: the 8 GiB buffer to the host; the inference model's
+  // weights, its graphs and runtime stay.
+  job.mutable_rollout()->set_sleep(v1::ROLLOUT_SLEEP_LEVEL_1);
+  absl::StatusOr<EngineMemory> offload = EstimateEngineMemory(job, k80GiB, 0);
+  ASSERT_TRUE(offload.ok()) << offload.status();
+  EXPECT_EQ(offload->host_bytes, 8 * kGiB);
+  EXPECT_EQ(offload->asleep_bytes,
+            offload->weight_bytes + offload->cuda_graph_bytes + offload->runtime_bytes);
 }
 
 TEST(RolloutEngineMemory, VllmRefusesToStartWhenOthersHoldTooMuch) {
