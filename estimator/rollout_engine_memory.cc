@@ -418,13 +418,23 @@ absl::StatusOr<EngineMemory> EstimateEngineMemory(const v1::RlJobSpec& job,
       vllm ? std::min({2.0 * max_num_seqs, 512.0, static_cast<double>(batched_tokens)})
            : max_num_seqs;
 
-  // Runtime outside PyTorch: NCCL of the TP group and the custom all-reduce
-  // buffers at TP > 1. NeMo-RL #223 (Llama-3.2-1B, vLLM asleep): 774 MiB at
-  // TP 1, 2440 MiB at TP 2, 7392 MiB at TP 2 after one change: 1666 MiB
-  // taken, its spread up to the 6618 MiB of the worst report.
-  const bool own_runtime = !(megatron && shares_weights) && l.tp > 1;
-  const double runtime = own_runtime ? 1666 * kMiB : 0;
-  const double runtime_sd = own_runtime ? (7392.0 - 2440.0) / 2 * kMiB : 0;
+  // Runtime outside PyTorch. At TP > 1, NCCL of the TP group and the custom
+  // all-reduce buffers: NeMo-RL #223 (Llama-3.2-1B, vLLM asleep) 774 MiB at
+  // TP 1, 2440 MiB at TP 2, 7392 MiB at TP 2 after one change; vLLM PR
+  // #10511 (Llama-3-8B) non-torch 1.79 GiB at TP 1, 3.58 GiB at TP 2: 1666
+  // MiB taken, its spread up to the 6618 MiB of the worst report. An engine
+  // in its own process (NeMo-RL's vLLM Ray actors, slime's SGLang servers;
+  // veRL's and Megatron's run in the trainer's) adds its CUDA context and
+  // libraries: the 774 MiB NeMo-RL #223 saw asleep at TP 1.
+  const bool comms = !(megatron && shares_weights) && l.tp > 1;
+  const bool own_process =
+      job.framework() == v1::RL_FRAMEWORK_NEMO_RL || job.framework() == v1::RL_FRAMEWORK_SLIME;
+  const double comms_bytes = comms ? 1666 * kMiB : 0;
+  const double comms_sd = comms ? (7392.0 - 2440.0) / 2 * kMiB : 0;
+  const double context_bytes = own_process ? 774 * kMiB : 0;
+  const double context_sd = own_process ? 256 * kMiB : 0;
+  const double runtime = comms_bytes + context_bytes;
+  const double runtime_sd = std::hypot(comms_sd, context_sd);
 
   struct Stage {
     double weights = 0, kv_per_token = 0, activation = 0, graph = 0;
@@ -642,12 +652,15 @@ absl::StatusOr<EngineMemory> EstimateEngineMemory(const v1::RlJobSpec& job,
              : "no CUDA graphs (eager)";
   out.runtime_bytes = static_cast<uint64_t>(std::llround(runtime));
   out.runtime_sd_bytes = static_cast<uint64_t>(std::llround(runtime_sd));
-  out.runtime_basis =
-      own_runtime
+  out.runtime_basis = absl::StrCat(
+      comms
           ? absl::StrCat("NCCL communicators of the engine's TP group (", l.tp,
-                         ") and custom all-reduce buffers: 1666 MiB, the TP 2 less TP 1 residual "
-                         "of NeMo-RL #223; uncertain (up to 6.5 GiB more reported)")
-          : (l.tp > 1 ? "the trainer's communicators (shared model)" : "none at TP 1");
+                         ") and custom all-reduce buffers: 1666 MiB, the TP 2 less TP 1 "
+                         "residual of NeMo-RL #223 (vLLM PR #10511: 1.79 GiB); uncertain (up "
+                         "to 6.5 GiB more reported)")
+          : (l.tp > 1 ? "the trainer's communicators (shared model)" : "no communicators at TP 1"),
+      own_process ? "; its own process's CUDA context: 774 MiB (NeMo-RL #223 at TP 1, asleep)"
+                  : "; the trainer's process (its CUDA context counted there)");
 
   // Sleep. vLLM: level 2 from 0.8.5, level 1 before and for EP > 1 before
   // 0.11 (verl/third_party/vllm/__init__.py, vllm_rollout.py; RL_MEMORY.md);

@@ -49,8 +49,9 @@ struct EngineMemory {
   uint64_t cuda_graph_sd_bytes = 0;
   std::string cuda_graph_basis;
   // Allocated outside PyTorch by the engine: NCCL communicators of its TP
-  // group and the custom all-reduce buffers (0 at TP 1; the CUDA context is
-  // the process's, counted with the trainer).
+  // group and the custom all-reduce buffers (none at TP 1), and where the
+  // engine runs in a process of its own (NeMo-RL, slime) that process's
+  // CUDA context; veRL's and Megatron's engines share the trainer's.
   uint64_t runtime_bytes = 0;
   uint64_t runtime_sd_bytes = 0;
   std::string runtime_basis;

@@ -227,6 +227,25 @@ TEST(RolloutEngineMemory, SglangWithOthersResident) {
   EXPECT_EQ(crowded->kv_tokens, (20 * kGiB - kRuntime / 2 - kDenseWeights) / kDenseKvPerToken);
 }
 
+// slime runs SGLang in processes of their own: a CUDA context more (774
+// MiB), allocated before SGLang measures the free memory.
+TEST(RolloutEngineMemory, EngineInItsOwnProcessAddsACudaContext) {
+  v1::RlJobSpec job = DenseJob(v1::ROLLOUT_ENGINE_SGLANG);
+  job.set_framework(v1::RL_FRAMEWORK_SLIME);
+  absl::StatusOr<EngineMemory> m = EstimateEngineMemory(job, k80GiB, 20 * kGiB);
+  ASSERT_TRUE(m.ok()) << m.status();
+  const uint64_t context = uint64_t{774} << 20;
+  EXPECT_EQ(m->runtime_bytes, kRuntime + context);
+  EXPECT_EQ(m->kv_tokens,
+            ((60 * kGiB - kRuntime - context) / 2 - kDenseWeights) / kDenseKvPerToken);
+  EXPECT_EQ(m->asleep_bytes, kRuntime + context);
+  // veRL's engine shares the trainer's process.
+  job.set_framework(v1::RL_FRAMEWORK_VERL);
+  absl::StatusOr<EngineMemory> verl = EstimateEngineMemory(job, k80GiB, 20 * kGiB);
+  ASSERT_TRUE(verl.ok());
+  EXPECT_EQ(verl->runtime_bytes, kRuntime);
+}
+
 TEST(RolloutEngineMemory, SglangFailsWithoutRoomForItsPool) {
   absl::StatusOr<EngineMemory> m =
       EstimateEngineMemory(DenseJob(v1::ROLLOUT_ENGINE_SGLANG), k80GiB, 79 * kGiB);
