@@ -720,6 +720,24 @@ absl::StatusOr<EngineMemory> EstimateEngineMemory(const v1::RlJobSpec& job,
     }
   }
   out.asleep_bytes = static_cast<uint64_t>(std::llround(asleep));
+
+  // The spreads of the totals. Inside vLLM's budget the activation and (from
+  // 0.21) graph terms move the KV pool the other way, and SGLang's weights
+  // and pool fill its fraction exactly: only the terms outside a budget
+  // spread the generate total. Asleep: the kept graphs and runtime, and a
+  // kept vLLM pool (budget less activation and graphs) their spread.
+  const double act_sd = static_cast<double>(out.activation_sd_bytes);
+  const double graph_sd = static_cast<double>(out.cuda_graph_sd_bytes);
+  const double outside_act = vllm ? 0 : act_sd;
+  const double outside_graph = graphs_in_budget ? 0 : graph_sd;
+  out.generate_sd_bytes = static_cast<uint64_t>(std::llround(std::sqrt(
+      outside_act * outside_act + outside_graph * outside_graph + runtime_sd * runtime_sd)));
+  const double kept_graph_sd = graphs_stay ? graph_sd : 0;
+  const double kept_pool_sd = vllm && sleep == v1::ROLLOUT_SLEEP_NONE
+                                  ? std::hypot(act_sd, graphs_in_budget ? graph_sd : 0)
+                                  : 0;
+  out.asleep_sd_bytes = static_cast<uint64_t>(std::llround(std::sqrt(
+      kept_graph_sd * kept_graph_sd + runtime_sd * runtime_sd + kept_pool_sd * kept_pool_sd)));
   out.asleep_basis =
       absl::StrCat(kept, r.sleep() == v1::ROLLOUT_SLEEP_UNSPECIFIED ? " (the engine's rule)" : "",
                    "; ", graphs_stay ? "CUDA graphs stay" : "CUDA graphs deleted",

@@ -68,6 +68,11 @@ struct EngineMemory {
   // What sleeping moves to the host (vLLM level 1's weights; Megatron's KV
   // buffer under offload).
   uint64_t host_bytes = 0;
+  // One standard deviation of GenerateBytes() and of asleep_bytes, the
+  // engines' budgets taken into account (a term inside vLLM's budget moves
+  // the pool the other way; SGLang's weights and pool fill its fraction).
+  uint64_t generate_sd_bytes = 0;
+  uint64_t asleep_sd_bytes = 0;
   // Non-empty when the engine cannot start: its budget does not hold its
   // weights, workspace and one max_model_len sequence's KV cache, or the
   // GPU's free memory is below what it requests. The engine's own message

@@ -15,6 +15,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdint>
 
 #include "jobspec/presets.h"
@@ -119,6 +120,9 @@ TEST(RolloutEngineMemory, VllmGraphsInsideTheBudgetFrom021) {
   EXPECT_EQ(newest->cuda_graph_bytes, kDenseGraphs);
   EXPECT_EQ(newest->kv_tokens, (40 * kGiB - kDenseWeights - kDenseActivation - kDenseGraphs) /
                                    kDenseKvPerToken / 16 * 16);
+  // Inside the budget the activation and graphs only move the pool: the
+  // total spreads by the runtime's (4952 / 2 MiB) alone.
+  EXPECT_EQ(newest->generate_sd_bytes, uint64_t{2476} << 20);
   // Before 0.21 the graphs come on top of the budget.
   job.mutable_rollout()->set_version("0.20.2");
   absl::StatusOr<EngineMemory> old = EstimateEngineMemory(job, k80GiB, 0);
@@ -127,6 +131,11 @@ TEST(RolloutEngineMemory, VllmGraphsInsideTheBudgetFrom021) {
             (40 * kGiB - kDenseWeights - kDenseActivation) / kDenseKvPerToken / 16 * 16);
   // Asleep (level 2): graphs and runtime.
   EXPECT_EQ(old->asleep_bytes, kDenseGraphs + kRuntime);
+  // The graphs outside the budget spread the total by half their bytes.
+  const double graph_sd = kDenseGraphs / 2, runtime_sd = 2476.0 * (1 << 20);
+  EXPECT_EQ(old->generate_sd_bytes,
+            static_cast<uint64_t>(std::llround(std::hypot(graph_sd, runtime_sd))));
+  EXPECT_EQ(old->asleep_sd_bytes, old->generate_sd_bytes);
 }
 
 TEST(RolloutEngineMemory, SleepLevels) {
