@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "jobspec/megatron_flags.h"
+#include "jobspec/rl_megatron_args.h"
 
 namespace oomguard {
 
@@ -37,6 +38,12 @@ FlagClassification ClassifyFlag(std::string_view std_name) {
     for (const UnmodelledChoice& choice : UnmodelledChoices()) {
       if (choice.flag == name) out.unmodelled_choices.push_back(choice);
     }
+  } else if (IsMegatronRlReaderFlag(name)) {
+    // Read by the RL reader into the RL job (RlJobSpec's fields).
+    out.flag_class = FlagClass::kModelled;
+    for (const RlArgvFlag& flag : MegatronRlFlags()) {
+      if (flag.name == name) out.fields.push_back(absl::StrCat("RlJobSpec.", flag.sets));
+    }
   } else if (std::optional<absl::string_view> reason = UnmodelledFlagReason(name)) {
     out.flag_class = FlagClass::kNotModelled;
     out.reason = std::string(*reason);
@@ -52,6 +59,7 @@ FlagClassification ClassifyFlag(std::string_view std_name) {
 std::vector<std::string> ClassifiedFlags() {
   std::vector<std::string> names;
   for (const MegatronFlag& flag : MegatronFlags()) names.push_back(flag.Spelling());
+  for (const RlArgvFlag& flag : MegatronRlFlags()) names.push_back(absl::StrCat("--", flag.name));
   for (absl::string_view name : UnmodelledFlags()) names.push_back(absl::StrCat("--", name));
   for (absl::string_view name : NoMemoryEffectFlags()) names.push_back(absl::StrCat("--", name));
   std::sort(names.begin(), names.end());

@@ -1,5 +1,7 @@
 // What each Megatron-LM flag means to oomguard: modelled (an entry of the
-// flag table, megatron_flags.h, with the JobSpec fields it sets), no memory
+// flag table, megatron_flags.h, with the JobSpec fields it sets, or a flag
+// of Megatron-LM's RL loop that the RL reader reads, rl_megatron_args.h,
+// with the RlJobSpec fields it sets), no memory
 // effect, not modelled, refused (ignored_flags.h, each with its reason), or
 // unknown (not a flag of Megatron-LM up to the supported version,
 // common/supported_megatron.h). Every
@@ -33,7 +35,8 @@ absl::string_view FlagClassName(FlagClass flag_class);
 struct FlagClassification {
   std::string spelling;  // "--name".
   FlagClass flag_class = FlagClass::kUnknown;
-  // The JobSpec fields a modelled flag sets (none for one read and checked
+  // The JobSpec fields a modelled flag sets ("RlJobSpec.<path>" for an RL
+  // flag the RL reader reads; none for one read and checked
   // without a field of its own: --rampup-batch-size, --spec).
   std::vector<std::string> fields;
   // Why, for every other class.

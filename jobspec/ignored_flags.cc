@@ -1,5 +1,7 @@
 #include "jobspec/ignored_flags.h"
 
+#include "jobspec/rl_megatron_args.h"
+
 #include <algorithm>
 #include <iterator>
 #include <string>
@@ -7,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/types/span.h"
 #include "common/supported_megatron.h"
+#include "jobspec/rl_megatron_args.h"
 
 // Every flag of Megatron-LM's parser at the supported version (Megatron-Core
 // 0.20.0, NVIDIA/Megatron-LM d98e8a64dd: tests/data/megatron_lm_arguments.txt)
@@ -537,6 +540,31 @@ constexpr absl::string_view kOlderSpellingFlags[] = {"batch-p2p-comm",
                                                      "use-packed-sequence",
                                                      "variable-seq-lengths"};
 
+// Megatron-LM's RL loop: sampling, loss coefficients, scheduling of
+// rollouts and profiling.
+constexpr absl::string_view kRlNoMemoryFlags[] = {
+    "langrl-env-config",
+    "grpo-clamp-eps-lower",
+    "grpo-clamp-eps-upper",
+    "grpo-filter-groups-with-same-reward",
+    "grpo-group-size",
+    "grpo-iterations",
+    "grpo-prompts-per-step",
+    "rl-default-temperature",
+    "rl-default-top-k",
+    "rl-default-top-p",
+    "rl-importance-sampling-truncation-coef",
+    "rl-inference-logprobs-is-correction",
+    "rl-inference-parsers",
+    "rl-profile",
+    "rl-profile-dir",
+    "rl-prompts-per-eval",
+    "rl-skip-bos-token",
+    "rl-consumption-granularity",
+    "rl-submission-granularity",
+    "rl-rollout-bank-dir",
+    "rl-sequence-packing-algo"};
+
 // Only the output layer's initialisation scale (TransformerConfig
 // .is_hybrid_model); --hybrid-layer-pattern alone makes a hybrid model
 // (megatron/training/utils is_hybrid_model).
@@ -587,8 +615,12 @@ constexpr FlagGroup kNoMemoryEffect[] = {
      "layers are --num-layers",
      kDecoderLayerFlags},
     {"an inference server, kernel or dispatcher setting: a training step does not run the "
-     "inference engine (RL post-training does, and --perform-rl-step is not modelled)",
+     "inference engine (Megatron-LM's RL loop does: --perform-rl-step makes an RL job, read by "
+     "jobspec/rl_megatron_args.h)",
      kInferenceServingFlags},
+    {"RL post-training sampling, loss coefficients, rollout scheduling or profiling of "
+     "Megatron-LM's RL loop: no tensor of its phases changes size",
+     kRlNoMemoryFlags},
     {"a spelling of an older Megatron-LM (not in Megatron-Core 0.20.0's parser) for logging, "
      "data, communication scheduling or a kernel choice",
      kOlderSpellingFlags},
@@ -607,61 +639,30 @@ constexpr absl::string_view kLinearAttentionFlags[] = {
     "linear-attention-freq", "linear-conv-kernel-dim", "linear-key-head-dim",
     "linear-num-key-heads",  "linear-num-value-heads", "linear-value-head-dim"};
 
-constexpr absl::string_view kRlFlags[] = {"perform-rl-step",
-                                          "langrl-env-config",
-                                          "refit-method",
-                                          "grpo-clamp-eps-lower",
-                                          "grpo-clamp-eps-upper",
-                                          "grpo-entropy-term-weight",
-                                          "grpo-filter-groups-with-same-reward",
-                                          "grpo-group-size",
-                                          "grpo-iterations",
-                                          "grpo-kl-beta",
-                                          "grpo-prompts-per-step",
-                                          "rl-consumption-granularity",
-                                          "rl-default-temperature",
-                                          "rl-default-top-k",
-                                          "rl-default-top-p",
-                                          "rl-durable-rollout-bank",
-                                          "rl-generation-lag",
-                                          "rl-importance-sampling-truncation-coef",
-                                          "rl-inference-expert-model-parallel-size",
-                                          "rl-inference-expert-tensor-model-parallel-size",
-                                          "rl-inference-logprobs-is-correction",
-                                          "rl-inference-model-unified-memory-level",
-                                          "rl-inference-parsers",
-                                          "rl-inference-pipeline-model-parallel-size",
-                                          "rl-inference-tensor-model-parallel-size",
-                                          "rl-kv-cache-management-mode",
-                                          "rl-max-inflight-requests",
-                                          "rl-offload-inference-model-weights-when-idle",
-                                          "rl-offload-optimizer-during-inference",
-                                          "rl-partial-rollouts",
-                                          "rl-persist-cuda-graphs",
-                                          "rl-profile",
-                                          "rl-profile-dir",
-                                          "rl-prompts-per-eval",
-                                          "rl-rollout-bank-dir",
-                                          "rl-rollout-bank-max-bytes",
-                                          "rl-sequence-packing-algo",
-                                          "rl-sequence-packing-max-sequences-per-bin",
-                                          "rl-skip-bos-token",
-                                          "rl-submission-granularity",
-                                          "rl-training-cuda-graphs",
-                                          "rl-use-sequence-packing",
-                                          "rl-verify-model-weights-swap"};
+// Megatron-LM's RL loop: the flags jobspec/rl_megatron_args.h reads are in
+// none of these groups (MegatronRlFlags); these change memory in ways the
+// RL step's estimate does not model.
+constexpr absl::string_view kRlFlags[] = {
+    "refit-method",
+    "grpo-entropy-term-weight",
+    "rl-durable-rollout-bank",
+    "rl-generation-lag",
+    "rl-inference-expert-tensor-model-parallel-size",
+    "rl-inference-model-unified-memory-level",
+    "rl-max-inflight-requests",
+    "rl-offload-inference-model-weights-when-idle",
+    "rl-partial-rollouts",
+    "rl-rollout-bank-max-bytes",
+    "rl-sequence-packing-max-sequences-per-bin",
+    "rl-verify-model-weights-swap"};
 
 constexpr absl::string_view kRolloutInferenceFlags[] = {
-    "inference-dynamic-batching",
     "inference-dynamic-batching-async-sched-mode",
     "inference-dynamic-batching-block-size",
-    "inference-dynamic-batching-buffer-size-gb",
     "inference-dynamic-batching-cuda-graph-mixed-prefill-count",
     "inference-dynamic-batching-cuda-graph-sizing-distribution",
     "inference-dynamic-batching-logprobs-mode",
     "inference-dynamic-batching-mamba-memory-ratio",
-    "inference-dynamic-batching-max-requests",
-    "inference-dynamic-batching-max-tokens",
     "inference-dynamic-batching-num-cuda-graphs",
     "inference-dynamic-batching-paused-buffer-size-gb",
     "inference-dynamic-batching-prefix-caching",
@@ -820,12 +821,14 @@ constexpr FlagGroup kNotModelled[] = {
      kMambaPathFlags},
     {"the MTP layers of hybrid models are not modelled", kHybridMtpFlags},
     {"gated delta net (linear attention) layers are not modelled", kLinearAttentionFlags},
-    {"RL post-training (--perform-rl-step: rollouts with an inference engine, its KV cache and "
-     "CUDA graphs, reference and inference copies of the model) is not modelled",
+    {"RL post-training setting of Megatron-LM's RL loop that the RL step's estimate does not "
+     "model (rollouts in flight across steps, a separate inference model's unified memory or "
+     "offload, another expert TP for inference, weight-swap checks)",
      kRlFlags},
-    {"an inference-engine setting that RL post-training's rollouts use in the training job "
-     "(--perform-rl-step; KV cache, Mamba state and CUDA-graph memory): RL post-training is not "
-     "modelled",
+    {"RL post-training engine setting of Megatron-LM's RL loop that the RL step's estimate does "
+     "not model (prefix caching, unified memory, the count and sizes of the engine's CUDA graphs, "
+     "Mamba state, speculative tokens): the KV buffer "
+     "(--inference-dynamic-batching-buffer-size-gb) is",
      kRolloutInferenceFlags},
     {"this attention or layer variant (gated attention output, DSA, mHC, Gated Delta Product, "
      "heterogeneous layers, Kitchen quantization or per-module precision) adds weights or saved "
@@ -961,6 +964,13 @@ std::optional<absl::string_view> NoMemoryEffectReason(absl::string_view name) {
 std::vector<absl::string_view> NoMemoryEffectFlags() { return GroupNames(kNoMemoryEffect); }
 
 std::optional<absl::string_view> UnmodelledFlagReason(absl::string_view name) {
+  if (IsMegatronRlReaderFlag(name)) {
+    // In a pretraining argv: the job is an RL job (rl_job_builder.h
+    // LooksLikeRlArgv), which the caller should have sent as one.
+    return "a flag of Megatron-LM's RL loop: with --perform-rl-step the job is an RL job, read by "
+           "the RL reader (an RlJob's argv; `oomguard estimate --gpus N -- ARGS` sends it there), "
+           "not as a pretraining step";
+  }
   return GroupReason(kNotModelled, name);
 }
 

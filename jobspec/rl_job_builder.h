@@ -7,6 +7,7 @@
 #define OOMGUARD_JOBSPEC_RL_JOB_BUILDER_H_
 
 #include <string>
+#include "absl/strings/string_view.h"
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -21,6 +22,18 @@ namespace oomguard {
 // does not give (naming --preset / --hf-config). `notes` (may be null) gets
 // one line per key that was ignored or defaulted.
 absl::StatusOr<v1::RlJobSpec> BuildRlJob(const v1::RlJob& job, std::vector<std::string>* notes);
+
+// The RL framework an argv is written for: Megatron-LM's RL loop when it has
+// `--perform-rl-step`, slime when it has one of slime's own flags
+// (rl_slime_args.h SlimeFlags, or --sglang-*); UNSPECIFIED for any other
+// argv (a pretraining job's).
+v1::RlFramework RecognizeRlArgv(const std::vector<std::string>& argv);
+
+// The routing rule for callers that receive a Megatron-LM argv (MegatronJob,
+// `oomguard estimate -- ARGS`, job scripts): an argv for which this is true
+// is an RL job, to be sent as RlJob.argv (BuildRlJob), not to the
+// pretraining parser, which would record its RL flags as not modelled.
+bool LooksLikeRlArgv(const std::vector<std::string>& argv);
 
 }  // namespace oomguard
 

@@ -19,6 +19,7 @@
 #include "jobspec/ignored_flags.h"
 #include "jobspec/megatron_args.h"
 #include "jobspec/megatron_flags.h"
+#include "jobspec/rl_megatron_args.h"
 #include "tests/testing/megatron_lm_arguments.h"
 
 namespace oomguard {
@@ -55,6 +56,7 @@ std::vector<std::string> ClassesListing(const std::string& spelling) {
   std::vector<std::string> classes;
   const MegatronFlag* flag = FindMegatronFlag(name);
   if (flag != nullptr && !flag->unimplemented) classes.push_back("modelled");
+  if (IsMegatronRlReaderFlag(name)) classes.push_back("modelled");
   if (UnimplementedFlagReason(name).has_value()) classes.push_back("refused");
   const std::vector<absl::string_view> unmodelled = UnmodelledFlags();
   for (auto i = std::count(unmodelled.begin(), unmodelled.end(), name); i > 0; --i) {
@@ -162,9 +164,18 @@ TEST(FlagClassification, ClassifiesEachKind) {
   EXPECT_EQ(lr.flag_class, FlagClass::kNoMemoryEffect);
   EXPECT_THAT(lr.reason, ::testing::HasSubstr("learning rate"));
 
+  // Megatron-LM's RL loop: read by the RL reader into the RL job, or not
+  // modelled there.
   const FlagClassification rl = ClassifyFlag("--perform-rl-step");
-  EXPECT_EQ(rl.flag_class, FlagClass::kNotModelled);
-  EXPECT_THAT(rl.reason, ::testing::HasSubstr("RL post-training"));
+  EXPECT_EQ(rl.flag_class, FlagClass::kModelled);
+  EXPECT_THAT(rl.fields, ::testing::ElementsAre("RlJobSpec.framework"));
+  const FlagClassification buffer = ClassifyFlag("--inference-dynamic-batching-buffer-size-gb");
+  EXPECT_EQ(buffer.flag_class, FlagClass::kModelled);
+  EXPECT_THAT(buffer.fields, ::testing::ElementsAre("RlJobSpec.rollout.kv_buffer_bytes"));
+  const FlagClassification partial = ClassifyFlag("--rl-partial-rollouts");
+  EXPECT_EQ(partial.flag_class, FlagClass::kNotModelled);
+  EXPECT_THAT(partial.reason, ::testing::HasSubstr("RL post-training"));
+  EXPECT_EQ(ClassifyFlag("--rl-default-temperature").flag_class, FlagClass::kNoMemoryEffect);
 
   EXPECT_EQ(ClassifyFlag("--use-custom-fsdp").flag_class, FlagClass::kRefused);
   EXPECT_EQ(ClassifyFlag("--batch-size").flag_class, FlagClass::kRefused);

@@ -19,7 +19,7 @@ using ::testing::Not;
 
 TEST(FlagsCommandTest, PrintsTheFlagsAskedForWithFieldOrReason) {
   std::string out, err;
-  ASSERT_EQ(RunFlagsCommand({"--num-layers", "--lr", "--perform-rl-step", "--use-custom-fsdp",
+  ASSERT_EQ(RunFlagsCommand({"--num-layers", "--lr", "--rl-partial-rollouts", "--use-custom-fsdp",
                              "--frobnicate", "--fp8-recipe=delayed"},
                             out, err),
             0)
@@ -29,7 +29,7 @@ TEST(FlagsCommandTest, PrintsTheFlagsAskedForWithFieldOrReason) {
   EXPECT_THAT(out, HasSubstr("--num-layers"));
   EXPECT_THAT(out, MatchesRegex("(.|\n)*--num-layers +modelled +model\\.num_layers\n(.|\n)*"));
   EXPECT_THAT(out, MatchesRegex("(.|\n)*--lr +no memory effect +learning rate(.|\n)*"));
-  EXPECT_THAT(out, MatchesRegex("(.|\n)*--perform-rl-step +not modelled +RL post-training(.|\n)*"));
+  EXPECT_THAT(out, MatchesRegex("(.|\n)*--rl-partial-rollouts +not modelled +RL post-training(.|\n)*"));
   EXPECT_THAT(out, MatchesRegex("(.|\n)*--use-custom-fsdp +refused +Megatron-LM removed(.|\n)*"));
   EXPECT_THAT(out, MatchesRegex("(.|\n)*--frobnicate +unknown +not a flag of Megatron-LM(.|\n)*"));
   // A modelled flag's not-modelled choice, under it.
