@@ -12,6 +12,7 @@
 #include "jobspec/flag_resolution.h"
 #include "jobspec/flag_values.h"
 #include "jobspec/hf_config.h"
+#include "jobspec/ignored_flags.h"
 #include "jobspec/job_builder.h"
 #include "jobspec/megatron_flags.h"
 #include "jobspec/presets.h"
@@ -67,8 +68,17 @@ absl::Status RlMegatronSettings::ApplyTo(v1::JobSpec* job, std::vector<std::stri
       return absl::InternalError(absl::StrCat("no flag-table entry --", setting.flag));
     }
     FlagUse use{setting.key, {}, {}};
-    for (const std::string& value : setting.values) use.values.push_back(value);
-    OOMGUARD_RETURN_IF_ERROR(flag->apply(use, state));
+    bool modelled = true;
+    for (const std::string& value : setting.values) {
+      use.values.push_back(value);
+      // A choice the flag table reads but oomguard does not model
+      // (ignored_flags.h): not applied, recorded under the config's key.
+      if (std::optional<absl::string_view> reason = UnmodelledChoiceReason(flag->name, value)) {
+        state.Unmodelled(setting.key, value, *reason);
+        modelled = false;
+      }
+    }
+    if (modelled) OOMGUARD_RETURN_IF_ERROR(flag->apply(use, state));
   }
   return ResolveFlags(state);
 }
