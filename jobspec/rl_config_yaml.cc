@@ -119,6 +119,9 @@ std::string Unquoted(absl::string_view word) {
 }
 
 constexpr int kMaxInterpolationDepth = 8;
+// Interpolations resolved for one value at most (a ${mul:...} of many
+// references to other products would otherwise grow without bound).
+constexpr int kMaxInterpolationSteps = 256;
 
 absl::Status BadValue(absl::string_view key, absl::string_view value, absl::string_view expected) {
   return absl::InvalidArgumentError(
@@ -177,7 +180,9 @@ std::optional<std::string> RlConfigYaml::Resolve(absl::string_view key, const st
                                 "resolved config)"));
     return std::nullopt;
   };
-  if (!absl::EndsWith(value, "}") || depth >= kMaxInterpolationDepth) return unresolved();
+  if (!absl::EndsWith(value, "}") || depth >= kMaxInterpolationDepth || --resolve_budget_ < 0) {
+    return unresolved();
+  }
   const absl::string_view body = absl::string_view(value).substr(2, value.size() - 3);
   // Resolves one argument: a nested interpolation, a number or a word.
   const auto argument = [&](const std::string& arg) -> std::optional<std::string> {
@@ -220,6 +225,7 @@ std::optional<std::string> RlConfigYaml::Resolve(absl::string_view key, const st
 }
 
 std::optional<std::string> RlConfigYaml::Scalar(absl::string_view key, int depth) const {
+  if (depth == 0) resolve_budget_ = kMaxInterpolationSteps;
   auto it = leaves_.find(key);
   if (it == leaves_.end() || it->second.is_null || it->second.is_sequence) return std::nullopt;
   std::optional<std::string> value = Resolve(key, it->second.scalar, depth);

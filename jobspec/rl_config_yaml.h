@@ -72,6 +72,7 @@ class RlConfigYaml {
   std::vector<std::string> order_;
   std::vector<std::string> top_level_;
   mutable std::map<std::string, std::string> notes_;
+  mutable int resolve_budget_ = 0;  // Steps left for the value being read.
   friend class RlConfigYamlBuilder;
 };
 
