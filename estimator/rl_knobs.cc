@@ -57,8 +57,8 @@ constexpr KnobRow kKnobs[] = {
     // internally: use_fused_kernels).
     {RlKnob::kLogProbChunk, kNone, Yaml("policy.logprob_chunk_size"),
      Flag("--log-probs-chunk-size"), kNone},
-    {RlKnob::kRefLogProbTokens, Yaml("actor_rollout_ref.ref.log_prob_max_token_len_per_gpu"),
-     kNone, kNone, kNone},
+    {RlKnob::kRefLogProbTokens, Yaml("actor_rollout_ref.ref.log_prob_max_token_len_per_gpu"), kNone,
+     kNone, kNone},
     {RlKnob::kParamOffload, Yaml("actor_rollout_ref.actor.megatron.param_offload"), kNone,
      Switch("--offload-train", true), kNone},
     {RlKnob::kGradOffload, Yaml("actor_rollout_ref.actor.megatron.grad_offload"), kNone,
@@ -79,12 +79,12 @@ constexpr KnobRow kKnobs[] = {
     {RlKnob::kEngineKvBuffer, kNone, kNone, kNone,
      Flag("--inference-dynamic-batching-buffer-size-gb")},
     {RlKnob::kEngineTensorParallel, Yaml("actor_rollout_ref.rollout.tensor_model_parallel_size"),
-     Yaml("policy.generation.vllm_cfg.tensor_parallel_size"),
-     Flag("--rollout-num-gpus-per-engine"), Flag("--rl-inference-tensor-model-parallel-size")},
+     Yaml("policy.generation.vllm_cfg.tensor_parallel_size"), Flag("--rollout-num-gpus-per-engine"),
+     Flag("--rl-inference-tensor-model-parallel-size")},
     // Written inverted: enforce_eager / --sglang-disable-cuda-graph.
     {RlKnob::kEngineCudaGraphs, Yaml("actor_rollout_ref.rollout.enforce_eager"),
-     Yaml("policy.generation.vllm_cfg.enforce_eager"),
-     Switch("--sglang-disable-cuda-graph", false), kNone},
+     Yaml("policy.generation.vllm_cfg.enforce_eager"), Switch("--sglang-disable-cuda-graph", false),
+     kNone},
     {RlKnob::kEngineSleep, Yaml("actor_rollout_ref.rollout.free_cache_engine"), kNone,
      Switch("--offload-rollout", true), Flag("--rl-kv-cache-management-mode")},
     {RlKnob::kWeightSyncBucket,
@@ -167,8 +167,7 @@ KnobValue ValueOf(const v1::RlJobSpec& job, RlKnob knob) {
     case RlKnob::kGradOffload:
       return Bool(job.actor_residency().grad_offload() || job.actor_residency().release_all());
     case RlKnob::kOptimizerOffload:
-      return Bool(job.actor_residency().optimizer_offload() ||
-                  job.actor_residency().release_all());
+      return Bool(job.actor_residency().optimizer_offload() || job.actor_residency().release_all());
     case RlKnob::kRefParamOffload:
       return Bool(job.reference().placement() == v1::REFERENCE_PLACEMENT_OFFLOADED_COPY);
     case RlKnob::kCriticParamOffload:

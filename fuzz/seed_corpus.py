@@ -108,6 +108,9 @@ def main():
         "tests/jobspec/hf_config_test.cc") + raw_strings("tests/jobspec/config_json_test.cc")
     configs += [read("examples/hf/" + f) for f in sorted(os.listdir("examples/hf"))]
     write("hf_config_fuzzer", [c for c in configs if "{" in c])
+    write("rl_config_fuzzer", [read("examples/rl/" + f) for f in sorted(os.listdir("examples/rl"))] +
+          [s for s in raw_strings("tests/jobspec/rl_verl_config_test.cc") +
+           raw_strings("tests/jobspec/rl_nemo_rl_config_test.cc") if ":" in s])
 
     scripts = []
     for path in ("tests/jobscript/job_script_test.cc", "tests/jobscript/launch_finder_test.cc",

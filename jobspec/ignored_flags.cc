@@ -1,7 +1,5 @@
 #include "jobspec/ignored_flags.h"
 
-#include "jobspec/rl_megatron_args.h"
-
 #include <algorithm>
 #include <iterator>
 #include <string>
@@ -542,28 +540,27 @@ constexpr absl::string_view kOlderSpellingFlags[] = {"batch-p2p-comm",
 
 // Megatron-LM's RL loop: sampling, loss coefficients, scheduling of
 // rollouts and profiling.
-constexpr absl::string_view kRlNoMemoryFlags[] = {
-    "langrl-env-config",
-    "grpo-clamp-eps-lower",
-    "grpo-clamp-eps-upper",
-    "grpo-filter-groups-with-same-reward",
-    "grpo-group-size",
-    "grpo-iterations",
-    "grpo-prompts-per-step",
-    "rl-default-temperature",
-    "rl-default-top-k",
-    "rl-default-top-p",
-    "rl-importance-sampling-truncation-coef",
-    "rl-inference-logprobs-is-correction",
-    "rl-inference-parsers",
-    "rl-profile",
-    "rl-profile-dir",
-    "rl-prompts-per-eval",
-    "rl-skip-bos-token",
-    "rl-consumption-granularity",
-    "rl-submission-granularity",
-    "rl-rollout-bank-dir",
-    "rl-sequence-packing-algo"};
+constexpr absl::string_view kRlNoMemoryFlags[] = {"langrl-env-config",
+                                                  "grpo-clamp-eps-lower",
+                                                  "grpo-clamp-eps-upper",
+                                                  "grpo-filter-groups-with-same-reward",
+                                                  "grpo-group-size",
+                                                  "grpo-iterations",
+                                                  "grpo-prompts-per-step",
+                                                  "rl-default-temperature",
+                                                  "rl-default-top-k",
+                                                  "rl-default-top-p",
+                                                  "rl-importance-sampling-truncation-coef",
+                                                  "rl-inference-logprobs-is-correction",
+                                                  "rl-inference-parsers",
+                                                  "rl-profile",
+                                                  "rl-profile-dir",
+                                                  "rl-prompts-per-eval",
+                                                  "rl-skip-bos-token",
+                                                  "rl-consumption-granularity",
+                                                  "rl-submission-granularity",
+                                                  "rl-rollout-bank-dir",
+                                                  "rl-sequence-packing-algo"};
 
 // Only the output layer's initialisation scale (TransformerConfig
 // .is_hybrid_model); --hybrid-layer-pattern alone makes a hybrid model
@@ -642,19 +639,18 @@ constexpr absl::string_view kLinearAttentionFlags[] = {
 // Megatron-LM's RL loop: the flags jobspec/rl_megatron_args.h reads are in
 // none of these groups (MegatronRlFlags); these change memory in ways the
 // RL step's estimate does not model.
-constexpr absl::string_view kRlFlags[] = {
-    "refit-method",
-    "grpo-entropy-term-weight",
-    "rl-durable-rollout-bank",
-    "rl-generation-lag",
-    "rl-inference-expert-tensor-model-parallel-size",
-    "rl-inference-model-unified-memory-level",
-    "rl-max-inflight-requests",
-    "rl-offload-inference-model-weights-when-idle",
-    "rl-partial-rollouts",
-    "rl-rollout-bank-max-bytes",
-    "rl-sequence-packing-max-sequences-per-bin",
-    "rl-verify-model-weights-swap"};
+constexpr absl::string_view kRlFlags[] = {"refit-method",
+                                          "grpo-entropy-term-weight",
+                                          "rl-durable-rollout-bank",
+                                          "rl-generation-lag",
+                                          "rl-inference-expert-tensor-model-parallel-size",
+                                          "rl-inference-model-unified-memory-level",
+                                          "rl-max-inflight-requests",
+                                          "rl-offload-inference-model-weights-when-idle",
+                                          "rl-partial-rollouts",
+                                          "rl-rollout-bank-max-bytes",
+                                          "rl-sequence-packing-max-sequences-per-bin",
+                                          "rl-verify-model-weights-swap"};
 
 constexpr absl::string_view kRolloutInferenceFlags[] = {
     "inference-dynamic-batching-async-sched-mode",

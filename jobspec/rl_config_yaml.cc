@@ -24,18 +24,18 @@ class RlConfigYamlBuilder {
 
   absl::Status Add(const YAML::Node& node, const std::string& key, int depth) {
     if (depth > kMaxRlConfigDepth) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("YAML line ", node.Mark().line + 1, ": ", key, ": nested deeper than ",
-                       kMaxRlConfigDepth, " levels; an RL config is not"));
+      return absl::InvalidArgumentError(absl::StrCat("YAML line ", node.Mark().line + 1, ": ", key,
+                                                     ": nested deeper than ", kMaxRlConfigDepth,
+                                                     " levels; an RL config is not"));
     }
     switch (node.Type()) {
       case YAML::NodeType::Map: {
         if (node.size() == 0) return AddLeaf(key, RlConfigYaml::Leaf{.is_null = true}, node);
         for (auto it = node.begin(); it != node.end(); ++it) {
           if (!it->first.IsScalar()) {
-            return absl::InvalidArgumentError(absl::StrCat(
-                "YAML line ", it->first.Mark().line + 1, ": a key that is not a word under ",
-                key.empty() ? "the top level" : key));
+            return absl::InvalidArgumentError(absl::StrCat("YAML line ", it->first.Mark().line + 1,
+                                                           ": a key that is not a word under ",
+                                                           key.empty() ? "the top level" : key));
           }
           const std::string name = it->first.Scalar();
           if (depth == 0) out_.top_level_.push_back(name);

@@ -7,10 +7,10 @@
 #define OOMGUARD_JOBSPEC_RL_JOB_BUILDER_H_
 
 #include <string>
-#include "absl/strings/string_view.h"
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "oomguard/v1/rl_job.pb.h"
 
 namespace oomguard {

@@ -17,11 +17,9 @@ constexpr RlArgvFlag kFlags[] = {
     {"inference-dynamic-batching", RlFlagArity::kSwitch, "rollout.engine"},
     {"inference-dynamic-batching-buffer-size-gb", RlFlagArity::kOne, "rollout.kv_buffer_bytes"},
     {"inference-dynamic-batching-max-requests", RlFlagArity::kOne, "rollout.max_num_seqs"},
-    {"inference-dynamic-batching-max-tokens", RlFlagArity::kOne,
-     "rollout.max_num_batched_tokens"},
+    {"inference-dynamic-batching-max-tokens", RlFlagArity::kOne, "rollout.max_num_batched_tokens"},
     {"rl-inference-tensor-model-parallel-size", RlFlagArity::kOne, "rollout.tensor_parallel"},
-    {"rl-inference-pipeline-model-parallel-size", RlFlagArity::kOne,
-     "rollout.pipeline_parallel"},
+    {"rl-inference-pipeline-model-parallel-size", RlFlagArity::kOne, "rollout.pipeline_parallel"},
     {"rl-inference-expert-model-parallel-size", RlFlagArity::kOne, "rollout.expert_parallel"},
     {"rl-kv-cache-management-mode", RlFlagArity::kOne, "rollout.sleep"},
     {"rl-persist-cuda-graphs", RlFlagArity::kNegatable, "rollout.persist_cuda_graphs"},
@@ -74,10 +72,11 @@ absl::StatusOr<v1::RlJobSpec> ReadMegatronRlArgs(const v1::RlJob& job,
   const uint32_t mbs = std::max<uint32_t>(training.micro_batch_size(), 1);
   const bool packing = split.On("rl-use-sequence-packing", false);
   if (packing && mbs != 1) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--micro-batch-size: expected 1 with --rl-use-sequence-packing, got ", mbs));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--micro-batch-size: expected 1 with --rl-use-sequence-packing, got ", mbs));
   }
-  training.set_seq_length(static_cast<uint32_t>(std::min<uint64_t>(uint64_t{sequence} * mbs, UINT32_MAX)));
+  training.set_seq_length(
+      static_cast<uint32_t>(std::min<uint64_t>(uint64_t{sequence} * mbs, UINT32_MAX)));
   training.set_micro_batch_size(1);
   const uint32_t dp = std::max<uint32_t>(job.num_gpus() / Product(actor.parallelism()), 1);
   if (training.has_global_batch_size()) {
@@ -90,10 +89,10 @@ absl::StatusOr<v1::RlJobSpec> ReadMegatronRlArgs(const v1::RlJob& job,
   spec.set_max_prompt_length(std::max<uint32_t>(sequence / 2, 1));
   spec.set_max_response_length(std::max<uint32_t>(sequence - sequence / 2, 1));
   if (notes != nullptr) {
-    notes->push_back(absl::StrCat(
-        "--seq-length: Megatron-LM's RL argv gives no prompt / response split; ", sequence,
-        " tokens are taken as prompt ", spec.max_prompt_length(), " + response ",
-        spec.max_response_length()));
+    notes->push_back(
+        absl::StrCat("--seq-length: Megatron-LM's RL argv gives no prompt / response split; ",
+                     sequence, " tokens are taken as prompt ", spec.max_prompt_length(),
+                     " + response ", spec.max_response_length()));
   }
 
   // The engine.
@@ -114,12 +113,12 @@ absl::StatusOr<v1::RlJobSpec> ReadMegatronRlArgs(const v1::RlJob& job,
   OOMGUARD_ASSIGN_OR_RETURN(const uint32_t engine_ep,
                             RlFlagUint(split, "rl-inference-expert-model-parallel-size", 0));
   const v1::ParallelismSpec& p = actor.parallelism();
-  rollout.set_tensor_parallel(engine_tp > 0 ? engine_tp
-                                            : std::max<uint32_t>(p.tensor_model_parallel_size(), 1));
+  rollout.set_tensor_parallel(
+      engine_tp > 0 ? engine_tp : std::max<uint32_t>(p.tensor_model_parallel_size(), 1));
   rollout.set_pipeline_parallel(
       engine_pp > 0 ? engine_pp : std::max<uint32_t>(p.pipeline_model_parallel_size(), 1));
-  rollout.set_expert_parallel(engine_ep > 0 ? engine_ep
-                                            : std::max<uint32_t>(p.expert_model_parallel_size(), 1));
+  rollout.set_expert_parallel(
+      engine_ep > 0 ? engine_ep : std::max<uint32_t>(p.expert_model_parallel_size(), 1));
   OOMGUARD_ASSIGN_OR_RETURN(const uint32_t max_requests,
                             RlFlagUint(split, "inference-dynamic-batching-max-requests", 0));
   rollout.set_max_num_seqs(max_requests);

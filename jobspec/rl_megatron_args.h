@@ -17,10 +17,10 @@
 #define OOMGUARD_JOBSPEC_RL_MEGATRON_ARGS_H_
 
 #include <string>
-#include "absl/strings/string_view.h"
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "jobspec/rl_reader.h"
 #include "oomguard/v1/rl_job.pb.h"

@@ -206,7 +206,7 @@ absl::StatusOr<v1::RlJobSpec> ReadNemoRlConfig(const RlConfigYaml& c, const v1::
   }
   for (const auto& [key, what] :
        {std::pair<absl::string_view, absl::string_view>{"policy.megatron_cfg.peft.enabled",
-                                                      "LoRA (PEFT) is not modelled"},
+                                                        "LoRA (PEFT) is not modelled"},
         {"policy.megatron_cfg.fp8_cfg.enabled",
          "NeMo-RL's FP8 training recipe is not read: its quantized copies are not modelled"}}) {
     OOMGUARD_ASSIGN_OR_RETURN(const bool on, RlBool(c, key, false));
@@ -264,11 +264,13 @@ absl::StatusOr<v1::RlJobSpec> ReadNemoRlConfig(const RlConfigYaml& c, const v1::
     OOMGUARD_ASSIGN_OR_RETURN(const bool on, RlBool(c, key.key, fallback));
     if (on) settings.Set(key.flag, key.key, {});
   }
-  OOMGUARD_ASSIGN_OR_RETURN(const bool cpu_offload,
-                            RlBool(c, "policy.megatron_cfg.optimizer.optimizer_cpu_offload", false));
+  OOMGUARD_ASSIGN_OR_RETURN(
+      const bool cpu_offload,
+      RlBool(c, "policy.megatron_cfg.optimizer.optimizer_cpu_offload", false));
   if (cpu_offload) {
-    OOMGUARD_RETURN_IF_ERROR(RlSetFromKey(c, "policy.megatron_cfg.optimizer.optimizer_offload_fraction",
-                                          "optimizer-offload-fraction", settings));
+    OOMGUARD_RETURN_IF_ERROR(
+        RlSetFromKey(c, "policy.megatron_cfg.optimizer.optimizer_offload_fraction",
+                     "optimizer-offload-fraction", settings));
   }
   OOMGUARD_ASSIGN_OR_RETURN(std::vector<std::string> offload_modules,
                             c.Words("policy.megatron_cfg.offload_modules"));
@@ -306,14 +308,17 @@ absl::StatusOr<v1::RlJobSpec> ReadNemoRlConfig(const RlConfigYaml& c, const v1::
 
   // Token budgets: sequence packing (Megatron's), else dynamic batching,
   // else micro-batches of whole sequences.
-  OOMGUARD_ASSIGN_OR_RETURN(const uint32_t train_mbs, RlUint(c, "policy.train_micro_batch_size", 1));
+  OOMGUARD_ASSIGN_OR_RETURN(const uint32_t train_mbs,
+                            RlUint(c, "policy.train_micro_batch_size", 1));
   OOMGUARD_ASSIGN_OR_RETURN(const uint32_t logprob_bs,
                             RlUint(c, "policy.logprob_batch_size", train_mbs));
-  OOMGUARD_ASSIGN_OR_RETURN(const bool packing, RlBool(c, "policy.sequence_packing.enabled", false));
-  OOMGUARD_ASSIGN_OR_RETURN(const bool dynamic, RlBool(c, "policy.dynamic_batching.enabled", false));
+  OOMGUARD_ASSIGN_OR_RETURN(const bool packing,
+                            RlBool(c, "policy.sequence_packing.enabled", false));
+  OOMGUARD_ASSIGN_OR_RETURN(const bool dynamic,
+                            RlBool(c, "policy.dynamic_batching.enabled", false));
   absl::string_view budget = packing   ? "policy.sequence_packing"
-                            : dynamic ? "policy.dynamic_batching"
-                                      : "";
+                             : dynamic ? "policy.dynamic_batching"
+                                       : "";
   uint32_t train_tokens = train_mbs * total;
   uint32_t logprob_tokens = logprob_bs * total;
   if (!budget.empty()) {
@@ -341,8 +346,7 @@ absl::StatusOr<v1::RlJobSpec> ReadNemoRlConfig(const RlConfigYaml& c, const v1::
                                   std::max<uint32_t>(p.pipeline_model_parallel_size(), 1) *
                                   std::max<uint32_t>(p.context_parallel_size(), 1);
   const uint32_t dp = static_cast<uint32_t>(std::max<uint64_t>(world / model_parallel, 1));
-  const uint32_t microbatches =
-      RlCeilDiv(RlCeilDiv(uint64_t{global} * total, dp), train_tokens);
+  const uint32_t microbatches = RlCeilDiv(RlCeilDiv(uint64_t{global} * total, dp), train_tokens);
   spec.set_train_microbatches(microbatches);
   if (microbatches > 0) {
     actor.mutable_training()->set_global_batch_size(
@@ -353,7 +357,8 @@ absl::StatusOr<v1::RlJobSpec> ReadNemoRlConfig(const RlConfigYaml& c, const v1::
   log_prob.set_max_tokens_per_microbatch(logprob_tokens);
   OOMGUARD_ASSIGN_OR_RETURN(const uint32_t chunk, RlUint(c, "policy.logprob_chunk_size", 0));
   log_prob.set_chunk_tokens(chunk);
-  OOMGUARD_ASSIGN_OR_RETURN(const bool defer, RlBool(c, "policy.megatron_cfg.defer_fp32_logits", false));
+  OOMGUARD_ASSIGN_OR_RETURN(const bool defer,
+                            RlBool(c, "policy.megatron_cfg.defer_fp32_logits", false));
   log_prob.set_defer_fp32_logits(defer);
 
   // Residency: colocated generation frees grads and the optimizer before
@@ -376,13 +381,13 @@ absl::StatusOr<v1::RlJobSpec> ReadNemoRlConfig(const RlConfigYaml& c, const v1::
   // The reference: swapped into the policy's module from a host state dict.
   OOMGUARD_ASSIGN_OR_RETURN(std::optional<double> kl,
                             c.Real("loss_fn.reference_policy_kl_penalty"));
-  spec.mutable_reference()->set_placement(kl.value_or(0.01) > 0
-                                              ? v1::REFERENCE_PLACEMENT_SWAPPED_IN
-                                              : v1::REFERENCE_PLACEMENT_NONE);
+  spec.mutable_reference()->set_placement(kl.value_or(0.01) > 0 ? v1::REFERENCE_PLACEMENT_SWAPPED_IN
+                                                                : v1::REFERENCE_PLACEMENT_NONE);
 
   // The engine.
   v1::RolloutEngineSpec& rollout = *spec.mutable_rollout();
-  OOMGUARD_ASSIGN_OR_RETURN(std::optional<std::string> backend, c.Word("policy.generation.backend"));
+  OOMGUARD_ASSIGN_OR_RETURN(std::optional<std::string> backend,
+                            c.Word("policy.generation.backend"));
   if (backend.value_or("vllm") == "vllm") {
     rollout.set_engine(v1::ROLLOUT_ENGINE_VLLM);
   } else if (*backend == "sglang") {
@@ -399,9 +404,11 @@ absl::StatusOr<v1::RlJobSpec> ReadNemoRlConfig(const RlConfigYaml& c, const v1::
         kVllm, ".gpu_memory_utilization: expected a number in (0, 1], got ", fraction));
   }
   rollout.set_memory_fraction(fraction);
-  OOMGUARD_ASSIGN_OR_RETURN(const uint32_t engine_tp, RlUint(c, absl::StrCat(kVllm, ".tensor_parallel_size"), 1));
+  OOMGUARD_ASSIGN_OR_RETURN(const uint32_t engine_tp,
+                            RlUint(c, absl::StrCat(kVllm, ".tensor_parallel_size"), 1));
   rollout.set_tensor_parallel(engine_tp);
-  OOMGUARD_ASSIGN_OR_RETURN(const uint32_t engine_ep, RlUint(c, absl::StrCat(kVllm, ".expert_parallel_size"), 1));
+  OOMGUARD_ASSIGN_OR_RETURN(const uint32_t engine_ep,
+                            RlUint(c, absl::StrCat(kVllm, ".expert_parallel_size"), 1));
   if (engine_ep > 1) rollout.set_expert_parallel(engine_ep);
   OOMGUARD_ASSIGN_OR_RETURN(const uint32_t engine_pp,
                             RlUint(c, absl::StrCat(kVllm, ".pipeline_parallel_size"), 1));
@@ -409,12 +416,14 @@ absl::StatusOr<v1::RlJobSpec> ReadNemoRlConfig(const RlConfigYaml& c, const v1::
     AddRlUnmodelled(&spec, "policy.generation.vllm_cfg.pipeline_parallel_size",
                     "pipeline-parallel rollout engines are not modelled");
   }
-  OOMGUARD_ASSIGN_OR_RETURN(const bool eager, RlBool(c, absl::StrCat(kVllm, ".enforce_eager"), false));
+  OOMGUARD_ASSIGN_OR_RETURN(const bool eager,
+                            RlBool(c, absl::StrCat(kVllm, ".enforce_eager"), false));
   rollout.set_cuda_graphs(!eager);
   OOMGUARD_ASSIGN_OR_RETURN(std::optional<std::string> engine_precision,
                             c.Word(absl::StrCat(kVllm, ".precision")));
   if (engine_precision.value_or("bfloat16") == "fp8") rollout.set_weight_dtype(v1::DTYPE_FP8);
-  OOMGUARD_ASSIGN_OR_RETURN(std::optional<std::string> kv, c.Word(absl::StrCat(kVllm, ".kv_cache_dtype")));
+  OOMGUARD_ASSIGN_OR_RETURN(std::optional<std::string> kv,
+                            c.Word(absl::StrCat(kVllm, ".kv_cache_dtype")));
   if (kv.has_value() && *kv != "auto") {
     if (kv->rfind("fp8", 0) == 0) {
       rollout.set_kv_cache_dtype(v1::DTYPE_FP8);

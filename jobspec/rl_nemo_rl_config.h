@@ -30,7 +30,7 @@ absl::Span<const RlConfigKey> NemoRlConfigKeys();
 bool IsNemoRlConfig(const RlConfigYaml& config);
 
 absl::StatusOr<v1::RlJobSpec> ReadNemoRlConfig(const RlConfigYaml& config, const v1::RlJob& job,
-                                             std::vector<std::string>* notes);
+                                               std::vector<std::string>* notes);
 
 }  // namespace oomguard
 

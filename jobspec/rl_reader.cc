@@ -50,9 +50,8 @@ absl::StatusOr<uint32_t> RlWorldSize(const v1::RlJob& job, uint32_t config_gpus,
                                      absl::string_view config_keys) {
   if (job.num_gpus() > 0) return job.num_gpus();
   if (config_gpus > 0) return config_gpus;
-  return absl::InvalidArgumentError(
-      absl::StrCat("the number of GPUs: the config gives none (", config_keys,
-                   "); pass it with --gpus N"));
+  return absl::InvalidArgumentError(absl::StrCat("the number of GPUs: the config gives none (",
+                                                 config_keys, "); pass it with --gpus N"));
 }
 
 void RlMegatronSettings::Set(absl::string_view flag, absl::string_view key,
@@ -157,8 +156,9 @@ absl::StatusOr<RlArgvSplit> SplitRlArgv(absl::Span<const std::string> argv,
         }
       }
     }
-    const bool prefixed = std::any_of(own_prefixes.begin(), own_prefixes.end(),
-                                      [&](absl::string_view p) { return absl::StartsWith(name, p); });
+    const bool prefixed =
+        std::any_of(own_prefixes.begin(), own_prefixes.end(),
+                    [&](absl::string_view p) { return absl::StartsWith(name, p); });
     if (flag == nullptr && !prefixed) {
       split.rest.push_back(word);
       ++i;
@@ -191,8 +191,7 @@ absl::StatusOr<RlArgvSplit> SplitRlArgv(absl::Span<const std::string> argv,
         if (inline_value.has_value()) {
           use.values.push_back(*inline_value);
           end = i + 1;
-        } else if (i + 1 < argv.size() &&
-                   (!is_flag(argv[i + 1]) || argv[i + 1] == "--")) {
+        } else if (i + 1 < argv.size() && (!is_flag(argv[i + 1]) || argv[i + 1] == "--")) {
           use.values.push_back(argv[i + 1]);
           end = i + 2;
         } else {
@@ -244,12 +243,10 @@ absl::StatusOr<v1::JobSpec> RlActorFromArgv(const v1::RlJob& job,
   } else if (job.has_hf_config_json()) {
     inputs.hf_config_json = job.hf_config_json();
   } else {
-    const bool whole_line =
-        std::any_of(inputs.megatron_args.begin(), inputs.megatron_args.end(),
-                    [](const std::string& w) {
-                      return w == "--num-layers" || absl::StartsWith(w, "--num-layers=") ||
-                             w == "--num_layers";
-                    });
+    const bool whole_line = std::any_of(
+        inputs.megatron_args.begin(), inputs.megatron_args.end(), [](const std::string& w) {
+          return w == "--num-layers" || absl::StartsWith(w, "--num-layers=") || w == "--num_layers";
+        });
     if (!whole_line) {
       OOMGUARD_ASSIGN_OR_RETURN(v1::ModelSpec model, RlActorModel(job, path_flag, model_path));
       inputs.preset = model.name();
@@ -271,8 +268,8 @@ void NoteUnreadKeys(const RlConfigYaml& config, absl::Span<const RlConfigKey> re
                     absl::Span<const absl::string_view> silent, std::vector<std::string>* notes) {
   if (notes == nullptr) return;
   for (const std::string& key : config.Keys()) {
-    const bool is_read = std::any_of(read.begin(), read.end(),
-                                     [&](const RlConfigKey& k) { return k.key == key; });
+    const bool is_read =
+        std::any_of(read.begin(), read.end(), [&](const RlConfigKey& k) { return k.key == key; });
     const bool is_silent = std::any_of(silent.begin(), silent.end(), [&](absl::string_view p) {
       return key == p || absl::StartsWith(key, absl::StrCat(p, "."));
     });

@@ -8,10 +8,10 @@
 #include <map>
 #include <optional>
 #include <string>
-#include "absl/strings/string_view.h"
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "jobspec/rl_config_yaml.h"
 #include "oomguard/v1/rl_job.pb.h"

@@ -287,27 +287,28 @@ absl::StatusOr<v1::RlJobSpec> ReadSlimeArgs(const v1::RlJob& job, std::vector<st
   const bool release_train = split.On("release-train", false);
   const bool offload_train =
       ppo || (!release_train && split.On("offload-train", colocate || offload));
-  const bool offload_rollout = split.On("offload-rollout", colocate || offload) ||
-                               (colocate && release_train);
+  const bool offload_rollout =
+      split.On("offload-rollout", colocate || offload) || (colocate && release_train);
   spec.mutable_actor_residency()->set_release_all(offload_train || release_train);
 
   // The world: --actor-num-nodes x --actor-num-gpus-per-node.
   OOMGUARD_ASSIGN_OR_RETURN(const uint32_t nodes, RlFlagUint(split, "actor-num-nodes", 1));
   OOMGUARD_ASSIGN_OR_RETURN(const uint32_t per_node,
                             RlFlagUint(split, "actor-num-gpus-per-node", 8));
-  const uint32_t world = job.num_gpus() > 0 ? job.num_gpus() : Saturated(uint64_t{nodes} * per_node);
+  const uint32_t world =
+      job.num_gpus() > 0 ? job.num_gpus() : Saturated(uint64_t{nodes} * per_node);
   if (world == 0) {
     return absl::InvalidArgumentError(
         "--actor-num-nodes x --actor-num-gpus-per-node: 0 GPUs; pass the number with --gpus N");
   }
-  OOMGUARD_ASSIGN_OR_RETURN(
-      v1::JobSpec actor,
-      RlActorFromArgv(job, split.rest, "--hf-checkpoint", split.Value("hf-checkpoint"), world,
-                      notes));
+  OOMGUARD_ASSIGN_OR_RETURN(v1::JobSpec actor,
+                            RlActorFromArgv(job, split.rest, "--hf-checkpoint",
+                                            split.Value("hf-checkpoint"), world, notes));
   if (per_node > 0) actor.mutable_runtime()->set_gpus_per_node(per_node);
 
   // Lengths.
-  OOMGUARD_ASSIGN_OR_RETURN(const uint32_t response, RlFlagUint(split, "rollout-max-response-len", 0));
+  OOMGUARD_ASSIGN_OR_RETURN(const uint32_t response,
+                            RlFlagUint(split, "rollout-max-response-len", 0));
   if (response == 0) {
     return absl::InvalidArgumentError(
         "--rollout-max-response-len: not given; the responses' length bounds every phase");
@@ -349,7 +350,8 @@ absl::StatusOr<v1::RlJobSpec> ReadSlimeArgs(const v1::RlJob& job, std::vector<st
   training.set_seq_length(train_tokens);
   training.set_micro_batch_size(1);
   const uint32_t dp = std::max<uint32_t>(world / Product(actor.parallelism()), 1);
-  OOMGUARD_ASSIGN_OR_RETURN(const uint32_t rollout_batch, RlFlagUint(split, "rollout-batch-size", 0));
+  OOMGUARD_ASSIGN_OR_RETURN(const uint32_t rollout_batch,
+                            RlFlagUint(split, "rollout-batch-size", 0));
   OOMGUARD_ASSIGN_OR_RETURN(const uint32_t samples, RlFlagUint(split, "n-samples-per-prompt", 1));
   OOMGUARD_ASSIGN_OR_RETURN(const uint32_t steps, RlFlagUint(split, "num-steps-per-rollout", 1));
   const uint64_t sequences = training.has_global_batch_size()
@@ -357,8 +359,10 @@ absl::StatusOr<v1::RlJobSpec> ReadSlimeArgs(const v1::RlJob& job, std::vector<st
                                  : uint64_t{rollout_batch} * samples / std::max<uint32_t>(steps, 1);
   const uint32_t microbatches = RlCeilDiv(RlCeilDiv(sequences * sequence, dp), train_tokens);
   spec.set_train_microbatches(microbatches);
-  if (microbatches > 0) training.set_global_batch_size(Saturated(uint64_t{microbatches} * dp));
-  else training.clear_global_batch_size();
+  if (microbatches > 0)
+    training.set_global_batch_size(Saturated(uint64_t{microbatches} * dp));
+  else
+    training.clear_global_batch_size();
 
   // The log-prob pass.
   v1::LogProbSpec& log_prob = *spec.mutable_log_prob();
@@ -400,13 +404,14 @@ absl::StatusOr<v1::RlJobSpec> ReadSlimeArgs(const v1::RlJob& job, std::vector<st
     }
     rollout.set_memory_fraction(*fraction);
   } else if (notes != nullptr) {
-    notes->push_back(
-        "--sglang-mem-fraction-static: not given; SGLang's own rule sizes its pool");
+    notes->push_back("--sglang-mem-fraction-static: not given; SGLang's own rule sizes its pool");
   }
   rollout.set_cuda_graphs(!split.On("sglang-disable-cuda-graph", false));
-  OOMGUARD_ASSIGN_OR_RETURN(const uint32_t graph_bs, RlFlagUint(split, "sglang-cuda-graph-max-bs", 0));
+  OOMGUARD_ASSIGN_OR_RETURN(const uint32_t graph_bs,
+                            RlFlagUint(split, "sglang-cuda-graph-max-bs", 0));
   rollout.set_max_num_seqs(graph_bs);
-  OOMGUARD_ASSIGN_OR_RETURN(const uint32_t prefill, RlFlagUint(split, "sglang-chunked-prefill-size", 0));
+  OOMGUARD_ASSIGN_OR_RETURN(const uint32_t prefill,
+                            RlFlagUint(split, "sglang-chunked-prefill-size", 0));
   rollout.set_max_num_batched_tokens(prefill);
   if (std::optional<std::string> kv = split.Value("sglang-kv-cache-dtype");
       kv.has_value() && *kv != "auto") {

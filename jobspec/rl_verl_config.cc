@@ -35,7 +35,7 @@ constexpr MegatronKey kMegatronSizes[] = {
     {"override_transformer_config.recompute_num_layers", "recompute-num-layers"},
 };
 
-#define MEGATRON_BLOCK_KEYS(block, who)                                                        \
+#define MEGATRON_BLOCK_KEYS(block, who)                                                       \
   {block ".tensor_model_parallel_size", who " TP"},                                           \
       {block ".pipeline_model_parallel_size", who " PP"},                                     \
       {block ".virtual_pipeline_model_parallel_size", who " virtual stages per PP rank"},     \
@@ -51,8 +51,9 @@ constexpr MegatronKey kMegatronSizes[] = {
       {block ".use_remove_padding", who " packed (THD) micro-batches; false not modelled"},   \
       {block ".override_transformer_config.recompute_granularity", who " recompute"},         \
       {block ".override_transformer_config.recompute_method", who " recompute method"},       \
-      {block ".override_transformer_config.recompute_num_layers", who " recompute layers"},   \
-      {block ".override_transformer_config.recompute_modules", who " recompute modules"}
+      {block ".override_transformer_config.recompute_num_layers", who " recompute layers"}, { \
+    block ".override_transformer_config.recompute_modules", who " recompute modules"          \
+  }
 
 constexpr RlConfigKey kKeys[] = {
     {"actor_rollout_ref.model.path", "the actor's model (a preset's model name)"},
@@ -246,8 +247,10 @@ absl::Status ReadMegatronBlock(const RlConfigYaml& c, absl::string_view block,
       settings.Set("recompute-modules", modules_key, modules);
     }
   }
-  OOMGUARD_ASSIGN_OR_RETURN(const bool param, RlBool(c, absl::StrCat(block, ".param_offload"), false));
-  OOMGUARD_ASSIGN_OR_RETURN(const bool grad, RlBool(c, absl::StrCat(block, ".grad_offload"), false));
+  OOMGUARD_ASSIGN_OR_RETURN(const bool param,
+                            RlBool(c, absl::StrCat(block, ".param_offload"), false));
+  OOMGUARD_ASSIGN_OR_RETURN(const bool grad,
+                            RlBool(c, absl::StrCat(block, ".grad_offload"), false));
   OOMGUARD_ASSIGN_OR_RETURN(const bool optimizer,
                             RlBool(c, absl::StrCat(block, ".optimizer_offload"), false));
   residency->set_param_offload(param);
@@ -261,7 +264,8 @@ absl::Status ReadMegatronBlock(const RlConfigYaml& c, absl::string_view block,
 // override_optimizer_config.
 absl::Status ReadOptimizer(const RlConfigYaml& c, absl::string_view optim,
                            RlMegatronSettings& settings) {
-  OOMGUARD_RETURN_IF_ERROR(RlSetFromKey(c, absl::StrCat(optim, ".optimizer"), "optimizer", settings));
+  OOMGUARD_RETURN_IF_ERROR(
+      RlSetFromKey(c, absl::StrCat(optim, ".optimizer"), "optimizer", settings));
   const std::string override = absl::StrCat(optim, ".override_optimizer_config");
   const std::string offload_key = absl::StrCat(override, ".optimizer_cpu_offload");
   OOMGUARD_ASSIGN_OR_RETURN(const bool offload, RlBool(c, offload_key, false));
@@ -294,8 +298,8 @@ absl::StatusOr<uint32_t> MicroBatchTokens(const RlConfigYaml& c, absl::string_vi
   OOMGUARD_ASSIGN_OR_RETURN(const uint32_t micro, RlUint(c, micro_key, 0));
   if (micro == 0) {
     if (!required) return 0u;
-    return absl::InvalidArgumentError(absl::StrCat(
-        micro_key, ": not given; veRL needs it (or ", dynamic_key, "=true with ", budget_key, ")"));
+    return absl::InvalidArgumentError(absl::StrCat(micro_key, ": not given; veRL needs it (or ",
+                                                   dynamic_key, "=true with ", budget_key, ")"));
   }
   return static_cast<uint32_t>(std::min<uint64_t>(uint64_t{micro} * sequence, UINT32_MAX));
 }
@@ -305,9 +309,10 @@ uint32_t ContextParallel(const v1::JobSpec& job) {
 }
 
 uint32_t DataParallel(const v1::JobSpec& job) {
-  const uint64_t model = uint64_t{std::max<uint32_t>(job.parallelism().tensor_model_parallel_size(), 1)} *
-                         std::max<uint32_t>(job.parallelism().pipeline_model_parallel_size(), 1) *
-                         ContextParallel(job);
+  const uint64_t model =
+      uint64_t{std::max<uint32_t>(job.parallelism().tensor_model_parallel_size(), 1)} *
+      std::max<uint32_t>(job.parallelism().pipeline_model_parallel_size(), 1) *
+      ContextParallel(job);
   return static_cast<uint32_t>(std::max<uint64_t>(job.parallelism().num_gpus() / model, 1));
 }
 
@@ -344,19 +349,21 @@ absl::StatusOr<v1::RlJobSpec> ReadVerlConfig(const RlConfigYaml& c, const v1::Rl
                                    " workers are not modelled: only veRL's Megatron workers"));
     }
   }
-  OOMGUARD_ASSIGN_OR_RETURN(const uint32_t lora_rank, RlUint(c, "actor_rollout_ref.model.lora_rank", 0));
+  OOMGUARD_ASSIGN_OR_RETURN(const uint32_t lora_rank,
+                            RlUint(c, "actor_rollout_ref.model.lora_rank", 0));
   OOMGUARD_ASSIGN_OR_RETURN(const uint32_t lora, RlUint(c, "actor_rollout_ref.model.lora.rank", 0));
   if (lora_rank > 0 || lora > 0) {
-    AddRlUnmodelled(&spec,
-                    lora_rank > 0 ? "actor_rollout_ref.model.lora_rank"
-                                  : "actor_rollout_ref.model.lora.rank",
-                    "LoRA is not modelled (adapters and their optimizer on frozen weights; vLLM "
-                    "sleeps at level 1, keeping the base weights on the host)");
+    AddRlUnmodelled(
+        &spec,
+        lora_rank > 0 ? "actor_rollout_ref.model.lora_rank" : "actor_rollout_ref.model.lora.rank",
+        "LoRA is not modelled (adapters and their optimizer on frozen weights; vLLM "
+        "sleeps at level 1, keeping the base weights on the host)");
   }
 
   // The actor.
   v1::JobSpec& actor = *spec.mutable_actor();
-  OOMGUARD_ASSIGN_OR_RETURN(std::optional<std::string> path, c.Word("actor_rollout_ref.model.path"));
+  OOMGUARD_ASSIGN_OR_RETURN(std::optional<std::string> path,
+                            c.Word("actor_rollout_ref.model.path"));
   OOMGUARD_ASSIGN_OR_RETURN(*actor.mutable_model(),
                             RlActorModel(job, "actor_rollout_ref.model.path", path));
   OOMGUARD_ASSIGN_OR_RETURN(const uint32_t nnodes, RlUint(c, "trainer.nnodes", 0));
@@ -388,7 +395,8 @@ absl::StatusOr<v1::RlJobSpec> ReadVerlConfig(const RlConfigYaml& c, const v1::Rl
   actor.mutable_training()->set_micro_batch_size(1);
   // Micro-batches per optimizer step: the mini-batch's sequences (prompts x
   // rollout.n) over DP, packed into budgets.
-  OOMGUARD_ASSIGN_OR_RETURN(const uint32_t mini, RlUint(c, "actor_rollout_ref.actor.ppo_mini_batch_size", 256));
+  OOMGUARD_ASSIGN_OR_RETURN(const uint32_t mini,
+                            RlUint(c, "actor_rollout_ref.actor.ppo_mini_batch_size", 256));
   OOMGUARD_ASSIGN_OR_RETURN(const uint32_t n, RlUint(c, "actor_rollout_ref.rollout.n", 1));
   const uint32_t dp = DataParallel(actor);
   const uint32_t microbatches =
@@ -401,7 +409,8 @@ absl::StatusOr<v1::RlJobSpec> ReadVerlConfig(const RlConfigYaml& c, const v1::Rl
 
   // The log-prob pass (the old policy's, computed by the actor).
   v1::LogProbSpec& log_prob = *spec.mutable_log_prob();
-  OOMGUARD_ASSIGN_OR_RETURN(const bool dynamic, RlBool(c, "actor_rollout_ref.actor.use_dynamic_bsz", false));
+  OOMGUARD_ASSIGN_OR_RETURN(const bool dynamic,
+                            RlBool(c, "actor_rollout_ref.actor.use_dynamic_bsz", false));
   OOMGUARD_ASSIGN_OR_RETURN(
       const uint32_t log_prob_tokens,
       MicroBatchTokens(c, "actor_rollout_ref.rollout.log_prob_use_dynamic_bsz", dynamic,
@@ -410,7 +419,8 @@ absl::StatusOr<v1::RlJobSpec> ReadVerlConfig(const RlConfigYaml& c, const v1::Rl
                        "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu", cp, sequence,
                        /*required=*/false));
   log_prob.set_max_tokens_per_microbatch(log_prob_tokens);
-  OOMGUARD_ASSIGN_OR_RETURN(const double entropy_coeff, RlReal(c, "actor_rollout_ref.actor.entropy_coeff", 0));
+  OOMGUARD_ASSIGN_OR_RETURN(const double entropy_coeff,
+                            RlReal(c, "actor_rollout_ref.actor.entropy_coeff", 0));
   OOMGUARD_ASSIGN_OR_RETURN(const bool calculate_entropy,
                             RlBool(c, "actor_rollout_ref.actor.calculate_entropy", false));
   log_prob.set_entropy(entropy_coeff != 0 || calculate_entropy);
@@ -421,7 +431,8 @@ absl::StatusOr<v1::RlJobSpec> ReadVerlConfig(const RlConfigYaml& c, const v1::Rl
   log_prob.set_fused_kernels(fused);
 
   // The reference: a KL term needs it (use_kl_loss, use_kl_in_reward).
-  OOMGUARD_ASSIGN_OR_RETURN(const bool kl_loss, RlBool(c, "actor_rollout_ref.actor.use_kl_loss", false));
+  OOMGUARD_ASSIGN_OR_RETURN(const bool kl_loss,
+                            RlBool(c, "actor_rollout_ref.actor.use_kl_loss", false));
   OOMGUARD_ASSIGN_OR_RETURN(const bool kl_reward, RlBool(c, "algorithm.use_kl_in_reward", false));
   v1::ReferenceSpec& reference = *spec.mutable_reference();
   if (kl_loss || kl_reward) {
@@ -445,7 +456,8 @@ absl::StatusOr<v1::RlJobSpec> ReadVerlConfig(const RlConfigYaml& c, const v1::Rl
 
   // The engine.
   v1::RolloutEngineSpec& rollout = *spec.mutable_rollout();
-  OOMGUARD_ASSIGN_OR_RETURN(std::optional<std::string> name, c.Word("actor_rollout_ref.rollout.name"));
+  OOMGUARD_ASSIGN_OR_RETURN(std::optional<std::string> name,
+                            c.Word("actor_rollout_ref.rollout.name"));
   if (!name.has_value()) {
     return absl::InvalidArgumentError(
         "actor_rollout_ref.rollout.name: not given; expected vllm or sglang");
@@ -479,9 +491,11 @@ absl::StatusOr<v1::RlJobSpec> ReadVerlConfig(const RlConfigYaml& c, const v1::Rl
     AddRlUnmodelled(&spec, "actor_rollout_ref.rollout.pipeline_model_parallel_size",
                     "pipeline-parallel rollout engines are not modelled");
   }
-  OOMGUARD_ASSIGN_OR_RETURN(const bool eager, RlBool(c, "actor_rollout_ref.rollout.enforce_eager", false));
+  OOMGUARD_ASSIGN_OR_RETURN(const bool eager,
+                            RlBool(c, "actor_rollout_ref.rollout.enforce_eager", false));
   rollout.set_cuda_graphs(!eager);
-  OOMGUARD_ASSIGN_OR_RETURN(const uint32_t max_seqs, RlUint(c, "actor_rollout_ref.rollout.max_num_seqs", 256));
+  OOMGUARD_ASSIGN_OR_RETURN(const uint32_t max_seqs,
+                            RlUint(c, "actor_rollout_ref.rollout.max_num_seqs", 256));
   rollout.set_max_num_seqs(max_seqs);
   OOMGUARD_ASSIGN_OR_RETURN(const uint32_t max_tokens,
                             RlUint(c, "actor_rollout_ref.rollout.max_num_batched_tokens", 8192));
@@ -509,7 +523,7 @@ absl::StatusOr<v1::RlJobSpec> ReadVerlConfig(const RlConfigYaml& c, const v1::Rl
     }
   }
   for (absl::string_view key : {"actor_rollout_ref.rollout.engine_kwargs.vllm.kv_cache_dtype",
-                               "actor_rollout_ref.rollout.engine_kwargs.sglang.kv_cache_dtype"}) {
+                                "actor_rollout_ref.rollout.engine_kwargs.sglang.kv_cache_dtype"}) {
     OOMGUARD_ASSIGN_OR_RETURN(std::optional<std::string> kv, c.Word(key));
     if (!kv.has_value() || *kv == "auto" || *kv == "bfloat16") continue;
     if (kv->rfind("fp8", 0) == 0) {
@@ -527,7 +541,8 @@ absl::StatusOr<v1::RlJobSpec> ReadVerlConfig(const RlConfigYaml& c, const v1::Rl
   spec.mutable_weight_sync()->set_bucket_bytes(uint64_t{bucket_mib} << 20);
 
   // The critic (PPO with GAE).
-  OOMGUARD_ASSIGN_OR_RETURN(std::optional<std::string> estimator, c.Word("algorithm.adv_estimator"));
+  OOMGUARD_ASSIGN_OR_RETURN(std::optional<std::string> estimator,
+                            c.Word("algorithm.adv_estimator"));
   if (estimator.value_or("gae") == "gae") {
     v1::CriticSpec& critic = *spec.mutable_critic();
     v1::JobSpec& critic_job = *critic.mutable_job();
@@ -540,8 +555,9 @@ absl::StatusOr<v1::RlJobSpec> ReadVerlConfig(const RlConfigYaml& c, const v1::Rl
     } else {
       *critic_job.mutable_model() = actor.model();
       if (notes != nullptr) {
-        notes->push_back("critic.model.path: names no preset's model; the critic is assumed to "
-                         "be the actor's model with a value head");
+        notes->push_back(
+            "critic.model.path: names no preset's model; the critic is assumed to "
+            "be the actor's model with a value head");
       }
     }
     RlMegatronSettings critic_settings;
@@ -554,8 +570,8 @@ absl::StatusOr<v1::RlJobSpec> ReadVerlConfig(const RlConfigYaml& c, const v1::Rl
     OOMGUARD_ASSIGN_OR_RETURN(
         const uint32_t critic_tokens,
         MicroBatchTokens(c, "critic.use_dynamic_bsz", dynamic, "critic.ppo_max_token_len_per_gpu",
-                         32768, "critic.ppo_micro_batch_size_per_gpu",
-                         ContextParallel(critic_job), sequence, /*required=*/true));
+                         32768, "critic.ppo_micro_batch_size_per_gpu", ContextParallel(critic_job),
+                         sequence, /*required=*/true));
     critic_job.mutable_training()->set_seq_length(critic_tokens);
     critic_job.mutable_training()->set_micro_batch_size(1);
     OOMGUARD_ASSIGN_OR_RETURN(const uint32_t forward,

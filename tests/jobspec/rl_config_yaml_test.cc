@@ -59,7 +59,8 @@ TEST(RlConfigYaml, YamlErrorsGiveTheLine) {
 }
 
 TEST(RlConfigYaml, BoundsSizeNestingAndAliases) {
-  absl::StatusOr<RlConfigYaml> config = RlConfigYaml::Parse(std::string(kMaxRlConfigBytes + 1, ' '));
+  absl::StatusOr<RlConfigYaml> config =
+      RlConfigYaml::Parse(std::string(kMaxRlConfigBytes + 1, ' '));
   EXPECT_THAT(config.status().message(), HasSubstr("more than the 1048576"));
   std::string deep;
   for (int i = 0; i < 40; ++i) deep += std::string(i * 2, ' ') + "k:\n";
@@ -75,7 +76,8 @@ TEST(RlConfigYaml, BoundsSizeNestingAndAliases) {
   char prev = 'a';
   for (char c = 'b'; c <= 'h'; ++c) {
     bomb += std::string(1, c) + ": &" + c + " {";
-    for (int i = 0; i < 10; ++i) bomb += std::string(i ? ", " : "") + "k" + std::to_string(i) + ": *" + prev;
+    for (int i = 0; i < 10; ++i)
+      bomb += std::string(i ? ", " : "") + "k" + std::to_string(i) + ": *" + prev;
     bomb += "}\n";
     prev = c;
   }

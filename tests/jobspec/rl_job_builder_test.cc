@@ -22,9 +22,8 @@ TEST(RlJobBuilder, RecognisesTheFrameworkOfEachExample) {
   std::vector<std::string> notes;
   EXPECT_EQ(BuildRlJob(RlYamlJob(ReadRlExample("verl_qwen3_30b_a3b.yaml")), &notes)->framework(),
             v1::RL_FRAMEWORK_VERL);
-  EXPECT_EQ(
-      BuildRlJob(RlYamlJob(ReadRlExample("nemo_rl_grpo_megatron.yaml")), &notes)->framework(),
-      v1::RL_FRAMEWORK_NEMO_RL);
+  EXPECT_EQ(BuildRlJob(RlYamlJob(ReadRlExample("nemo_rl_grpo_megatron.yaml")), &notes)->framework(),
+            v1::RL_FRAMEWORK_NEMO_RL);
   EXPECT_EQ(BuildRlJob(RlArgvJob(ReadRlExample("slime_qwen3_30b_a3b.args")), &notes)->framework(),
             v1::RL_FRAMEWORK_SLIME);
   v1::RlJob megatron = RlArgvJob(ReadRlExample("megatron_rl.args"));

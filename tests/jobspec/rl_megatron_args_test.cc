@@ -33,18 +33,17 @@ absl::StatusOr<v1::RlJobSpec> Read(const std::string& line, std::vector<std::str
 
 TEST(MegatronRlArgs, EveryFlagReadIsMegatronLms) {
   for (const RlArgvFlag& flag : MegatronRlFlags()) {
-    EXPECT_EQ(testing::MegatronLmArguments().count(absl::StrCat("--", flag.name)), 1u)
-        << flag.name;
+    EXPECT_EQ(testing::MegatronLmArguments().count(absl::StrCat("--", flag.name)), 1u) << flag.name;
     EXPECT_FALSE(flag.sets.empty()) << flag.name;
   }
 }
 
 TEST(MegatronRlArgs, DefaultsOfMegatronLm) {
   std::vector<std::string> notes;
-  absl::StatusOr<v1::RlJobSpec> spec =
-      Read("--perform-rl-step --tensor-model-parallel-size 2 --seq-length 4096 "
-           "--micro-batch-size 2 --global-batch-size 64",
-           &notes);
+  absl::StatusOr<v1::RlJobSpec> spec = Read(
+      "--perform-rl-step --tensor-model-parallel-size 2 --seq-length 4096 "
+      "--micro-batch-size 2 --global-batch-size 64",
+      &notes);
   ASSERT_TRUE(spec.ok()) << spec.status();
   EXPECT_THAT(spec->unmodelled_settings(), IsEmpty());
   EXPECT_EQ(spec->framework(), v1::RL_FRAMEWORK_MEGATRON_RL);

@@ -185,10 +185,9 @@ cluster: {num_nodes: 1, gpus_per_node: 8}
 )",
                                             &notes);
   ASSERT_TRUE(spec.ok()) << spec.status();
-  EXPECT_THAT(notes,
-              ElementsAre("policy.generation.vllm_cfg.swap_space: not read by oomguard",
-                          HasSubstr("policy.logprob_chunk_size: the interpolation "
-                                    "\"${oc.env:CHUNK}\" is not resolved")));
+  EXPECT_THAT(notes, ElementsAre("policy.generation.vllm_cfg.swap_space: not read by oomguard",
+                                 HasSubstr("policy.logprob_chunk_size: the interpolation "
+                                           "\"${oc.env:CHUNK}\" is not resolved")));
   EXPECT_EQ(spec->log_prob().chunk_tokens(), 0u);
 }
 
@@ -216,11 +215,11 @@ cluster: {num_nodes: 1, gpus_per_node: 8}
   ASSERT_TRUE(spec.ok()) << spec.status();
   std::vector<std::string> keys;
   for (const v1::UnmodelledSetting& s : spec->unmodelled_settings()) keys.push_back(s.flag());
-  EXPECT_THAT(keys, ElementsAre("policy.megatron_cfg.peft.enabled",
-                                "policy.dynamic_batching.enabled",
-                                "policy.generation.colocated.enabled",
-                                "policy.generation.vllm_cfg.pipeline_parallel_size",
-                                "policy.megatron_cfg.moe_router_dtype"));
+  EXPECT_THAT(keys,
+              ElementsAre("policy.megatron_cfg.peft.enabled", "policy.dynamic_batching.enabled",
+                          "policy.generation.colocated.enabled",
+                          "policy.generation.vllm_cfg.pipeline_parallel_size",
+                          "policy.megatron_cfg.moe_router_dtype"));
   // fp64 routing, a not-modelled choice of --moe-router-dtype, under the
   // config's key with its value.
   EXPECT_EQ(spec->unmodelled_settings(4).value(), "fp64");
@@ -240,8 +239,7 @@ cluster: {num_nodes: 1, gpus_per_node: 8}
                                             &notes);
   ASSERT_FALSE(spec.ok());
   EXPECT_EQ(spec.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(spec.status().message(),
-              HasSubstr("policy.megatron_cfg.context_parallel_size"));
+  EXPECT_THAT(spec.status().message(), HasSubstr("policy.megatron_cfg.context_parallel_size"));
   EXPECT_THAT(spec.status().message(), HasSubstr("\"-2\""));
 
   spec = Read(R"(

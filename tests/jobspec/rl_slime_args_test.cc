@@ -125,18 +125,18 @@ TEST(SlimeArgs, ErrorsNameTheFlag) {
   EXPECT_EQ(status.message(), "--sglang-mem-fraction-static: missing value");
   status = Read(std::string(kBase) + "--colocate --colocate=yes", &notes).status();
   EXPECT_EQ(status.message(), "--colocate takes no value, got \"yes\"");
-  status = Read("--hf-checkpoint /m/Qwen3-8B --seq-length 4096 --micro-batch-size 1 --colocate",
-                &notes)
-               .status();
+  status =
+      Read("--hf-checkpoint /m/Qwen3-8B --seq-length 4096 --micro-batch-size 1 --colocate", &notes)
+          .status();
   EXPECT_THAT(status.message(), HasSubstr("--rollout-max-response-len: not given"));
-  status = Read("--hf-checkpoint /m/unknown-model --rollout-max-response-len 100 --colocate",
-                &notes)
-               .status();
+  status =
+      Read("--hf-checkpoint /m/unknown-model --rollout-max-response-len 100 --colocate", &notes)
+          .status();
   EXPECT_THAT(status.message(),
               HasSubstr("--hf-checkpoint: \"/m/unknown-model\" names no preset's model"));
   // A Megatron-LM flag's bad value names the Megatron-LM flag.
-  status = Read(std::string(kBase) + "--colocate --pipeline-model-parallel-size x", &notes)
-               .status();
+  status =
+      Read(std::string(kBase) + "--colocate --pipeline-model-parallel-size x", &notes).status();
   EXPECT_THAT(status.message(), HasSubstr("--pipeline-model-parallel-size"));
 }
 

@@ -227,11 +227,10 @@ TEST(VerlConfig, EveryTableKeyIsInTheFullConfig) {
 
 TEST(VerlConfig, DefaultsOfVerl) {
   std::vector<std::string> notes;
-  absl::StatusOr<v1::RlJobSpec> spec =
-      Read(std::string(kMinimal) +
-               "data: {max_prompt_length: 512}\n"
-               "algorithm: {adv_estimator: grpo}\n",
-           &notes);
+  absl::StatusOr<v1::RlJobSpec> spec = Read(std::string(kMinimal) +
+                                                "data: {max_prompt_length: 512}\n"
+                                                "algorithm: {adv_estimator: grpo}\n",
+                                            &notes);
   // ppo_micro_batch_size_per_gpu is needed without dynamic batch sizes.
   ASSERT_FALSE(spec.ok());
   EXPECT_EQ(spec.status().code(), absl::StatusCode::kInvalidArgument);
@@ -311,11 +310,11 @@ trainer: {nnodes: 1}
   ASSERT_TRUE(spec.ok()) << spec.status();
   std::vector<std::string> keys;
   for (const v1::UnmodelledSetting& s : spec->unmodelled_settings()) keys.push_back(s.flag());
-  EXPECT_THAT(keys, ElementsAre("actor_rollout_ref.hybrid_engine",
-                                "actor_rollout_ref.model.lora_rank",
-                                "actor_rollout_ref.actor.megatron.use_remove_padding",
-                                "actor_rollout_ref.rollout.pipeline_model_parallel_size",
-                                "actor_rollout_ref.rollout.quantization"));
+  EXPECT_THAT(keys,
+              ElementsAre("actor_rollout_ref.hybrid_engine", "actor_rollout_ref.model.lora_rank",
+                          "actor_rollout_ref.actor.megatron.use_remove_padding",
+                          "actor_rollout_ref.rollout.pipeline_model_parallel_size",
+                          "actor_rollout_ref.rollout.quantization"));
   EXPECT_THAT(spec->unmodelled_settings(0).reason(), HasSubstr("colocated"));
   EXPECT_THAT(spec->unmodelled_settings(1).reason(), HasSubstr("LoRA"));
   EXPECT_FALSE(spec->colocated());

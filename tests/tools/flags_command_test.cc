@@ -29,7 +29,8 @@ TEST(FlagsCommandTest, PrintsTheFlagsAskedForWithFieldOrReason) {
   EXPECT_THAT(out, HasSubstr("--num-layers"));
   EXPECT_THAT(out, MatchesRegex("(.|\n)*--num-layers +modelled +model\\.num_layers\n(.|\n)*"));
   EXPECT_THAT(out, MatchesRegex("(.|\n)*--lr +no memory effect +learning rate(.|\n)*"));
-  EXPECT_THAT(out, MatchesRegex("(.|\n)*--rl-partial-rollouts +not modelled +RL post-training(.|\n)*"));
+  EXPECT_THAT(out,
+              MatchesRegex("(.|\n)*--rl-partial-rollouts +not modelled +RL post-training(.|\n)*"));
   EXPECT_THAT(out, MatchesRegex("(.|\n)*--use-custom-fsdp +refused +Megatron-LM removed(.|\n)*"));
   EXPECT_THAT(out, MatchesRegex("(.|\n)*--frobnicate +unknown +not a flag of Megatron-LM(.|\n)*"));
   // A modelled flag's not-modelled choice, under it.
