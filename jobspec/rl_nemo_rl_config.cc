@@ -13,11 +13,7 @@ namespace oomguard {
 namespace {
 
 // policy.megatron_cfg keys that are Megatron-LM settings as they are.
-struct MegatronKey {
-  absl::string_view key;
-  absl::string_view flag;  // The flag table's entry.
-};
-constexpr MegatronKey kMegatronValues[] = {
+constexpr RlMegatronKey kMegatronValues[] = {
     {"policy.megatron_cfg.tensor_model_parallel_size", "tensor-model-parallel-size"},
     {"policy.megatron_cfg.pipeline_model_parallel_size", "pipeline-model-parallel-size"},
     {"policy.megatron_cfg.context_parallel_size", "context-parallel-size"},
@@ -30,7 +26,7 @@ constexpr MegatronKey kMegatronValues[] = {
     {"policy.megatron_cfg.optimizer.optimizer", "optimizer"},
 };
 // Switches: on when the key is true.
-constexpr MegatronKey kMegatronSwitches[] = {
+constexpr RlMegatronKey kMegatronSwitches[] = {
     {"policy.megatron_cfg.sequence_parallel", "sequence-parallel"},
     {"policy.megatron_cfg.optimizer.use_distributed_optimizer", "use-distributed-optimizer"},
     {"policy.megatron_cfg.optimizer.use_precision_aware_optimizer",
@@ -255,11 +251,11 @@ absl::StatusOr<v1::RlJobSpec> ReadNemoRlConfig(const RlConfigYaml& c, const v1::
   } else if (*precision != "float32") {
     return BadWord("policy.precision", *precision, "bfloat16, float16 or float32");
   }
-  for (const MegatronKey& key : kMegatronValues) {
+  for (const RlMegatronKey& key : kMegatronValues) {
     OOMGUARD_RETURN_IF_ERROR(RlSetFromKey(c, key.key, key.flag, settings));
   }
   // NeMo-RL's defaults: the distributed and precision-aware optimizer on.
-  for (const MegatronKey& key : kMegatronSwitches) {
+  for (const RlMegatronKey& key : kMegatronSwitches) {
     const bool fallback = key.flag == "use-distributed-optimizer";
     OOMGUARD_ASSIGN_OR_RETURN(const bool on, RlBool(c, key.key, fallback));
     if (on) settings.Set(key.flag, key.key, {});

@@ -24,6 +24,13 @@ struct RlConfigKey {
   absl::string_view sets;
 };
 
+// A config key (or its part under a block) that is a Megatron-LM setting,
+// and the flag table's entry for it ("tensor-model-parallel-size").
+struct RlMegatronKey {
+  absl::string_view key;
+  absl::string_view flag;
+};
+
 // The actor's model: the caller's preset or HF config (RlJob.model), else
 // the preset whose name or model name is the last part of the config's
 // model path (`path_key` = `model_path`, e.g. "Qwen/Qwen3-30B-A3B" ->

@@ -18,11 +18,7 @@ constexpr absl::string_view kRollout = "actor_rollout_ref.rollout";
 
 // The Megatron block's keys (actor_rollout_ref.actor.megatron.*,
 // critic.megatron.*) and the Megatron-LM setting each is.
-struct MegatronKey {
-  absl::string_view suffix;  // Under the block.
-  absl::string_view flag;    // The flag table's entry.
-};
-constexpr MegatronKey kMegatronSizes[] = {
+constexpr RlMegatronKey kMegatronSizes[] = {
     {"tensor_model_parallel_size", "tensor-model-parallel-size"},
     {"pipeline_model_parallel_size", "pipeline-model-parallel-size"},
     {"virtual_pipeline_model_parallel_size", "num-virtual-stages-per-pipeline-rank"},
@@ -212,9 +208,9 @@ constexpr absl::string_view kSilent[] = {
 // critic.megatron) into Megatron-LM settings of `job` and its residency.
 absl::Status ReadMegatronBlock(const RlConfigYaml& c, absl::string_view block,
                                RlMegatronSettings& settings, v1::ModelResidency* residency) {
-  for (const MegatronKey& key : kMegatronSizes) {
+  for (const RlMegatronKey& key : kMegatronSizes) {
     OOMGUARD_RETURN_IF_ERROR(
-        RlSetFromKey(c, absl::StrCat(block, ".", key.suffix), key.flag, settings));
+        RlSetFromKey(c, absl::StrCat(block, ".", key.key), key.flag, settings));
   }
   // Defaults: veRL's McoreEngineConfig (sequence_parallel and the
   // distributed optimizer true).
