@@ -13,8 +13,6 @@
 namespace oomguard {
 namespace {
 
-constexpr absl::string_view kActor = "actor_rollout_ref.actor";
-constexpr absl::string_view kRollout = "actor_rollout_ref.rollout";
 
 // The Megatron block's keys (actor_rollout_ref.actor.megatron.*,
 // critic.megatron.*) and the Megatron-LM setting each is.
