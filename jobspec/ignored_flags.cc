@@ -823,8 +823,8 @@ constexpr FlagGroup kNotModelled[] = {
      kRlFlags},
     {"RL post-training engine setting of Megatron-LM's RL loop that the RL step's estimate does "
      "not model (prefix caching, unified memory, the count and sizes of the engine's CUDA graphs, "
-     "Mamba state, speculative tokens): the KV buffer "
-     "(--inference-dynamic-batching-buffer-size-gb) is",
+     "Mamba state, speculative tokens; the KV buffer, "
+     "--inference-dynamic-batching-buffer-size-gb, is modelled)",
      kRolloutInferenceFlags},
     {"this attention or layer variant (gated attention output, DSA, mHC, Gated Delta Product, "
      "heterogeneous layers, Kitchen quantization or per-module precision) adds weights or saved "

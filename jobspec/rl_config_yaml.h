@@ -58,9 +58,9 @@ class RlConfigYaml {
   struct Leaf {
     bool is_null = false;
     bool is_sequence = false;
-    std::string scalar;              // A scalar leaf.
-    std::vector<std::string> items;  // A sequence's scalars.
-    int line = 0;                    // 1-based.
+    std::string scalar = {};              // A scalar leaf.
+    std::vector<std::string> items = {};  // A sequence's scalars.
+    int line = 0;                         // 1-based.
   };
   // The scalar text of `key` after interpolation; nullopt when absent, null
   // or unresolved.

@@ -237,7 +237,9 @@ absl::StatusOr<v1::JobSpec> RlActorFromArgv(const v1::RlJob& job,
                                             absl::string_view path_flag,
                                             const std::optional<std::string>& model_path,
                                             uint32_t num_gpus, std::vector<std::string>* notes) {
-  JobInputs inputs{.megatron_args = std::move(megatron_args), .num_gpus = num_gpus};
+  JobInputs inputs;
+  inputs.megatron_args = std::move(megatron_args);
+  inputs.num_gpus = num_gpus;
   if (job.has_preset()) {
     inputs.preset = job.preset();
   } else if (job.has_hf_config_json()) {

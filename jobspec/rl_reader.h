@@ -104,7 +104,7 @@ struct RlArgvFlag {
 // and the words left for the Megatron-LM parser (megatron_args.h).
 struct RlArgvSplit {
   struct Use {
-    std::vector<std::string> values;
+    std::vector<std::string> values = {};
     bool negated = false;  // "--no-name".
   };
   std::map<std::string, Use, std::less<>> flags;

@@ -13,7 +13,6 @@
 namespace oomguard {
 namespace {
 
-
 // The Megatron block's keys (actor_rollout_ref.actor.megatron.*,
 // critic.megatron.*) and the Megatron-LM setting each is.
 constexpr RlMegatronKey kMegatronSizes[] = {
@@ -220,14 +219,14 @@ absl::Status ReadMegatronBlock(const RlConfigYaml& c, absl::string_view block,
   if (dist) settings.Set("use-distributed-optimizer", dist_key, {});
   const std::string dtype_key = absl::StrCat(block, ".dtype");
   OOMGUARD_ASSIGN_OR_RETURN(std::optional<std::string> dtype, c.Word(dtype_key));
-  if (dtype.has_value() && *dtype != "bfloat16" && *dtype != "bf16") {
-    if (*dtype != "float16" && *dtype != "fp16") {
-      return absl::InvalidArgumentError(
-          absl::StrCat(dtype_key, ": expected bfloat16 or float16, got ", Quote(*dtype)));
-    }
+  const std::string dtype_word = dtype.value_or("bfloat16");
+  if (dtype_word == "bfloat16" || dtype_word == "bf16") {
+    settings.Set("bf16", dtype_key, {});
+  } else if (dtype_word == "float16" || dtype_word == "fp16") {
     settings.Set("fp16", dtype_key, {});
   } else {
-    settings.Set("bf16", dtype_key, {});
+    return absl::InvalidArgumentError(
+        absl::StrCat(dtype_key, ": expected bfloat16 or float16, got ", Quote(dtype_word)));
   }
   const std::string granularity_key =
       absl::StrCat(block, ".override_transformer_config.recompute_granularity");
