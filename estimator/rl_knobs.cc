@@ -191,8 +191,13 @@ KnobValue ValueOf(const v1::RlJobSpec& job, RlKnob knob) {
       return Bool(job.rollout().has_cuda_graphs() && !job.rollout().cuda_graphs());
     case RlKnob::kEngineSleep:
       if (fw == v1::RL_FRAMEWORK_MEGATRON_RL) {
+        // --rl-kv-cache-management-mode: the KV buffer kept, on the host,
+        // or deleted.
+        const v1::RolloutSleep sleep = job.rollout().sleep();
         return {.kind = KnobValue::kWord,
-                .word = job.rollout().sleep() == v1::ROLLOUT_SLEEP_NONE ? "persist" : "offload"};
+                .word = sleep == v1::ROLLOUT_SLEEP_NONE      ? "persist"
+                        : sleep == v1::ROLLOUT_SLEEP_LEVEL_1 ? "offload"
+                                                             : "recompute"};
       }
       return Bool(job.rollout().sleep() != v1::ROLLOUT_SLEEP_NONE);
     case RlKnob::kWeightSyncBucket:

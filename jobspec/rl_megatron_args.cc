@@ -134,9 +134,14 @@ absl::StatusOr<v1::RlJobSpec> ReadMegatronRlArgs(const v1::RlJob& job,
   rollout.set_persist_cuda_graphs(split.On("rl-persist-cuda-graphs", false) ||
                                   split.On("rl-training-cuda-graphs", false));
   const std::string mode = split.Value("rl-kv-cache-management-mode").value_or("persist");
+  // persist keeps the KV buffer, offload moves it to the host, recompute
+  // deletes it (arguments.py; estimator/rollout_engine_memory.cc reads them
+  // as NONE, LEVEL_1, LEVEL_2).
   if (mode == "persist") {
     rollout.set_sleep(v1::ROLLOUT_SLEEP_NONE);
-  } else if (mode == "offload" || mode == "recompute") {
+  } else if (mode == "offload") {
+    rollout.set_sleep(v1::ROLLOUT_SLEEP_LEVEL_1);
+  } else if (mode == "recompute") {
     rollout.set_sleep(v1::ROLLOUT_SLEEP_LEVEL_2);
   } else {
     return absl::InvalidArgumentError(

@@ -104,6 +104,11 @@ TEST(RlKnobs, NemoRlSlimeAndMegatronSettings) {
   EXPECT_EQ(RlKnobSetting(megatron, RlKnob::kEngineKvBuffer),
             "--inference-dynamic-batching-buffer-size-gb 20");
   EXPECT_EQ(RlKnobSetting(megatron, RlKnob::kEngineSleep), "--rl-kv-cache-management-mode persist");
+  megatron.mutable_rollout()->set_sleep(v1::ROLLOUT_SLEEP_LEVEL_1);
+  EXPECT_EQ(RlKnobSetting(megatron, RlKnob::kEngineSleep), "--rl-kv-cache-management-mode offload");
+  megatron.mutable_rollout()->set_sleep(v1::ROLLOUT_SLEEP_LEVEL_2);
+  EXPECT_EQ(RlKnobSetting(megatron, RlKnob::kEngineSleep),
+            "--rl-kv-cache-management-mode recompute");
   EXPECT_EQ(RlKnobSetting(megatron, RlKnob::kOptimizerOffload), "");
   megatron.mutable_actor_residency()->set_optimizer_offload(true);
   EXPECT_EQ(RlKnobSetting(megatron, RlKnob::kOptimizerOffload),

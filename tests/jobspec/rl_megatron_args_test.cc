@@ -154,7 +154,7 @@ TEST(MegatronRlArgs, TheShippedExample) {
   EXPECT_EQ(spec->rollout().kv_buffer_bytes(), 20ull << 30);
   EXPECT_EQ(spec->rollout().tensor_parallel(), 4u);
   EXPECT_EQ(spec->rollout().expert_parallel(), 8u);
-  EXPECT_EQ(spec->rollout().sleep(), v1::ROLLOUT_SLEEP_LEVEL_2);
+  EXPECT_EQ(spec->rollout().sleep(), v1::ROLLOUT_SLEEP_LEVEL_1);
   EXPECT_TRUE(spec->actor_residency().optimizer_offload());
   EXPECT_THAT(notes, ElementsAre(HasSubstr("--seq-length: Megatron-LM's RL argv gives no prompt")));
 }
