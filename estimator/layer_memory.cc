@@ -527,14 +527,18 @@ BlockCost EmbeddingCost(const ValidatedJob& j, v1::ModuleNode* tree) {
   return c;
 }
 
+double OutputWidth(const ValidatedJob& j) {
+  if (j.model.value_head) return 1;
+  return static_cast<double>(j.model.padded_vocab) / j.parallelism.tp;
+}
+
 BlockCost LossCost(const ValidatedJob& j, bool owns_output_weight, v1::ModuleNode* tree) {
   BlockCost c;
   MicroBatchShape s(j);
   BlockBuilder b(&c, tree);
   b.Module(nullptr, "final_layernorm", "TENorm", NormParams(j, j.model.hidden), 0,
            NormActivation(j, s, false, false));
-  const double logits =
-      s.full_tokens * static_cast<double>(j.model.padded_vocab) / j.parallelism.tp;
+  const double logits = s.full_tokens * OutputWidth(j);
   // --output-logit-dtype: the logits in another dtype than the output
   // layer's input; its backward casts the logits gradient back to the
   // input's dtype (tensor_parallel/layers.py, grad_output.to(input_dtype)).
@@ -551,10 +555,7 @@ BlockCost LossCost(const ValidatedJob& j, bool owns_output_weight, v1::ModuleNod
     transient = cast_back;
   }
   b.Module(nullptr, "output_layer", "ColumnParallelLinear",
-           owns_output_weight
-               ? static_cast<double>(j.model.padded_vocab) * j.model.hidden / j.parallelism.tp
-               : 0,
-           0, kept);
+           owns_output_weight ? OutputWidth(j) * static_cast<double>(j.model.hidden) : 0, 0, kept);
   c.transient_bytes = transient;
   return c;
 }

@@ -86,6 +86,11 @@ BlockCost HybridLayerCost(const ValidatedJob& j, HybridLayer layer, v1::ModuleNo
 // Word (and position) embedding of the first stage.
 BlockCost EmbeddingCost(const ValidatedJob& j, v1::ModuleNode* tree);
 
+// Columns of the output layer on one GPU, the logits per token: the padded
+// vocabulary over TP, or 1 for a value head (ModelShape.value_head: veRL's
+// LinearForLastLayer is a plain hidden x 1 linear, not split by TP).
+double OutputWidth(const ValidatedJob& j);
+
 // Final norm + output layer + cross-entropy of the last stage. The output
 // weight is counted when the stage owns one (untied, or tied with PP > 1).
 BlockCost LossCost(const ValidatedJob& j, bool owns_output_weight, v1::ModuleNode* tree);

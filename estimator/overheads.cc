@@ -73,6 +73,30 @@ int CommunicatorCount(const ValidatedJob& j, const RankMemory& m) {
 
 }  // namespace
 
+bool RoutingMayBeImbalanced(const ValidatedJob& j) {
+  return j.is_moe_model() && !j.moe.force_balance && j.moe.capacity_factor == 0 &&
+         j.moe.rank_capacity_factor == 0;
+}
+
+AllocatorSlack AllocatorSlackOf(const ValidatedJob& j, double churn) {
+  if (j.runtime.expandable_segments) {
+    const double slack = 64 * kMiB + 0.01 * churn;
+    return {slack,
+            "reserved minus allocated with expandable_segments: 74-307 MiB "
+            "measured",
+            std::max(0.5, 128 * kMiB / slack), "sd 50%, at least 128 MiB: 74-307 MiB measured"};
+  }
+  const double slack = 512 * kMiB + 0.10 * churn;
+  return {slack,
+          "reserved minus allocated without expandable_segments "
+          "(fragmentation): 0.3-5.8 GiB "
+          "measured, growing with the allocations an iteration makes and frees",
+          std::max(0.5, kGiB / slack),
+          "fragmentation depends on the order of allocations: sd 50%, at least 1 GiB "
+          "(0.1-5.8 GiB measured on one H100 with no predictor better than the churn, "
+          "up to 8 GiB with EP overlap)"};
+}
+
 OverheadSums AddOverheads(const ValidatedJob& j, const RankMemory& m, bool with_basis,
                           google::protobuf::RepeatedPtrField<v1::Overhead>* out,
                           UncertaintyList& spread) {
@@ -120,7 +144,7 @@ OverheadSums AddOverheads(const ValidatedJob& j, const RankMemory& m, bool with_
     if (j.training.wgrad_deferral_limit > 0) {
       deferred = std::min(deferred, static_cast<double>(j.training.wgrad_deferral_limit));
     }
-    const double logits_grad = elt * tokens * static_cast<double>(j.model.padded_vocab) / par.tp;
+    const double logits_grad = elt * tokens * OutputWidth(j);
     const double input = elt * sp_tokens * static_cast<double>(j.model.hidden);
     list.Add("deferred_embedding_wgrad", deferred * (logits_grad + input), true,
              "--defer-embedding-wgrad-compute: the last stage keeps the logits "
@@ -138,8 +162,7 @@ OverheadSums AddOverheads(const ValidatedJob& j, const RankMemory& m, bool with_
              "one received activation and one outgoing gradient of shape "
              "[s/CP/(SP?TP:1), b, h]");
   }
-  if (j.is_moe_model() && !j.moe.force_balance && j.moe.capacity_factor == 0 &&
-      j.moe.rank_capacity_factor == 0) {
+  if (RoutingMayBeImbalanced(j)) {
     list.Add("moe_imbalance", kMoeImbalanceMargin * m.routed_activation_bytes, true,
              "routing is not forced to balance: hot ranks receive more tokens "
              "than the balanced "
@@ -218,23 +241,8 @@ OverheadSums AddOverheads(const ValidatedJob& j, const RankMemory& m, bool with_
   const double fsdp_churn = m.fsdp.persistent ? 0 : m.fsdp.all_gather + m.fsdp.reduce_scatter;
   const double churn =
       std::max(m.held_activation_bytes + m.transient_bytes + fsdp_churn, m.optimizer_step_bytes);
-  if (j.runtime.expandable_segments) {
-    const double slack = 64 * kMiB + 0.01 * churn;
-    list.Add("allocator_slack", slack, false,
-             "reserved minus allocated with expandable_segments: 74-307 MiB "
-             "measured",
-             std::max(0.5, 128 * kMiB / slack), "sd 50%, at least 128 MiB: 74-307 MiB measured");
-  } else {
-    const double slack = 512 * kMiB + 0.10 * churn;
-    list.Add("allocator_slack", slack, false,
-             "reserved minus allocated without expandable_segments "
-             "(fragmentation): 0.3-5.8 GiB "
-             "measured, growing with the allocations an iteration makes and frees",
-             std::max(0.5, kGiB / slack),
-             "fragmentation depends on the order of allocations: sd 50%, at least 1 GiB "
-             "(0.1-5.8 GiB measured on one H100 with no predictor better than the churn, "
-             "up to 8 GiB with EP overlap)");
-  }
+  const AllocatorSlack slack = AllocatorSlackOf(j, churn);
+  list.Add("allocator_slack", slack.bytes, false, slack.basis, slack.sd_fraction, slack.sd_basis);
   return list.sums();
 }
 

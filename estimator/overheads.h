@@ -54,9 +54,25 @@ OverheadSums AddOverheads(const ValidatedJob& j, const RankMemory& m, bool with_
                           google::protobuf::RepeatedPtrField<v1::Overhead>* out,
                           UncertaintyList& spread);
 
+// Reserved minus allocated memory of PyTorch's caching allocator when an
+// iteration allocates and frees `churn` bytes (outside
+// torch.cuda.max_memory_allocated), with one standard deviation of its
+// error as a fraction of it and the evidence for both.
+struct AllocatorSlack {
+  double bytes = 0;
+  const char* basis = "";
+  double sd_fraction = 0;
+  const char* sd_basis = "";
+};
+AllocatorSlack AllocatorSlackOf(const ValidatedJob& j, double churn);
+
 // Fraction of extra routed-expert tokens a GPU receives over the balanced
 // share when routing is not forced to balance.
 inline constexpr double kMoeImbalanceMargin = 0.25;
+
+// Whether routed-expert activations get kMoeImbalanceMargin: an MoE model
+// whose routing is neither forced to balance nor capped by a capacity.
+bool RoutingMayBeImbalanced(const ValidatedJob& j);
 
 }  // namespace oomguard
 

@@ -135,8 +135,9 @@ double TeDummyWgradBytes(const ValidatedJob& j, int64_t pp_rank) {
       shapes.insert({h / par.tp, 2 * h});  // MultiTokenPredictionLayer.eh_proj
     }
     // The output layer (a Megatron ColumnParallelLinear, also when it
-    // borrows the tied embedding weight) runs on the loss and MTP stages.
-    if (core_uses_cache && (st.has_loss || st.num_mtp_layers > 0)) {
+    // borrows the tied embedding weight) runs on the loss and MTP stages; a
+    // value head is a plain torch linear (ModelShape.value_head), which has none.
+    if (core_uses_cache && !j.model.value_head && (st.has_loss || st.num_mtp_layers > 0)) {
       shapes.insert({j.model.padded_vocab / par.tp, h});
     }
   }

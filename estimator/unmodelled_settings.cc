@@ -21,11 +21,15 @@ std::string UnmodelledSettingName(const v1::UnmodelledSetting& setting) {
                                  : absl::StrCat(setting.flag(), " ", setting.value());
 }
 
+std::string UnmodelledSettingNote(const v1::UnmodelledSetting& setting) {
+  return absl::StrCat(UnmodelledSettingName(setting), " is not modelled (", setting.reason(),
+                      "): estimated as if it were absent");
+}
+
 std::vector<std::string> UnmodelledSettingNotes(const v1::JobSpec& job) {
   std::vector<std::string> notes;
   for (const v1::UnmodelledSetting& setting : job.unmodelled_settings()) {
-    notes.push_back(absl::StrCat(UnmodelledSettingName(setting), " is not modelled (",
-                                 setting.reason(), "): estimated as if it were absent"));
+    notes.push_back(UnmodelledSettingNote(setting));
   }
   return notes;
 }

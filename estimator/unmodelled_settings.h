@@ -18,6 +18,10 @@ namespace oomguard {
 // choice value, "--fp8-recipe custom".
 std::string UnmodelledSettingName(const v1::UnmodelledSetting& setting);
 
+// The note of one setting: "--tp-comm-overlap-cfg is not modelled
+// (<reason>): estimated as if it were absent" (an RL job's settings too).
+std::string UnmodelledSettingNote(const v1::UnmodelledSetting& setting);
+
 // One note per setting of `job`, in order: "--tp-comm-overlap-cfg is not
 // modelled (<reason>): estimated as if it were absent".
 std::vector<std::string> UnmodelledSettingNotes(const v1::JobSpec& job);

@@ -122,6 +122,13 @@ absl::Status ResolveModelShape(const v1::ModelSpec& m, const HybridSettings& hyb
   model.qkv_bias = model.linear_bias || m.add_qkv_bias();
   model.qk_layernorm = m.qk_layernorm();
   model.tied_embeddings = !m.untie_embeddings_and_output_weights();
+  model.value_head = m.value_head();
+  if (model.value_head && model.tied_embeddings) {
+    return absl::InvalidArgumentError(
+        "model.value_head: a value head is its own hidden x 1 layer; set "
+        "model.untie_embeddings_and_output_weights (the critic shares no weight with its "
+        "embedding)");
+  }
   model.hidden_dropout = m.has_hidden_dropout() ? m.hidden_dropout() : 0.1;
   model.attention_dropout = m.has_attention_dropout() ? m.attention_dropout() : 0.1;
   OOMGUARD_RETURN_IF_ERROR(CheckFraction("model.hidden_dropout", model.hidden_dropout, false));
@@ -239,6 +246,10 @@ absl::Status ResolveModel(const v1::ModelSpec& m, ValidatedJob& j) {
     }
     if (j.moe.experts > 0) MarkHybridMoeLayers(j.hybrid, j.moe);
     if (hybrid_mtp_depths > 0) j.model.mtp_layers = hybrid_mtp_depths;
+  }
+  if (j.model.value_head && j.model.mtp_layers > 0) {
+    return Bad("model.mtp_num_layers", j.model.mtp_layers,
+               "a model with a value head (model.value_head) predicts no further tokens");
   }
   if (j.model.mtp_layers > 64) {
     return Bad("model.mtp_num_layers", j.model.mtp_layers, "is absurdly large");

@@ -80,6 +80,7 @@ struct ModelShape {
   bool qkv_bias = false;           // Bias on the QKV projection.
   bool qk_layernorm = false;       // Norms on the queries and keys.
   bool tied_embeddings = false;    // The output layer shares the word embedding.
+  bool value_head = false;         // The output layer is hidden x 1 (OutputWidth).
   double hidden_dropout = 0;       // Probability; > 0 keeps a dropout mask.
   double attention_dropout = 0;    // Probability; > 0 keeps a dropout mask.
 };
