@@ -140,15 +140,22 @@ ForwardOnlyMemory ForwardOnlyPassMemory(const ValidatedJob& job, int64_t pp_rank
   const double window = pass.chunk_tokens > 0
                             ? static_cast<double>(std::min(pass.chunk_tokens, pass.tokens)) / cp
                             : s.full_tokens;
-  const double copies = pass.entropy ? 2 : 1;
+  // The fp32 copies beside the logits: the log-softmax's own unless it runs
+  // in place on them (or the entropy keeps them: then on a clone), and the
+  // entropy's softmax.
+  const double copies =
+      (!pass.in_place_log_softmax || pass.entropy ? 1 : 0) + (pass.entropy ? 1 : 0);
   const std::string copies_basis = absl::StrCat(
-      "the log-softmax works on an fp32 copy of the logits (Megatron's "
-      "vocab_parallel_cross_entropy subtracts the max and exponentiates in place, "
-      "megatron/core/tensor_parallel/cross_entropy.py calculate_predicted_logits, so the "
-      "frameworks clone first: slime compute_log_probs(logits.clone()), "
-      "slime/backends/megatron_utils/loss.py)",
-      pass.entropy ? "; the entropy needs one more (veRL logits_processor's logits.clone(), "
-                     "verl/workers/actor/megatron_actor.py)"
+      pass.in_place_log_softmax
+          ? "Megatron's vocab_parallel_cross_entropy runs in place on the logits "
+            "(megatron/core/tensor_parallel/cross_entropy.py calculate_predicted_logits; "
+            "veRL vocab_parallel_log_probs_from_logits)"
+          : "the log-softmax works on an fp32 copy of the logits (slime "
+            "compute_log_probs(logits.clone()), slime/backends/megatron_utils/loss.py; an "
+            "out-of-place log-softmax)",
+      pass.entropy ? "; the entropy keeps the logits (veRL logits_processor's logits.clone(), "
+                     "verl/workers/actor/megatron_actor.py) and its softmax is one more fp32 "
+                     "tensor (_VocabParallelEntropy, verl/utils/megatron/tensor_parallel.py)"
                    : "",
       ": ",
       pass.chunk_tokens > 0 ? absl::StrCat("a chunk of ", pass.chunk_tokens, " tokens")
@@ -197,8 +204,10 @@ ForwardOnlyMemory ForwardOnlyPassMemory(const ValidatedJob& job, int64_t pp_rank
                               " x 4 B: Float16Module.forward's float16_to_fp32 of the last "
                               "stage's output (megatron/core/transformer/module.py)"),
            ForwardOnlyTermKind::kLogits});
-      logits_moment.terms.push_back({absl::StrCat("fp32 log-softmax copies (", copies, ")"),
-                                     working, copies_basis, ForwardOnlyTermKind::kLogits});
+      if (working > 0) {
+        logits_moment.terms.push_back({absl::StrCat("fp32 log-softmax copies (", copies, ")"),
+                                       working, copies_basis, ForwardOnlyTermKind::kLogits});
+      }
     }
   }
   return logits_moment.Bytes() > layer_moment.Bytes() ? logits_moment : layer_moment;

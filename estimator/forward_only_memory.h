@@ -15,6 +15,17 @@
 // for wide MLPs (fc1's output and the activation's output are both counted)
 // and tight for attention with flash kernels; it carries a 25 % spread
 // (rl_step.h) like the backward working set.
+//
+// The logits, per logit element at the worst moment: the output layer's
+// bf16 result and Float16Module's fp32 copy of it, 6 B; then the fp32
+// logits beside the log-softmax's and entropy's fp32 copies, 4 B each.
+// Measured with PyTorch's allocator (max_memory_allocated, no_grad, 16384
+// tokens x 151936): the upcast and Megatron's in-place cross entropy 6.0 B,
+// a clone then the in-place cross entropy 8.0 B, an out-of-place
+// log_softmax 8.0 B (bench/device/README.md, H200); veRL's sequence with
+// the entropy (clone, _VocabParallelEntropy with its compiled mul_reduce,
+// the in-place cross entropy on the clone) 12.0 B, 16.0 B with an eager
+// product (H100, PyTorch 2.11, 2026-11-27).
 #ifndef OOMGUARD_ESTIMATOR_FORWARD_ONLY_MEMORY_H_
 #define OOMGUARD_ESTIMATOR_FORWARD_ONLY_MEMORY_H_
 
@@ -34,7 +45,16 @@ struct ForwardOnlyPass {
   int64_t tokens = 0;
   // Tokens whose log-probabilities are computed at once; 0 = all of them.
   int64_t chunk_tokens = 0;
-  bool entropy = false;            // One more fp32 copy (veRL clones the logits).
+  // The log-probs come from Megatron's cross entropy run in place on the
+  // model's fp32 logits (veRL's vocab_parallel_log_probs_from_logits): no
+  // copy of its own. False: the framework clones the logits or takes an
+  // out-of-place log-softmax (slime, NeMo-RL): one fp32 copy.
+  bool in_place_log_softmax = false;
+  // The entropy is computed from the logits: the logits are kept for it
+  // (veRL clones them before the in-place cross entropy) and its softmax is
+  // one more fp32 tensor (veRL's _VocabParallelEntropy; its p x logits
+  // product is fused by torch.compile).
+  bool entropy = false;
   bool defer_fp32_logits = false;  // The model returns bf16 logits.
   bool fused_kernels = false;      // No vocabulary logits materialised.
 };

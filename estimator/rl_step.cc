@@ -622,6 +622,13 @@ absl::StatusOr<v1::RlStepReport> EstimateRlStep(const v1::RlJobSpec& job,
   s.log_prob = PassOf(job.log_prob(), job.log_prob(), train_tokens);
   s.log_prob.entropy = job.log_prob().entropy();
   s.ref_log_prob = PassOf(job.reference().log_prob(), job.log_prob(), train_tokens);
+  // veRL takes the log-probs with Megatron's in-place cross entropy on the
+  // logits (verl/utils/megatron/tensor_parallel.py
+  // vocab_parallel_log_probs_from_logits); slime clones them, NeMo-RL's
+  // log-softmax is out of place; Megatron-LM's RL loop is taken to copy.
+  const bool in_place = job.framework() == v1::RL_FRAMEWORK_VERL;
+  s.log_prob.in_place_log_softmax = in_place;
+  s.ref_log_prob.in_place_log_softmax = in_place;
 
   // The engine, beside what the trainer, reference and critic keep while it
   // generates (the most any rank keeps: its pool is sized on every GPU).

@@ -3,8 +3,9 @@
 // 32 heads of 128, 8 KV groups, SwiGLU ffn 14336, vocabulary 128256, untied)
 // at TP 2 with sequence parallel and PP 2, a log-prob micro-batch of
 // T = 8192 tokens: the layer moment on the first stage, the logits moment
-// on the last (pipeline input, fp32 logits and their copies), chunking,
-// the entropy copy, deferred fp32 logits, fused kernels, and the value head.
+// on the last (pipeline input, fp32 logits and their copies: a cloned or
+// in-place log-softmax, the entropy's), chunking, deferred fp32 logits,
+// fused kernels, context parallelism and the value head.
 //
 // Notation: T tokens of the micro-batch, full = T tokens in the TP region,
 // sp = T / TP = 4096 in the sequence-parallel region, 2 B per bf16 element,
@@ -111,6 +112,22 @@ TEST(ForwardOnlyMemory, EntropyAddsOneFp32Copy) {
   const ForwardOnlyMemory m = ForwardOnlyPassMemory(j, 1, {.tokens = 8192, .entropy = true});
   EXPECT_EQ(TermBytes(m, "fp32 log-softmax copies (2)"), kLogits * 8);
   EXPECT_EQ(m.Bytes(), kPipelineInput + kFinalHidden + 12 * kLogits);
+}
+
+// Megatron's cross entropy in place on the fp32 logits (veRL): no copy of
+// its own, so the upcast's bf16 + fp32 (6 B per logit) is the peak.
+TEST(ForwardOnlyMemory, InPlaceCrossEntropyPeaksAtTheUpcast) {
+  const ValidatedJob j = Validated(LlamaJob());
+  const ForwardOnlyMemory m =
+      ForwardOnlyPassMemory(j, 1, {.tokens = 8192, .in_place_log_softmax = true});
+  EXPECT_EQ(TermBytes(m, "bf16 logits (output layer)"), kLogits * 2);
+  EXPECT_EQ(TermBytes(m, "fp32 logits"), kLogits * 4);
+  EXPECT_EQ(m.Bytes(), kPipelineInput + kFinalHidden + 6 * kLogits);
+  // With the entropy: the clone it keeps and its softmax, 12 B per logit.
+  const ForwardOnlyMemory entropy =
+      ForwardOnlyPassMemory(j, 1, {.tokens = 8192, .in_place_log_softmax = true, .entropy = true});
+  EXPECT_EQ(TermBytes(entropy, "fp32 log-softmax copies (2)"), kLogits * 8);
+  EXPECT_EQ(entropy.Bytes(), kPipelineInput + kFinalHidden + 12 * kLogits);
 }
 
 TEST(ForwardOnlyMemory, ChunkingLeavesTheUpcastAsThePeak) {
