@@ -28,9 +28,6 @@ namespace {
 // One standard deviation of each term's error, as a fraction of it (the
 // rule is in rl_step.h).
 constexpr double kStateSpread = 0.01;              // Parameters, gradients, optimizer states.
-constexpr double kEngineWeightSpread = 0.02;       // The engine's weights.
-constexpr double kEngineKvSpread = 0.02;           // Its KV pool (its own budget rule).
-constexpr double kEngineWorkspaceSpread = 0.5;     // Its activations, graphs, runtime, asleep part.
 constexpr double kTrainerRuntimeSpread = 0.35;     // CUDA context and NCCL (as overheads.cc).
 constexpr double kForwardActivationSpread = 0.25;  // The no-grad working set (a bound).
 constexpr double kLogitsSpread = 0.05;             // Logits: exact shapes, allocator rounding.
@@ -153,11 +150,18 @@ struct Step {
   }
 };
 
+// A term whose error has one standard deviation of `sd_bytes`.
+void AddWithSd(RankTerms& t, std::string name, uint64_t bytes, std::string basis, std::string key,
+               double sd_bytes) {
+  if (bytes == 0) return;
+  t.terms.push_back({std::move(name), bytes, std::move(basis), std::move(key), sd_bytes});
+}
+
+// A term whose error has one standard deviation of `sd_fraction` of it.
 void Add(RankTerms& t, std::string name, uint64_t bytes, std::string basis, std::string key,
          double sd_fraction) {
-  if (bytes == 0) return;
-  t.terms.push_back({std::move(name), bytes, std::move(basis), std::move(key),
-                     sd_fraction * static_cast<double>(bytes)});
+  AddWithSd(t, std::move(name), bytes, std::move(basis), std::move(key),
+            sd_fraction * static_cast<double>(bytes));
 }
 
 // The actor's states its residency keeps on the GPU (`params_loaded`: its
@@ -215,8 +219,9 @@ void AddCriticResident(const Step& s, int64_t r, RankTerms& t) {
 void AddEngineAsleep(const Step& s, RankTerms& t, bool weights_too) {
   const uint64_t weights = s.engine_keeps_weights && !weights_too ? s.engine.weight_bytes : 0;
   const uint64_t bytes = s.engine.asleep_bytes > weights ? s.engine.asleep_bytes - weights : 0;
-  Add(t, weights_too ? "engine asleep" : "engine asleep (other than its weights)", bytes,
-      s.engine.asleep_basis, s.Key(RlKnob::kEngineSleep), kEngineWorkspaceSpread);
+  AddWithSd(t, weights_too ? "engine asleep" : "engine asleep (other than its weights)", bytes,
+            s.engine.asleep_basis, s.Key(RlKnob::kEngineSleep),
+            static_cast<double>(s.engine.asleep_sd_bytes));
 }
 
 // The CUDA context and the trainer's NCCL buffers (outside PyTorch's
@@ -249,18 +254,21 @@ void AddForwardPass(const Step& s, int64_t r, const ForwardOnlyPass& pass, RlKno
   Add(t, "allocator slack", RoundedCount(slack.bytes), slack.basis, "", slack.sd_fraction);
 }
 
-// The engine's parts while it generates.
+// The engine's parts while it generates; their error is the engine's
+// generate_sd_bytes (its terms move its KV pool the other way inside its
+// budget, rollout_engine_memory.h), carried by the phase.
 void AddEngineGenerating(const Step& s, RankTerms& t) {
   const EngineMemory& e = s.engine;
   const bool megatron = s.job->rollout().engine() == v1::ROLLOUT_ENGINE_MEGATRON;
-  Add(t, "engine weights", e.weight_bytes, e.weight_basis, s.Key(RlKnob::kEngineTensorParallel),
-      kEngineWeightSpread);
+  Add(t, "engine weights", e.weight_bytes, e.weight_basis, s.Key(RlKnob::kEngineTensorParallel), 0);
   Add(t, "engine KV pool", e.kv_pool_bytes, e.kv_basis,
-      s.Key(megatron ? RlKnob::kEngineKvBuffer : RlKnob::kEngineMemoryFraction), kEngineKvSpread);
-  Add(t, "engine activations", e.activation_bytes, e.activation_basis, "", kEngineWorkspaceSpread);
+      s.Key(megatron ? RlKnob::kEngineKvBuffer : RlKnob::kEngineMemoryFraction), 0);
+  Add(t, "engine activations", e.activation_bytes, e.activation_basis, "", 0);
   Add(t, "engine CUDA graphs", e.cuda_graph_bytes, e.cuda_graph_basis,
-      s.Key(RlKnob::kEngineCudaGraphs), kEngineWorkspaceSpread);
-  Add(t, "engine runtime", e.runtime_bytes, e.runtime_basis, "", kEngineWorkspaceSpread);
+      s.Key(RlKnob::kEngineCudaGraphs), 0);
+  Add(t, "engine runtime", e.runtime_bytes, e.runtime_basis, "", 0);
+  const double sd = static_cast<double>(e.generate_sd_bytes);
+  t.extra_variance += sd * sd;
 }
 
 uint64_t SumOf(const RankTerms& t) {
@@ -289,10 +297,12 @@ RankTerms WeightSync(const Step& s, int64_t r) {
   AddCriticResident(s, r, t);
   AddTrainerRuntime(s, r, true, t);
   Add(t, "engine weights", s.engine.weight_bytes, s.engine.weight_basis,
-      s.Key(RlKnob::kEngineTensorParallel), kEngineWeightSpread);
+      s.Key(RlKnob::kEngineTensorParallel), 0);
   AddEngineAsleep(s, t, false);
   const v1::WeightSyncSpec& sync = s.job->weight_sync();
-  if (sync.has_bucket_bytes()) {
+  if (s.engine.shares_trainer_weights) {
+    // Megatron's engine runs on the trainer's own weights: nothing moves.
+  } else if (sync.has_bucket_bytes()) {
     Add(t, "weight-sync bucket", sync.bucket_bytes(),
         absl::StrCat("the transfer bucket, weight_sync.bucket_bytes ", sync.bucket_bytes(),
                      " (veRL checkpoint_engine.update_weights_bucket_megabytes, a torch.empty "
@@ -633,7 +643,6 @@ absl::StatusOr<v1::RlStepReport> EstimateRlStep(const v1::RlJobSpec& job,
   // The engine, beside what the trainer, reference and critic keep while it
   // generates (the most any rank keeps: its pool is sized on every GPU).
   uint64_t others = 0;
-  s.engine_keeps_weights = job.rollout().sleep() == v1::ROLLOUT_SLEEP_NONE;
   for (int64_t r = 0; r < s.actor.parallelism.pp; ++r) {
     RankTerms t;
     AddActorStates(s, r, false, t);
@@ -643,6 +652,10 @@ absl::StatusOr<v1::RlStepReport> EstimateRlStep(const v1::RlJobSpec& job,
     others = std::max(others, SumOf(t));
   }
   OOMGUARD_ASSIGN_OR_RETURN(s.engine, EstimateEngineMemory(job, s.gpu, others));
+  // Asleep, the engine keeps its weights without sleep, and Megatron's keeps
+  // a separate inference model's whatever its KV mode (rollout_engine_memory.h).
+  s.engine_keeps_weights = s.engine.sleep == v1::ROLLOUT_SLEEP_NONE ||
+                           job.rollout().engine() == v1::ROLLOUT_ENGINE_MEGATRON;
 
   v1::RlStepReport report;
   report.set_framework(job.framework());
@@ -742,7 +755,8 @@ absl::StatusOr<v1::RlStepReport> EstimateRlStep(const v1::RlJobSpec& job,
         "colocated is false: trainer and engine on separate GPUs is not modelled; estimated as "
         "if they shared them (more than the trainer's GPUs hold)");
   }
-  if (!job.weight_sync().has_bucket_bytes() && !job.weight_sync().has_free_fraction()) {
+  if (!s.engine.shares_trainer_weights && !job.weight_sync().has_bucket_bytes() &&
+      !job.weight_sync().has_free_fraction()) {
     s.notes.push_back(
         "weight_sync sets neither bucket_bytes nor free_fraction: no transfer "
         "bucket counted in the weight sync");

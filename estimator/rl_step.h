@@ -15,7 +15,8 @@
 //  - weight_sync: the same with the actor's weights loaded (veRL's
 //    rollout_mode loads them), the engine's weights, its asleep part other
 //    than its weights (KV not resumed yet), and the bucket: bucket_bytes,
-//    else free_fraction x what the other terms leave free (none if neither).
+//    else free_fraction x what the other terms leave free (none if neither,
+//    nor for Megatron's engine on the trainer's own weights).
 //  - log_prob / ref_log_prob: the resident set with the weights on the GPU,
 //    the engine asleep, and the forward-only pass (forward_only_memory.h) at
 //    LogProbSpec's tokens (0 = actor.training.seq_length), with the
@@ -37,13 +38,15 @@
 // Upper bounds: as peak_bound.h, point + z(coverage) x sqrt(sum of
 // variances). Each term here carries one standard deviation as a fraction
 // of it: trainer, reference and critic states 1 % (the estimator's static
-// spread), the engine's weights and KV pool 2 %, its activations, CUDA
-// graphs, runtime and asleep part 50 % (reported residuals after sleep
-// range 0.8-26 GiB, RL_MEMORY.md §3.2), the CUDA context and NCCL 35 %, the
+// spread), the CUDA context and NCCL 35 % (as overheads.cc), the
 // forward-only working set 25 % (a bound, like the backward working set),
 // logits 5 % (exact shapes), the bucket 0, allocator slack its own rule's.
-// The actor update's and the critic's own estimates enter with their own
-// variance, ((upper - point) / z)^2, so their part of the bound is theirs.
+// The engine's terms carry the engine model's own spreads: generate_sd_bytes
+// for its parts while generating (taken together: inside its budget an
+// error moves the KV pool the other way), asleep_sd_bytes for what stays
+// asleep, its weights exact. The actor update's and the critic's own
+// estimates enter with their own variance, ((upper - point) / z)^2, so
+// their part of the bound is theirs.
 //
 // Host bytes per node: what the residencies move off the GPU (actor and
 // critic), --optimizer-cpu-offload's share, the engine's level-1 weights
