@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "admission/check_basis.h"
 #include "admission/gpu_catalog.h"
 #include "admission/peak_wording.h"
 #include "admission/recommendations.h"
@@ -122,17 +123,11 @@ class BudgetedEstimator {
   int runs_ = 0;
 };
 
+// A step of the ladder or an incompatibility fix, measured.
 v1::Recommendation MakeRecommendation(const RecommendedChange& change, std::string setting,
                                       uint64_t before, uint64_t after, uint64_t usable) {
-  v1::Recommendation rec;
-  rec.set_kind(change.kind);
-  rec.set_id(change.id);
-  rec.set_setting(std::move(setting));
-  rec.set_reason(change.reason);
-  rec.set_saved_bytes(static_cast<int64_t>(before) - static_cast<int64_t>(after));
-  rec.set_peak_device_bytes_after(after);
-  rec.set_sufficient(after <= usable);
-  return rec;
+  return MeasuredRecommendation(change.kind, change.id, std::move(setting), change.reason, before,
+                                after, usable);
 }
 
 // Climbs the ladder from `job` (peak `peak`), appending the steps taken.
@@ -174,32 +169,6 @@ absl::Status AddIncompatibilities(const v1::JobSpec& job, const Peak& base, cons
         MakeRecommendation(change, *std::move(setting), base.bytes, after_bytes, usable);
   }
   return absl::OkStatus();
-}
-
-// "<usable> usable on <GPU>", then " (<capacity> less <margin>% kept free)"
-// when a margin is kept.
-std::string UsablePhrase(const v1::CheckResponse& r, const v1::GpuSpec& gpu) {
-  const std::string on =
-      gpu.name().empty() ? absl::StrCat("a ", FormatBytes(r.capacity_bytes()), " GPU") : gpu.name();
-  std::string phrase = absl::StrFormat("%s usable on %s", FormatBytes(r.usable_bytes()), on);
-  if (r.safety_margin() > 0) {
-    absl::StrAppendFormat(&phrase, " (%s less %g%% kept free)", FormatBytes(r.capacity_bytes()),
-                          100 * r.safety_margin());
-  }
-  return phrase;
-}
-
-// The compared peak first, with its label, then the other one:
-// "<upper> (95% bound; point estimate <point>)", or with the point compared
-// "<point> (point estimate; 95% bound <upper>)".
-std::string PeakPhrase(const v1::CheckResponse& r) {
-  const bool point = r.peak_bound() == v1::PEAK_BOUND_POINT;
-  const v1::PeakBound other = point ? v1::PEAK_BOUND_UPPER : v1::PEAK_BOUND_POINT;
-  return absl::StrCat(
-      FormatBytes(static_cast<double>(r.compared_peak_bytes())), " (", r.compared_peak_label(),
-      "; ", ComparedPeakLabel(other, r.upper_bound_coverage()), " ",
-      FormatBytes(static_cast<double>(point ? r.peak_device_upper_bytes() : r.peak_device_bytes())),
-      ")");
 }
 
 // The first rank whose estimate reached the limit of reported_count.h.
@@ -268,21 +237,7 @@ std::string Summary(const v1::CheckResponse& r, const v1::GpuSpec& gpu,
     default: {
       s = absl::StrCat("Does not fit", qualifier, ": ", where, ", ",
                        FormatBytes(-r.headroom_bytes()), " over");
-      if (ladder.empty()) {
-        absl::StrAppend(&s, "; no recommended change helps: use more GPUs or larger ones");
-        break;
-      }
-      absl::StrAppend(&s, "; first try ", ladder.front()->setting(), " (saves ",
-                      FormatBytes(ladder.front()->saved_bytes()), ")");
-      const v1::Recommendation* last = ladder.back();
-      if (!last->sufficient()) {
-        absl::StrAppend(&s, "; even with all ", ladder.size(), " recommended changes it needs ",
-                        LabelledPeak(last->peak_device_bytes_after(), r),
-                        ": use more GPUs or larger ones");
-      } else if (ladder.size() > 1) {
-        absl::StrAppend(&s, "; it fits once the recommendations up to ", last->setting(),
-                        " are applied");
-      }
+      absl::StrAppend(&s, LadderAdvice(ladder, r));
     }
   }
   if (!incompatible.empty()) {
@@ -303,20 +258,7 @@ absl::StatusOr<v1::CheckResponse> RunCheck(const v1::JobSpec& job_spec, const v1
                                            EstimateFunction estimate, bool fast_peaks) {
   // The job and every change the ladder tries run on this GPU's architecture.
   const v1::JobSpec job = JobOnGpu(job_spec, gpu);
-  const double margin = options.safety_margin;
-  if (!(margin >= 0 && margin < 1)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("safety_margin = ", margin, ": must be in [0, 1)"));
-  }
-  if (gpu.memory_bytes() == 0) {
-    return absl::InvalidArgumentError("gpu memory_bytes = 0: must be > 0");
-  }
-  if (gpu.memory_bytes() > kMaxReportedCount) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("gpu memory_bytes = ", gpu.memory_bytes(), ": must be at most 2^50 (1 PiB)"));
-  }
-  OOMGUARD_RETURN_IF_ERROR(
-      ValidateUpperBoundCoverage(options.upper_bound_coverage, "upper_bound_coverage"));
+  OOMGUARD_RETURN_IF_ERROR(ValidateCheckInputs(gpu, options));
   // A job with settings oomguard does not model is judged only when asked,
   // and then says so in its verdict.
   std::string qualifier;
@@ -338,20 +280,8 @@ absl::StatusOr<v1::CheckResponse> RunCheck(const v1::JobSpec& job_spec, const v1
   const Peak& base = estimated.worst;
 
   v1::CheckResponse out;
-  const auto usable =
-      static_cast<uint64_t>(std::floor(static_cast<double>(gpu.memory_bytes()) * (1.0 - margin)));
-  out.set_worst_pp_rank(base.pp_rank);
-  out.set_peak_device_bytes(base.point);
-  out.set_peak_device_upper_bytes(base.upper);
-  out.set_peak_bound(options.compare_upper_bound ? v1::PEAK_BOUND_UPPER : v1::PEAK_BOUND_POINT);
-  out.set_compared_peak_bytes(base.bytes);
-  out.set_upper_bound_coverage(options.upper_bound_coverage);
-  out.set_compared_peak_label(ComparedPeakLabel(out.peak_bound(), options.upper_bound_coverage));
-  out.set_capacity_bytes(gpu.memory_bytes());
-  out.set_usable_bytes(usable);
-  out.set_headroom_bytes(static_cast<int64_t>(usable) - static_cast<int64_t>(base.bytes));
-  out.set_safety_margin(margin);
-  out.set_gpu_name(gpu.name());
+  SetComparedPeak(base.pp_rank, base.point, base.upper, gpu, options, &out);
+  const uint64_t usable = out.usable_bytes();
   *out.mutable_unmodelled_settings() = job.unmodelled_settings();
   // The estimate's notes on them, kept when the report is omitted.
   if (!estimated.has_report && job.unmodelled_settings_size() > 0) {

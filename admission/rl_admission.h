@@ -6,8 +6,10 @@
 #ifndef OOMGUARD_ADMISSION_RL_ADMISSION_H_
 #define OOMGUARD_ADMISSION_RL_ADMISSION_H_
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "admission/admission.h"
+#include "estimator/rl_step.h"
 #include "oomguard/v1/admission.pb.h"
 #include "oomguard/v1/rl_job.pb.h"
 
@@ -17,8 +19,31 @@ namespace oomguard {
 // bound, coverage, deadline, judge_unmodelled). The response's peaks are
 // the binding phase's; rl_step holds every phase; report the actor update's
 // estimate unless !options.with_report.
+//
+// The binding phase and rank are those of the largest compared peak (each
+// rank's upper bound, or its point estimate when the policy says so; ties:
+// the earlier phase, the lower rank). A phase with a `failure` (an engine
+// that cannot start) makes the job DOES_NOT_FIT, naming it. There is no
+// FITS_WITH_SETTINGS: an RL job's recommendations are config changes of its
+// framework's own keys (RlKnobSetting), climbed like the ladder of
+// recommendations.h (each rung's first change that helps is kept, and the
+// next is tried on top of it, while the job does not fit), each
+// re-estimated. PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True is never
+// recommended (the Megatron ladder's first rung is not climbed): colocated
+// engines that sleep break with it (RL_MEMORY.md §3.3); where the job sets
+// it and its engine cannot take it, an incompatibility says to unset it.
 absl::StatusOr<v1::CheckResponse> CheckRlJob(const v1::RlJobSpec& job, const v1::GpuSpec& gpu,
                                              const AdmissionOptions& options);
+
+// The step estimator a check calls (EstimateRlStep, or a model of it in
+// tests).
+using RlEstimateFunction =
+    absl::FunctionRef<absl::StatusOr<v1::RlStepReport>(const v1::RlJobSpec&, const RlStepOptions&)>;
+
+// Same, with the estimator given.
+absl::StatusOr<v1::CheckResponse> CheckRlJob(const v1::RlJobSpec& job, const v1::GpuSpec& gpu,
+                                             const AdmissionOptions& options,
+                                             RlEstimateFunction estimate);
 
 }  // namespace oomguard
 
