@@ -629,6 +629,19 @@ absl::StatusOr<v1::CheckResponse> CheckRlJob(const v1::RlJobSpec& job, const v1:
   return out;
 }
 
+v1::GpuSpec AssumedRlGpu(const GpuCatalog& catalog, std::vector<std::string>* notes) {
+  absl::StatusOr<v1::GpuSpec> gpu = catalog.Find(kDefaultRlGpu);
+  if (!gpu.ok()) {
+    gpu = v1::GpuSpec();
+    gpu->set_name(kDefaultRlGpu);
+    gpu->set_memory_bytes(uint64_t{80} << 30);
+  }
+  notes->push_back(absl::StrCat("no GPU given: the RL step is estimated on ", kDefaultRlGpu, " (",
+                                FormatBytes(static_cast<double>(gpu->memory_bytes())),
+                                "); name another GPU or its memory"));
+  return *std::move(gpu);
+}
+
 absl::StatusOr<v1::CheckResponse> CheckRlJob(const v1::RlJobSpec& job, const v1::GpuSpec& gpu,
                                              const AdmissionOptions& options) {
   return CheckRlJob(job, gpu, options, [](const v1::RlJobSpec& j, const RlStepOptions& o) {

@@ -6,9 +6,13 @@
 #ifndef OOMGUARD_ADMISSION_RL_ADMISSION_H_
 #define OOMGUARD_ADMISSION_RL_ADMISSION_H_
 
+#include <string>
+#include <vector>
+
 #include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "admission/admission.h"
+#include "admission/gpu_catalog.h"
 #include "estimator/rl_step.h"
 #include "oomguard/v1/admission.pb.h"
 #include "oomguard/v1/rl_job.pb.h"
@@ -44,6 +48,13 @@ using RlEstimateFunction =
 absl::StatusOr<v1::CheckResponse> CheckRlJob(const v1::RlJobSpec& job, const v1::GpuSpec& gpu,
                                              const AdmissionOptions& options,
                                              RlEstimateFunction estimate);
+
+// The GPU an RL job's estimate assumes when its caller names none (the
+// engine takes a fraction of the GPU's memory): kDefaultRlGpu from
+// `catalog` (its memory, 80 GiB, when a site's catalog lacks it), with a
+// note in `notes` saying so.
+inline constexpr char kDefaultRlGpu[] = "H100-SXM-80GB";
+v1::GpuSpec AssumedRlGpu(const GpuCatalog& catalog, std::vector<std::string>* notes);
 
 }  // namespace oomguard
 

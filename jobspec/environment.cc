@@ -109,4 +109,13 @@ absl::Status ApplyEnvironment(const std::map<std::string, std::string>& env, v1:
   return absl::OkStatus();
 }
 
+absl::Status ApplyEnvironment(const std::map<std::string, std::string>& env, v1::RlJobSpec* job) {
+  if (job == nullptr) return absl::InvalidArgumentError("job is null");
+  OOMGUARD_RETURN_IF_ERROR(ApplyEnvironment(env, job->mutable_actor()));
+  if (job->has_critic()) {
+    OOMGUARD_RETURN_IF_ERROR(ApplyEnvironment(env, job->mutable_critic()->mutable_job()));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace oomguard

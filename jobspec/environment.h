@@ -10,6 +10,7 @@
 
 #include "absl/status/status.h"
 #include "oomguard/v1/job.pb.h"
+#include "oomguard/v1/rl_job.pb.h"
 
 namespace oomguard {
 
@@ -28,6 +29,10 @@ namespace oomguard {
 // those two, or a rank count that is not a whole number, is InvalidArgument
 // naming the variable and the value.
 absl::Status ApplyEnvironment(const std::map<std::string, std::string>& env, v1::JobSpec* job);
+
+// The same for an RL job: to its Megatron-Core jobs (the actor's, and the
+// critic's when it has one), which run in the one environment.
+absl::Status ApplyEnvironment(const std::map<std::string, std::string>& env, v1::RlJobSpec* job);
 
 }  // namespace oomguard
 

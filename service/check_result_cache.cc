@@ -8,15 +8,33 @@
 
 namespace oomguard::service {
 
-std::string CheckResultKey(const v1::JobSpec& job, const v1::GpuSpec& gpu,
-                           const AdmissionOptions& options) {
-  std::string key;
-  AppendDeterministic(job, &key);
+namespace {
+
+// The GPU, then every AdmissionOptions field that changes the answer.
+void AppendGpuAndOptions(const v1::GpuSpec& gpu, const AdmissionOptions& options,
+                         std::string& key) {
   AppendDeterministic(gpu, &key);
   // AdmissionOptions, the deadline aside (a new field that changes the answer
   // belongs here too); %a: doubles exactly (hexadecimal).
   absl::StrAppendFormat(&key, "%a|%a|%d%d%d", options.safety_margin, options.upper_bound_coverage,
                         options.compare_upper_bound, options.with_report, options.judge_unmodelled);
+}
+
+}  // namespace
+
+std::string CheckResultKey(const v1::JobSpec& job, const v1::GpuSpec& gpu,
+                           const AdmissionOptions& options) {
+  std::string key;
+  AppendDeterministic(job, &key);
+  AppendGpuAndOptions(gpu, options, key);
+  return key;
+}
+
+std::string CheckResultKey(const v1::RlJobSpec& job, const v1::GpuSpec& gpu,
+                           const AdmissionOptions& options) {
+  std::string key = "rl|";
+  AppendDeterministic(job, &key);
+  AppendGpuAndOptions(gpu, options, key);
   return key;
 }
 

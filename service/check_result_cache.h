@@ -8,6 +8,7 @@
 // webhook's pods of one workload. The stored answer holds no notes of the
 // request's resolution (the parsers' assumptions, which the caller adds);
 // those of the estimate, one per JobSpec.unmodelled_settings among them,
+// (an RL job's: RlJobSpec, keyed apart from every JobSpec)
 // are the job's, and the key holds the job and whether the policy judges
 // such a job (AdmissionOptions.judge_unmodelled). Only
 // successful answers are stored (an admission check never answers partly:
@@ -23,6 +24,7 @@
 #include "common/lru_cache.h"
 #include "oomguard/v1/admission.pb.h"
 #include "oomguard/v1/job.pb.h"
+#include "oomguard/v1/rl_job.pb.h"
 
 namespace oomguard::service {
 
@@ -30,6 +32,10 @@ namespace oomguard::service {
 // the GPU's deterministic serializations, each after its length, then every
 // AdmissionOptions field that changes the answer (all but the deadline).
 std::string CheckResultKey(const v1::JobSpec& job, const v1::GpuSpec& gpu,
+                           const AdmissionOptions& options);
+// The same for an RL job: its RlJobSpec's serialization after "rl|", so
+// that no RL key equals a JobSpec's.
+std::string CheckResultKey(const v1::RlJobSpec& job, const v1::GpuSpec& gpu,
                            const AdmissionOptions& options);
 
 using CheckResult = std::shared_ptr<const v1::CheckResponse>;  // Shared by every hit.

@@ -12,8 +12,10 @@
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 #include "admission/admission.h"
+#include "admission/rl_admission.h"
 #include "common/status_macros.h"
 #include "estimator/estimator.h"
+#include "estimator/rl_step.h"
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/message.h"
 #include "jobspec/presets.h"
@@ -54,7 +56,8 @@ absl::StatusOr<double> Coverage(double coverage, absl::string_view field) {
   return coverage;
 }
 
-void AddNotes(const std::vector<std::string>& notes, v1::EstimateReport* report) {
+template <typename Report>
+void AddNotes(const std::vector<std::string>& notes, Report* report) {
   for (const std::string& note : notes) report->add_notes(note);
 }
 
@@ -125,6 +128,26 @@ absl::StatusOr<v1::EstimateResponse> RequestHandlers::Estimate(const v1::Estimat
     OOMGUARD_ASSIGN_OR_RETURN(options.upper_bound_coverage,
                               Coverage(request.upper_bound_coverage(), "upper_bound_coverage"));
   }
+  if (job.rl) {
+    // An RL job: every phase of its step on the request's GPU; `report` is
+    // its actor update.
+    OOMGUARD_ASSIGN_OR_RETURN(const v1::GpuSpec gpu,
+                              ResolveEstimateGpu(request, config_.catalog, &job.notes));
+    RlStepOptions step_options;
+    step_options.gpu_memory_bytes = gpu.memory_bytes();
+    step_options.gpu_name = gpu.name();
+    step_options.upper_bound_coverage = options.upper_bound_coverage;
+    step_options.deadline = options.deadline;
+    absl::StatusOr<v1::RlStepReport> step = EstimateRlStep(*job.rl, step_options);
+    if (!step.ok()) return MarkJobNotModelled(step.status());
+    AddNotes(job.notes, &*step);
+    outcome.peak_bytes = step->peak_device_bytes();
+    v1::EstimateResponse response;
+    *response.mutable_report() = step->actor_update();
+    AddNotes(job.notes, response.mutable_report());
+    *response.mutable_rl_step() = *std::move(step);
+    return response;
+  }
   absl::StatusOr<v1::EstimateReport> estimated = oomguard::Estimate(job.spec, options);
   if (!estimated.ok()) return MarkJobNotModelled(estimated.status());
   v1::EstimateReport report = *std::move(estimated);
@@ -165,22 +188,26 @@ absl::Status RequestHandlers::RunCheck(const v1::CheckRequest& request, absl::Ti
   }
   std::string key;
   if (check_results_.enabled()) {
-    key = CheckResultKey(job.spec, gpu, options);
+    key = job.rl ? CheckResultKey(*job.rl, gpu, options) : CheckResultKey(job.spec, gpu, options);
     if (std::optional<CheckResult> found = check_results_.Find(key)) {
       *response = **found;
       AddNotes(job.notes, response->mutable_report());
       return absl::OkStatus();
     }
   }
-  absl::StatusOr<v1::CheckResponse> core = CheckJob(job.spec, gpu, options);
+  absl::StatusOr<v1::CheckResponse> core =
+      job.rl ? CheckRlJob(*job.rl, gpu, options) : CheckJob(job.spec, gpu, options);
   if (!core.ok()) return MarkJobNotModelled(core.status());
   v1::CheckResponse checked = *std::move(core);
   // The configurations that fit (for a job that does not) or a clearly
   // faster one (for a job that fits). The plan costs milliseconds against
   // the check's microseconds, once per model and shape: plan_cache_ keeps it
-  // for the checks of the same shape in other layouts.
-  OOMGUARD_RETURN_IF_ERROR(
-      AddAlternatives(job.spec, gpu, options.deadline, &plan_cache_, &checked));
+  // for the checks of the same shape in other layouts. The planner plans
+  // Megatron-Core training jobs, not RL steps.
+  if (!job.rl) {
+    OOMGUARD_RETURN_IF_ERROR(
+        AddAlternatives(job.spec, gpu, options.deadline, &plan_cache_, &checked));
+  }
   if (check_results_.enabled()) {
     check_results_.Insert(key, std::make_shared<const v1::CheckResponse>(checked));
   }
@@ -210,6 +237,12 @@ absl::StatusOr<ResponseCache::Entry> RequestHandlers::Check(const std::string& r
 absl::Status RequestHandlers::RunPlan(const v1::PlanRequest& request, absl::Time deadline,
                                       PlanResult* result) const {
   OOMGUARD_ASSIGN_OR_RETURN(ResolvedJob job, ResolveJobSource(request.job(), "job"));
+  if (job.rl) {
+    return WithBadField(
+        absl::InvalidArgumentError("job: an RL job is estimated (Estimate) or checked (Check); "
+                                   "the planner plans Megatron-Core training jobs"),
+        "job");
+  }
   PlanCluster cluster;
   absl::StatusOr<v1::GpuSpec> gpu = config_.catalog.Find(request.gpu_name());
   if (!gpu.ok())

@@ -6,9 +6,12 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "admission/rl_admission.h"
 #include "common/status_macros.h"
+#include "jobspec/environment.h"
 #include "jobspec/job_builder.h"
 #include "jobspec/megatron_args.h"
+#include "jobspec/rl_job_builder.h"
 #include "service/status_mapping.h"
 
 namespace oomguard::service {
@@ -38,6 +41,34 @@ std::vector<std::string> ArgvSources(const v1::MegatronJob& megatron) {
     if (index < sources.size()) sources[index] = source;
   }
   return sources;
+}
+
+absl::StatusOr<v1::RlJobSpec> BuildRl(const v1::RlJob& rl, const std::string& field,
+                                      std::vector<std::string>* notes) {
+  absl::StatusOr<v1::RlJobSpec> spec = BuildRlJob(rl, notes);
+  if (!spec.ok()) return FieldError(field, spec.status());
+  return spec;
+}
+
+// The MegatronJob `megatron` as the RL job its argv is (LooksLikeRlArgv), or
+// nullopt when it is not one.
+absl::StatusOr<std::optional<v1::RlJobSpec>> MegatronAsRlJob(const v1::MegatronJob& megatron,
+                                                             const std::string& field,
+                                                             std::vector<std::string>* notes) {
+  std::vector<std::string> words(megatron.argv().begin(), megatron.argv().end());
+  if (!megatron.args().empty()) {
+    absl::StatusOr<std::vector<std::string>> split = SplitArgumentLine(megatron.args());
+    if (!split.ok()) return std::nullopt;  // BuildMegatronJob names the error.
+    words = *std::move(split);
+  }
+  if (!LooksLikeRlArgv(words)) return std::nullopt;
+  v1::RlJob rl;
+  rl.mutable_argv()->Assign(words.begin(), words.end());
+  rl.set_num_gpus(megatron.num_gpus());
+  if (megatron.has_preset()) rl.set_preset(megatron.preset());
+  if (megatron.has_hf_config_json()) rl.set_hf_config_json(megatron.hf_config_json());
+  OOMGUARD_ASSIGN_OR_RETURN(v1::RlJobSpec spec, BuildRl(rl, field, notes));
+  return spec;
 }
 
 absl::StatusOr<v1::JobSpec> BuildMegatronJob(const v1::MegatronJob& megatron,
@@ -91,13 +122,38 @@ absl::StatusOr<ResolvedJob> ResolveJobSource(const v1::JobSource& source, absl::
       }
       break;
     case v1::JobSource::kMegatron: {
+      const std::string megatron_field = absl::StrCat(field, ".megatron");
+      OOMGUARD_ASSIGN_OR_RETURN(job.rl,
+                                MegatronAsRlJob(source.megatron(), megatron_field, &job.notes));
+      if (job.rl) break;
       OOMGUARD_ASSIGN_OR_RETURN(
-          job.spec,
-          BuildMegatronJob(source.megatron(), env, absl::StrCat(field, ".megatron"), &job.notes));
+          job.spec, BuildMegatronJob(source.megatron(), env, megatron_field, &job.notes));
       break;
     }
+    case v1::JobSource::kRl: {
+      OOMGUARD_ASSIGN_OR_RETURN(job.rl,
+                                BuildRl(source.rl(), absl::StrCat(field, ".rl"), &job.notes));
+      break;
+    }
+    case v1::JobSource::kRlSpec:
+      job.rl = source.rl_spec();
+      break;
     case v1::JobSource::SOURCE_NOT_SET:
-      return InvalidField(field, absl::StrCat(field, ": missing; set spec or megatron"));
+      return InvalidField(field,
+                          absl::StrCat(field, ": missing; set spec, megatron, rl or rl_spec"));
+  }
+  if (job.rl) {
+    if (absl::Status status = ApplyEnvironment(env, &*job.rl); !status.ok()) {
+      return FieldError(absl::StrCat(field, ".env"), status);
+    }
+    if (source.gpus_per_node() > 0) {
+      job.rl->mutable_actor()->mutable_runtime()->set_gpus_per_node(source.gpus_per_node());
+      if (job.rl->has_critic()) {
+        job.rl->mutable_critic()->mutable_job()->mutable_runtime()->set_gpus_per_node(
+            source.gpus_per_node());
+      }
+    }
+    return job;
   }
   if (source.gpus_per_node() > 0) {
     job.spec.mutable_runtime()->set_gpus_per_node(source.gpus_per_node());
@@ -105,26 +161,50 @@ absl::StatusOr<ResolvedJob> ResolveJobSource(const v1::JobSource& source, absl::
   return job;
 }
 
-absl::StatusOr<v1::GpuSpec> ResolveGpu(const v1::CheckRequest& request, const GpuCatalog& catalog) {
-  switch (request.gpu_case()) {
-    case v1::CheckRequest::kGpuName: {
-      absl::StatusOr<v1::GpuSpec> gpu = catalog.Find(request.gpu_name());
-      if (!gpu.ok()) return FieldError("gpu_name", gpu.status());
-      return gpu;
-    }
-    case v1::CheckRequest::kGpuMemoryBytes: {
-      if (request.gpu_memory_bytes() == 0) {
-        return InvalidField("gpu_memory_bytes", "gpu_memory_bytes = 0: must be > 0");
-      }
-      v1::GpuSpec gpu;
-      gpu.set_memory_bytes(request.gpu_memory_bytes());
-      return gpu;
-    }
-    case v1::CheckRequest::GPU_NOT_SET:
-      break;
+namespace {
+
+// A request's `gpu` oneof: its catalog entry by gpu_name, or an entry
+// holding just gpu_memory_bytes; nullopt when neither is set.
+absl::StatusOr<std::optional<v1::GpuSpec>> GpuChoice(bool has_name, const std::string& name,
+                                                     bool has_bytes, uint64_t bytes,
+                                                     const GpuCatalog& catalog) {
+  if (has_name) {
+    absl::StatusOr<v1::GpuSpec> gpu = catalog.Find(name);
+    if (!gpu.ok()) return FieldError("gpu_name", gpu.status());
+    return *std::move(gpu);
   }
+  if (has_bytes) {
+    if (bytes == 0) return InvalidField("gpu_memory_bytes", "gpu_memory_bytes = 0: must be > 0");
+    v1::GpuSpec gpu;
+    gpu.set_memory_bytes(bytes);
+    return gpu;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+absl::StatusOr<v1::GpuSpec> ResolveGpu(const v1::CheckRequest& request, const GpuCatalog& catalog) {
+  OOMGUARD_ASSIGN_OR_RETURN(
+      std::optional<v1::GpuSpec> gpu,
+      GpuChoice(request.gpu_case() == v1::CheckRequest::kGpuName, request.gpu_name(),
+                request.gpu_case() == v1::CheckRequest::kGpuMemoryBytes, request.gpu_memory_bytes(),
+                catalog));
+  if (gpu) return *std::move(gpu);
   // "gpu" is the oneof of gpu_name and gpu_memory_bytes.
   return InvalidField("gpu", "gpu: missing; set gpu_name (see ListGpus) or gpu_memory_bytes");
+}
+
+absl::StatusOr<v1::GpuSpec> ResolveEstimateGpu(const v1::EstimateRequest& request,
+                                               const GpuCatalog& catalog,
+                                               std::vector<std::string>* notes) {
+  OOMGUARD_ASSIGN_OR_RETURN(
+      std::optional<v1::GpuSpec> gpu,
+      GpuChoice(request.gpu_case() == v1::EstimateRequest::kGpuName, request.gpu_name(),
+                request.gpu_case() == v1::EstimateRequest::kGpuMemoryBytes,
+                request.gpu_memory_bytes(), catalog));
+  if (gpu) return *std::move(gpu);
+  return AssumedRlGpu(catalog, notes);
 }
 
 }  // namespace oomguard::service
