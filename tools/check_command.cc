@@ -92,14 +92,24 @@ int RunCheckCommand(const std::vector<std::string>& args, std::string& out, std:
     out = kCheckUsageText;
     return kCheckFits;
   }
-  absl::StatusOr<CheckJob> job = ReadCheckJob(f);
-  if (!job.ok()) {
-    err = ErrLine(job.status().message());
-    // A script oomguard cannot read is not an invalid job: the hook's policy
-    // decides, as when the service does not answer.
-    return IsUnreadableScript(job.status()) ? kCheckUnavailable : kCheckUsage;
+  CheckPlan plan;
+  if (!f.rl_config_path.empty()) {
+    absl::StatusOr<std::string> config = ReadJobFile("--rl-config", f.rl_config_path);
+    if (!config.ok()) {
+      err = ErrLine(config.status().message());
+      return kCheckUsage;
+    }
+    plan = MakeRlCheckPlan(f, *std::move(config));
+  } else {
+    absl::StatusOr<CheckJob> job = ReadCheckJob(f);
+    if (!job.ok()) {
+      err = ErrLine(job.status().message());
+      // A script oomguard cannot read is not an invalid job: the hook's
+      // policy decides, as when the service does not answer.
+      return IsUnreadableScript(job.status()) ? kCheckUnavailable : kCheckUsage;
+    }
+    plan = MakeCheckPlan(f, job->envelope ? &*job->envelope : nullptr, job->script);
   }
-  const CheckPlan plan = MakeCheckPlan(f, job->envelope ? &*job->envelope : nullptr, job->script);
   for (const std::string& n : plan.notes) err += ErrLine(absl::StrCat("note: ", n));
   if (!plan.not_judged.empty()) {
     out = absl::StrCat("oomguard: not judged: ", plan.not_judged, "\n");

@@ -33,7 +33,7 @@ absl::StatusOr<bool> TakeValueFlag(const std::vector<std::string>& args, size_t&
        {std::pair{"--server", &f.server}, std::pair{"--preset", &f.preset},
         std::pair{"--tls-ca", &f.tls_ca}, std::pair{"--tls-cert", &f.tls_cert},
         std::pair{"--tls-key", &f.tls_key}, std::pair{"--script", &f.script_path},
-        std::pair{"--job-file", &f.job_file_path}}) {
+        std::pair{"--job-file", &f.job_file_path}, std::pair{"--rl-config", &f.rl_config_path}}) {
     if (IsFlag(a, name)) {
       OOMGUARD_ASSIGN_OR_RETURN(*value, TakeFlagValue(args, i, name));
       return true;
@@ -96,11 +96,12 @@ absl::Status CheckCombination(const CheckFlags& f) {
     return absl::InvalidArgumentError(
         absl::StrCat("--server: expected HOST:PORT, got \"", ShownValue(f.server), "\""));
   }
-  const int sources =
-      (f.script_path.empty() ? 0 : 1) + (f.job_file_path.empty() ? 0 : 1) + (f.args_given ? 1 : 0);
+  const int sources = (f.script_path.empty() ? 0 : 1) + (f.job_file_path.empty() ? 0 : 1) +
+                      (f.rl_config_path.empty() ? 0 : 1) + (f.args_given ? 1 : 0);
   if (sources != 1) {
     return absl::InvalidArgumentError(
-        "give exactly one of --script FILE, --job-file FILE or -- <Megatron-LM args>");
+        "give exactly one of --script FILE, --job-file FILE or -- <Megatron-LM args> (or, for an "
+        "RL job, --rl-config FILE)");
   }
   if (!f.gpu.empty() && f.gpu_memory_gib > 0) {
     return absl::InvalidArgumentError("give either --gpu or --gpu-memory-gib, not both");

@@ -24,7 +24,11 @@ inline constexpr char kCheckUsageText[] =
     "           [--megatron-core-version X.Y] [--transformer-engine-version X.Y]\n"
     "           [--gpu-architecture hopper|blackwell|volta|turing]\n"
     "           [--tls-ca PEM [--tls-cert PEM --tls-key PEM]] [--json]\n"
-    "           (--script FILE | --job-file FILE | -- <Megatron-LM args>)\n"
+    "           (--script FILE | --job-file FILE | --rl-config FILE\n"
+    "            | -- <Megatron-LM args, or slime's or Megatron-LM's RL args>)\n"
+    "--rl-config: veRL's or NeMo-RL's YAML (an RL step, judged on its binding phase;\n"
+    "           --gpus may be left out where it gives the world size; without --gpu\n"
+    "           or --gpu-memory-gib, H100-SXM-80GB)\n"
     "exit: 0 fits, 3 fits with settings, 4 does not fit, 5 not judged,\n"
     "      2 usage or invalid job, 6 service unavailable or too slow\n";
 
@@ -54,6 +58,8 @@ struct CheckFlags {
   bool json = false;
   std::string tls_ca, tls_cert, tls_key;
   std::string script_path, job_file_path;
+  // --rl-config FILE: an RL framework's YAML (JobSource.rl).
+  std::string rl_config_path;
   bool args_given = false;  // `--` was given: `args` is the job.
   std::vector<std::string> args;
 };

@@ -7,10 +7,26 @@
 #include <optional>
 
 #include "absl/strings/str_cat.h"
+#include "admission/rl_admission.h"
 #include "jobscript/check_request.h"
 #include "jobscript/job_sources.h"
 
 namespace oomguard {
+
+namespace {
+
+// The command line's policy (--peak-bound, --coverage, --judge-unmodelled),
+// and the report only with --json.
+void SetCommandLinePolicy(const CheckFlags& f, v1::CheckRequest* request) {
+  request->mutable_policy()->set_peak_bound(f.peak_bound);
+  // The verdict, the summary and the steps are what it prints; the per-rank
+  // report only with --json, which prints the whole response.
+  request->set_omit_report(!f.json);
+  if (f.coverage) request->mutable_policy()->set_upper_bound_coverage(*f.coverage);
+  if (f.judge_unmodelled) request->mutable_policy()->set_judge_unmodelled(*f.judge_unmodelled);
+}
+
+}  // namespace
 
 CheckPlan MakeCheckPlan(const CheckFlags& f, const JobEnvelope* envelope, const ScriptJob& job) {
   CheckPlan plan;
@@ -70,12 +86,30 @@ CheckPlan MakeCheckPlan(const CheckFlags& f, const JobEnvelope* envelope, const 
                             chosen.gpu_from == JobValueSource::kRequest ||
                             chosen.gpu_from == JobValueSource::kDefault;
   plan.request = BuildCheckRequest(chosen.launch);
-  plan.request.mutable_policy()->set_peak_bound(f.peak_bound);
-  // The verdict, the summary and the steps are what it prints; the per-rank
-  // report only with --json, which prints the whole response.
-  plan.request.set_omit_report(!f.json);
-  if (f.coverage) plan.request.mutable_policy()->set_upper_bound_coverage(*f.coverage);
-  if (f.judge_unmodelled) plan.request.mutable_policy()->set_judge_unmodelled(*f.judge_unmodelled);
+  SetCommandLinePolicy(f, &plan.request);
+  return plan;
+}
+
+CheckPlan MakeRlCheckPlan(const CheckFlags& f, std::string config_yaml) {
+  CheckPlan plan;
+  v1::JobSource* source = plan.request.mutable_job();
+  v1::RlJob* rl = source->mutable_rl();
+  rl->set_config_yaml(std::move(config_yaml));
+  if (!f.preset.empty()) rl->set_preset(f.preset);
+  rl->set_num_gpus(f.gpus);
+  source->mutable_env()->insert(f.env.begin(), f.env.end());
+  source->set_gpus_per_node(f.gpus_per_node);
+  if (!f.gpu.empty()) {
+    plan.request.set_gpu_name(f.gpu);
+  } else if (f.gpu_memory_gib > 0) {
+    plan.request.set_gpu_memory_bytes(
+        static_cast<uint64_t>(std::llround(f.gpu_memory_gib * static_cast<double>(1ull << 30))));
+  } else {
+    plan.request.set_gpu_name(kDefaultRlGpu);
+    plan.notes.push_back(absl::StrCat("no --gpu given: the RL step is checked on ", kDefaultRlGpu));
+  }
+  if (f.safety_margin) plan.request.mutable_policy()->set_safety_margin(*f.safety_margin);
+  SetCommandLinePolicy(f, &plan.request);
   return plan;
 }
 

@@ -33,6 +33,12 @@ struct CheckPlan {
 // `envelope` is null without --job-file.
 CheckPlan MakeCheckPlan(const CheckFlags& flags, const JobEnvelope* envelope, const ScriptJob& job);
 
+// The request of --rl-config, whose text is `config_yaml`: JobSource.rl
+// with the command line's --preset, --gpus (0: the config's), --env and
+// --gpus-per-node; the GPU of --gpu or --gpu-memory-gib, else
+// H100-SXM-80GB (noted); the policy as for any check.
+CheckPlan MakeRlCheckPlan(const CheckFlags& flags, std::string config_yaml);
+
 }  // namespace oomguard
 
 #endif  // OOMGUARD_TOOLS_CHECK_PLAN_H_

@@ -5,8 +5,10 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/strip.h"
 #include "admission/peak_wording.h"
 #include "estimator/reported_count.h"
 #include "nlohmann/json.hpp"
@@ -188,7 +190,10 @@ std::string FormatTree(const v1::EstimateReport& rep) {
   return out;
 }
 
-std::string FormatJson(const v1::EstimateReport& rep, uint64_t capacity) {
+namespace {
+
+// The report as FormatJson writes it.
+ordered_json ReportJson(const v1::EstimateReport& rep, uint64_t capacity) {
   ordered_json j = {{"num_gpus", rep.num_gpus()},
                     {"tensor_parallel", rep.tensor_parallel()},
                     {"pipeline_parallel", rep.pipeline_parallel()},
@@ -211,9 +216,144 @@ std::string FormatJson(const v1::EstimateReport& rep, uint64_t capacity) {
     for (const v1::ModuleNode& n : rep.rank_trees()) trees.push_back(TreeJson(n));
   }
   j["notes"] = std::vector<std::string>(rep.notes().begin(), rep.notes().end());
-  // Compact; text that is not UTF-8 (a note quoting an argument) is replaced
-  // by U+FFFD rather than failing the report.
+  return j;
+}
+
+// Compact; text that is not UTF-8 (a note quoting an argument) is replaced
+// by U+FFFD rather than failing the report.
+std::string DumpJson(const ordered_json& j) {
   return j.dump(-1, ' ', false, ordered_json::error_handler_t::replace) + "\n";
+}
+
+ordered_json TermJson(const v1::RlTerm& t) {
+  return ordered_json{
+      {"name", t.name()}, {"bytes", t.bytes()}, {"basis", t.basis()}, {"key", t.key()}};
+}
+
+// "verl", "nemo_rl", "slime", "megatron_rl".
+std::string FrameworkName(v1::RlFramework framework) {
+  std::string name(absl::StripPrefix(v1::RlFramework_Name(framework), "RL_FRAMEWORK_"));
+  return absl::AsciiStrToLower(name);
+}
+
+// The worst rank of `phase` (its RlPhaseReport.worst_rank), or null.
+const v1::RlPhaseRank* WorstRank(const v1::RlPhaseReport& phase) {
+  for (const v1::RlPhaseRank& r : phase.ranks()) {
+    if (r.pp_rank() == phase.worst_rank()) return &r;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+std::string FormatJson(const v1::EstimateReport& rep, uint64_t capacity) {
+  return DumpJson(ReportJson(rep, capacity));
+}
+
+std::string FormatRlJson(const v1::RlStepReport& step) {
+  ordered_json j = {{"framework", FrameworkName(step.framework())},
+                    {"binding_phase", step.binding_phase()},
+                    {"worst_rank", step.worst_rank()},
+                    {"peak_device_bytes", step.peak_device_bytes()},
+                    {"peak_device_upper_bytes", step.peak_device_upper_bytes()},
+                    {"upper_bound_coverage", step.upper_bound_coverage()},
+                    {"gpu_name", step.gpu_name()},
+                    {"gpu_memory_bytes", step.gpu_memory_bytes()}};
+  ordered_json& phases = j["phases"] = ordered_json::array();
+  for (const v1::RlPhaseReport& p : step.phases()) {
+    ordered_json phase = {{"phase", p.phase()},
+                          {"peak_device_bytes", p.peak_device_bytes()},
+                          {"peak_device_upper_bytes", p.peak_device_upper_bytes()},
+                          {"worst_rank", p.worst_rank()},
+                          {"largest_term", p.largest_term()},
+                          {"key", p.key()}};
+    if (!p.failure().empty()) phase["failure"] = p.failure();
+    ordered_json& ranks = phase["ranks"] = ordered_json::array();
+    for (const v1::RlPhaseRank& r : p.ranks()) {
+      ordered_json terms = ordered_json::array();
+      for (const v1::RlTerm& t : r.terms()) terms.push_back(TermJson(t));
+      ranks.push_back({{"pp_rank", r.pp_rank()},
+                       {"peak_device_bytes", r.peak_device_bytes()},
+                       {"peak_device_upper_bytes", r.peak_device_upper_bytes()},
+                       {"terms", std::move(terms)}});
+    }
+    phases.push_back(std::move(phase));
+  }
+  j["engine_kv_pool_bytes"] = step.engine_kv_pool_bytes();
+  j["engine_kv_tokens"] = step.engine_kv_tokens();
+  j["host_bytes_per_node"] = step.host_bytes_per_node();
+  ordered_json& host = j["host_terms"] = ordered_json::array();
+  for (const v1::RlTerm& t : step.host_terms()) host.push_back(TermJson(t));
+  if (step.has_actor_update()) {
+    j["actor_update"] = ReportJson(step.actor_update(), step.gpu_memory_bytes());
+  }
+  j["notes"] = std::vector<std::string>(step.notes().begin(), step.notes().end());
+  return DumpJson(j);
+}
+
+std::string FormatRlTable(const v1::RlStepReport& step) {
+  const std::string gpu =
+      step.gpu_name().empty()
+          ? absl::StrFormat("a %.2f GiB GPU", Gib(step.gpu_memory_bytes()))
+          : absl::StrFormat("%s (%.2f GiB)", step.gpu_name(), Gib(step.gpu_memory_bytes()));
+  std::string out = absl::StrFormat("RL step (%s) on %s: each phase's device peak per PP rank\n\n",
+                                    FrameworkName(step.framework()), gpu);
+  int num_ranks = 0;
+  for (const v1::RlPhaseReport& p : step.phases()) num_ranks = std::max(num_ranks, p.ranks_size());
+  absl::StrAppendFormat(&out, "%-13s", "phase");
+  for (int r = 0; r < num_ranks; ++r)
+    absl::StrAppendFormat(&out, " %15s", absl::StrCat("rank ", r));
+  out += "\n";
+  for (const v1::RlPhaseReport& p : step.phases()) {
+    absl::StrAppendFormat(&out, "%-13s", p.phase());
+    for (const v1::RlPhaseRank& r : p.ranks()) {
+      absl::StrAppendFormat(&out, " %15s",
+                            absl::StrFormat("%.2f/%.2f%s", Gib(r.peak_device_bytes()),
+                                            Gib(r.peak_device_upper_bytes()),
+                                            r.pp_rank() == p.worst_rank() ? "*" : " "));
+    }
+    out += p.failure().empty() ? "\n" : "  CANNOT RUN\n";
+  }
+  absl::StrAppendFormat(&out,
+                        "(memory in GiB: peak_dev/upper_dev, upper_dev = at most that at %g%% "
+                        "coverage; * = the phase's worst rank)\n",
+                        100 * step.upper_bound_coverage());
+  const std::string upper_label =
+      ComparedPeakLabel(v1::PEAK_BOUND_UPPER, step.upper_bound_coverage());
+  const double head = (static_cast<double>(step.gpu_memory_bytes()) -
+                       static_cast<double>(step.peak_device_upper_bytes())) /
+                      kGiB;
+  absl::StrAppendFormat(
+      &out,
+      "\nbinding phase %s, PP rank %d: %.2f GiB (%s; point estimate %.2f GiB) of %.2f GiB: %s\n",
+      step.binding_phase(), step.worst_rank(), Gib(step.peak_device_upper_bytes()), upper_label,
+      Gib(step.peak_device_bytes()), Gib(step.gpu_memory_bytes()),
+      head >= 0 ? absl::StrFormat("fits, %.2f GiB headroom", head)
+                : absl::StrFormat("does not fit, %.2f GiB over", -head));
+  for (const v1::RlPhaseReport& p : step.phases()) {
+    if (!p.failure().empty()) absl::StrAppend(&out, p.phase(), " cannot run: ", p.failure(), "\n");
+  }
+  for (const v1::RlPhaseReport& p : step.phases()) {
+    const v1::RlPhaseRank* w = WorstRank(p);
+    if (w == nullptr) continue;
+    absl::StrAppendFormat(&out, "\n%s, PP rank %d: %.2f GiB\n", p.phase(), w->pp_rank(),
+                          Gib(w->peak_device_bytes()));
+    for (const v1::RlTerm& t : w->terms()) {
+      absl::StrAppendFormat(&out, "  %-32s %9.2f%s\n", t.name(), Gib(t.bytes()),
+                            t.key().empty() ? "" : absl::StrCat("  (", t.key(), ")"));
+    }
+  }
+  absl::StrAppendFormat(&out, "\nengine KV pool: %.2f GiB per GPU, %d tokens\n",
+                        Gib(step.engine_kv_pool_bytes()), step.engine_kv_tokens());
+  absl::StrAppendFormat(&out, "host memory per node: %.2f GiB", Gib(step.host_bytes_per_node()));
+  std::string sep = " (";
+  for (const v1::RlTerm& t : step.host_terms()) {
+    absl::StrAppendFormat(&out, "%s%s %.2f", sep, t.name(), Gib(t.bytes()));
+    sep = "; ";
+  }
+  out += step.host_terms_size() > 0 ? ")\n" : "\n";
+  for (const std::string& n : step.notes()) absl::StrAppend(&out, "note: ", n, "\n");
+  return out;
 }
 
 }  // namespace oomguard

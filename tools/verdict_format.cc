@@ -32,6 +32,15 @@ std::string SettingLine(const std::string& setting) {
 
 std::string FormatVerdict(const v1::CheckResponse& r) {
   std::string out = absl::StrCat("oomguard: ", r.summary(), "\n");
+  // An RL step: each phase's worst rank, its peak as the verdict compares it.
+  for (const v1::RlPhaseReport& phase : r.rl_step().phases()) {
+    const uint64_t peak = r.peak_bound() == v1::PEAK_BOUND_POINT ? phase.peak_device_bytes()
+                                                                 : phase.peak_device_upper_bytes();
+    absl::StrAppend(
+        &out, "oomguard: phase ", phase.phase(), ": ", LabelledPeak(peak, r), " on PP rank ",
+        phase.worst_rank(), phase.phase() == r.rl_step().binding_phase() ? " (binding)" : "",
+        phase.failure().empty() ? "" : absl::StrCat("; cannot run: ", phase.failure()), "\n");
+  }
   switch (r.verdict()) {
     case v1::VERDICT_FITS:
       break;

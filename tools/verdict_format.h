@@ -1,5 +1,6 @@
 // What `oomguard check` prints for the service's answer: the verdict lines
-// (the one-line summary, then for FITS_WITH_SETTINGS the settings to add, for
+// (the one-line summary, for an RL step one line per phase, then for
+// FITS_WITH_SETTINGS the settings to add, for
 // DOES_NOT_FIT the recommended steps, the planner's alternatives (what fits
 // instead, or what runs clearly faster), and the incompatibilities), or the
 // CheckResponse as protobuf JSON for --json.
