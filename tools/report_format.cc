@@ -302,7 +302,7 @@ std::string FormatRlTable(const v1::RlStepReport& step) {
   for (const v1::RlPhaseReport& p : step.phases()) num_ranks = std::max(num_ranks, p.ranks_size());
   absl::StrAppendFormat(&out, "%-13s", "phase");
   for (int r = 0; r < num_ranks; ++r)
-    absl::StrAppendFormat(&out, " %15s", absl::StrCat("rank ", r));
+    absl::StrAppendFormat(&out, " %14s ", absl::StrCat("rank ", r));
   out += "\n";
   for (const v1::RlPhaseReport& p : step.phases()) {
     absl::StrAppendFormat(&out, "%-13s", p.phase());

@@ -149,5 +149,27 @@ TEST(CheckResultKeyTest, EqualForEqualInputsAndDistinctOtherwise) {
   }
 }
 
+// An RL job's key: its RlJobSpec's, never a JobSpec's (even one whose
+// serialization is the same bytes), and distinct for another RL job.
+TEST(CheckResultKeyTest, RlJobsAreKeyedApart) {
+  v1::RlJobSpec rl;
+  rl.mutable_actor()->mutable_model()->set_num_layers(32);
+  v1::GpuSpec gpu;
+  gpu.set_memory_bytes(uint64_t{80} << 30);
+  const AdmissionOptions options;
+  const std::string key = CheckResultKey(rl, gpu, options);
+  EXPECT_EQ(CheckResultKey(rl, gpu, options), key);
+  // A JobSpec whose bytes are the RlJobSpec's.
+  v1::JobSpec same_bytes;
+  ASSERT_TRUE(same_bytes.ParseFromString(rl.SerializeAsString()));
+  EXPECT_NE(CheckResultKey(same_bytes, gpu, options), key);
+  v1::RlJobSpec other = rl;
+  other.mutable_rollout()->set_memory_fraction(0.4);
+  EXPECT_NE(CheckResultKey(other, gpu, options), key);
+  AdmissionOptions margin = options;
+  margin.safety_margin = 0.05;
+  EXPECT_NE(CheckResultKey(rl, gpu, margin), key);
+}
+
 }  // namespace
 }  // namespace oomguard::service

@@ -123,5 +123,17 @@ TEST(CheckFlagsTest, ErrorsNameTheFlagAndTheValue) {
   }
 }
 
+// --rl-config FILE is a job source of its own: with no other, and the
+// errors of the others name it.
+TEST(CheckFlagsTest, RlConfigIsAJobSource) {
+  absl::StatusOr<CheckFlags> f = ParseCheckFlags({"--server", "h:1", "--rl-config", "verl.yaml"});
+  ASSERT_TRUE(f.ok()) << f.status();
+  EXPECT_EQ(f->rl_config_path, "verl.yaml");
+  EXPECT_FALSE(f->args_given);
+  f = ParseCheckFlags({"--server", "h:1", "--rl-config", "verl.yaml", "--", "x"});
+  ASSERT_FALSE(f.ok());
+  EXPECT_THAT(f.status().message(), HasSubstr("(or, for an RL job, --rl-config FILE)"));
+}
+
 }  // namespace
 }  // namespace oomguard

@@ -220,5 +220,37 @@ TEST(CheckPlanTest, WithTheSchedulerItsDescriptorIsTheAuthority) {
               HasSubstr("GPU count is unknown"));
 }
 
+// --rl-config: the YAML as JobSource.rl with the command line's model,
+// size, environment and policy; without --gpu, H100-SXM-80GB, noted.
+TEST(CheckPlanTest, RlConfigIsSentAsTheRlJob) {
+  CheckFlags flags;
+  flags.rl_config_path = "verl.yaml";
+  flags.preset = "qwen3-8b";
+  flags.gpus = 16;
+  flags.gpus_per_node = 8;
+  flags.env = {{"PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True"}};
+  flags.safety_margin = 0.05;
+  flags.judge_unmodelled = true;
+  CheckPlan plan = MakeRlCheckPlan(flags, "actor_rollout_ref: {}\n");
+  EXPECT_TRUE(plan.not_judged.empty());
+  const v1::JobSource& job = plan.request.job();
+  ASSERT_TRUE(job.has_rl());
+  EXPECT_EQ(job.rl().config_yaml(), "actor_rollout_ref: {}\n");
+  EXPECT_EQ(job.rl().preset(), "qwen3-8b");
+  EXPECT_EQ(job.rl().num_gpus(), 16u);
+  EXPECT_EQ(job.gpus_per_node(), 8u);
+  EXPECT_THAT(job.env(), ElementsAre(Pair("PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True")));
+  EXPECT_EQ(plan.request.gpu_name(), "H100-SXM-80GB");
+  EXPECT_THAT(plan.notes, ElementsAre(HasSubstr("no --gpu given: the RL step is checked on "
+                                                "H100-SXM-80GB")));
+  EXPECT_DOUBLE_EQ(plan.request.policy().safety_margin(), 0.05);
+  EXPECT_TRUE(plan.request.policy().judge_unmodelled());
+  EXPECT_TRUE(plan.request.omit_report());
+  flags.gpu_memory_gib = 141;
+  plan = MakeRlCheckPlan(flags, "x: 1\n");
+  EXPECT_EQ(plan.request.gpu_memory_bytes(), uint64_t{141} << 30);
+  EXPECT_THAT(plan.notes, IsEmpty());
+}
+
 }  // namespace
 }  // namespace oomguard

@@ -144,5 +144,42 @@ TEST(EstimateCommandTest, RefusesAMicroBatchGroupMegatronRefuses) {
   EXPECT_THAT(out, IsEmpty());
 }
 
+// The RL job's flags: --gpus may be left out with --rl-config (the config
+// gives the world size), one GPU flag, one job source.
+TEST(EstimateCommandTest, RlFlagErrors) {
+  const std::pair<std::vector<std::string>, std::string> cases[] = {
+      {{"--rl-config", "/nonexistent.yaml"}, "--rl-config: cannot read \"/nonexistent.yaml\""},
+      {{"--rl-config", "/"}, "--rl-config: \"/\" is a directory, not a file"},
+      {{"--rl-config", "/dev/zero"}, "--rl-config: \"/dev/zero\" is larger than 1048576 bytes"},
+      {{"--rl-config", "a.yaml", "--", "--colocate"},
+       "give either --rl-config FILE or the RL arguments after --, not both"},
+      {{"--rl-config", "a.yaml", "--gpu", "H100", "--gpu-memory-gib", "80"},
+       "give either --gpu or --gpu-memory-gib, not both"},
+      {{"--gpus", "8", "--gpu="}, "--gpu: expected a GPU name (see ListGpus), got \"\""},
+  };
+  for (const auto& [args, error] : cases) {
+    std::string out, err;
+    EXPECT_EQ(RunEstimateCommand(args, out, err), 2) << error;
+    EXPECT_EQ(err, error);
+    EXPECT_THAT(out, IsEmpty());
+  }
+}
+
+// --gpu NAME for a pretraining job: the table compares with its memory, as
+// --gpu-memory-gib does.
+TEST(EstimateCommandTest, GpuNameIsTheCapacity) {
+  std::string by_name, by_gib, err;
+  ASSERT_EQ(RunEstimateCommand(With({"--gpus", "8", "--gpu", "H100-SXM-80GB"}), by_name, err), 0)
+      << err;
+  ASSERT_EQ(
+      RunEstimateCommand(With({"--gpus", "8", "--gpu-memory-gib", "79.1103515625"}), by_gib, err),
+      0)
+      << err;
+  EXPECT_EQ(by_name, by_gib);
+  EXPECT_THAT(by_name, HasSubstr("vs GPU"));
+  EXPECT_EQ(RunEstimateCommand(With({"--gpus", "8", "--gpu", "P100"}), by_name, err), 2);
+  EXPECT_THAT(err, StartsWith("--gpu: "));
+}
+
 }  // namespace
 }  // namespace oomguard

@@ -147,5 +147,111 @@ TEST(FormatTableTest, SaysWhetherTheWorstRankFits) {
   EXPECT_THAT(FormatTable(SmallReport(), uint64_t{92} << 30), HasSubstr("  fits\n"));
 }
 
+// An RL step of two phases on two PP ranks, in whole GiB: generation binds
+// on rank 0 (60, bound 62), log-prob cannot run on rank 1.
+v1::RlStepReport SmallRlStep() {
+  constexpr uint64_t kGiB = uint64_t{1} << 30;
+  v1::RlStepReport step;
+  step.set_framework(v1::RL_FRAMEWORK_VERL);
+  step.set_gpu_name("H100-SXM-80GB");
+  step.set_gpu_memory_bytes(80 * kGiB);
+  step.set_upper_bound_coverage(0.95);
+  step.set_binding_phase("generate");
+  step.set_worst_rank(0);
+  step.set_peak_device_bytes(60 * kGiB);
+  step.set_peak_device_upper_bytes(62 * kGiB);
+  step.set_engine_kv_pool_bytes(20 * kGiB);
+  step.set_engine_kv_tokens(163840);
+  step.set_host_bytes_per_node(96 * kGiB);
+  v1::RlTerm* host = step.add_host_terms();
+  host->set_name("actor optimizer offloaded");
+  host->set_bytes(96 * kGiB);
+  auto add_phase = [&](const std::string& name, uint64_t peak0, uint64_t peak1) {
+    v1::RlPhaseReport* p = step.add_phases();
+    p->set_phase(name);
+    for (uint32_t r = 0; r < 2; ++r) {
+      v1::RlPhaseRank* rank = p->add_ranks();
+      rank->set_pp_rank(r);
+      const uint64_t peak = (r == 0 ? peak0 : peak1) * kGiB;
+      v1::RlTerm* big = rank->add_terms();
+      big->set_name("engine KV pool");
+      big->set_bytes(peak - 10 * kGiB);
+      big->set_basis("gpu_memory_utilization 0.5 x 80 GiB less the weights");
+      big->set_key("actor_rollout_ref.rollout.gpu_memory_utilization");
+      v1::RlTerm* small = rank->add_terms();
+      small->set_name("actor parameters");
+      small->set_bytes(10 * kGiB);
+      rank->set_peak_device_bytes(peak);
+      rank->set_peak_device_upper_bytes(peak + 2 * kGiB);
+    }
+    p->set_worst_rank(peak1 > peak0 ? 1 : 0);
+    p->set_peak_device_bytes(std::max(peak0, peak1) * kGiB);
+    p->set_peak_device_upper_bytes((std::max(peak0, peak1) + 2) * kGiB);
+    p->set_largest_term("engine KV pool");
+    p->set_key("actor_rollout_ref.rollout.gpu_memory_utilization");
+    return p;
+  };
+  add_phase("generate", 60, 60);
+  add_phase("log_prob", 30, 40)->set_failure("the logits do not fit");
+  step.add_notes("a note");
+  return step;
+}
+
+// Every phase with its worst rank's peaks, the binding phase and the rest of
+// the step, in a fixed order, integer byte counts.
+TEST(FormatRlJsonTest, PhasesAndBindingPhase) {
+  const nlohmann::json j = nlohmann::json::parse(FormatRlJson(SmallRlStep()));
+  EXPECT_EQ(j["framework"], "verl");
+  EXPECT_EQ(j["binding_phase"], "generate");
+  EXPECT_EQ(j["worst_rank"], 0);
+  EXPECT_EQ(j["peak_device_bytes"], uint64_t{60} << 30);
+  EXPECT_EQ(j["peak_device_upper_bytes"], uint64_t{62} << 30);
+  EXPECT_EQ(j["gpu_memory_bytes"], uint64_t{80} << 30);
+  ASSERT_EQ(j["phases"].size(), 2u);
+  const nlohmann::json& lp = j["phases"][1];
+  EXPECT_EQ(lp["phase"], "log_prob");
+  EXPECT_EQ(lp["peak_device_bytes"], uint64_t{40} << 30);
+  EXPECT_EQ(lp["peak_device_upper_bytes"], uint64_t{42} << 30);
+  EXPECT_EQ(lp["worst_rank"], 1);
+  EXPECT_EQ(lp["failure"], "the logits do not fit");
+  EXPECT_FALSE(j["phases"][0].contains("failure"));
+  ASSERT_EQ(lp["ranks"].size(), 2u);
+  EXPECT_EQ(lp["ranks"][1]["terms"][0]["name"], "engine KV pool");
+  EXPECT_EQ(lp["ranks"][1]["terms"][0]["bytes"], uint64_t{30} << 30);
+  EXPECT_EQ(lp["ranks"][1]["terms"][0]["key"], "actor_rollout_ref.rollout.gpu_memory_utilization");
+  EXPECT_EQ(j["engine_kv_pool_bytes"], uint64_t{20} << 30);
+  EXPECT_EQ(j["engine_kv_tokens"], 163840);
+  EXPECT_EQ(j["host_bytes_per_node"], uint64_t{96} << 30);
+  EXPECT_EQ(j["host_terms"][0]["name"], "actor optimizer offloaded");
+  EXPECT_FALSE(j.contains("actor_update"));
+  EXPECT_EQ(j["notes"], nlohmann::json::array({"a note"}));
+  // The actor update as FormatJson writes it, against the GPU.
+  v1::RlStepReport with_update = SmallRlStep();
+  *with_update.mutable_actor_update() = SmallReport();
+  const nlohmann::json u = nlohmann::json::parse(FormatRlJson(with_update));
+  EXPECT_EQ(u["actor_update"],
+            nlohmann::json::parse(FormatJson(SmallReport(), uint64_t{80} << 30)));
+  const std::string text = FormatRlJson(SmallRlStep());
+  EXPECT_THAT(text, StartsWith("{\"framework\":\"verl\",\"binding_phase\":\"generate\","
+                               "\"worst_rank\":0,\"peak_device_bytes\":64424509440,"));
+}
+
+TEST(FormatRlTableTest, PhasesByRanksBindingPhaseTermsAndHost) {
+  const std::string table = FormatRlTable(SmallRlStep());
+  EXPECT_THAT(table, StartsWith("RL step (verl) on H100-SXM-80GB (80.00 GiB): each phase's "
+                                "device peak per PP rank\n\nphase                 rank 0          "
+                                "rank 1 \ngenerate         60.00/62.00*    60.00/62.00 \n"
+                                "log_prob         30.00/32.00     40.00/42.00*  CANNOT RUN\n"));
+  EXPECT_THAT(table, HasSubstr("binding phase generate, PP rank 0: 62.00 GiB (95% bound; point "
+                               "estimate 60.00 GiB) of 80.00 GiB: fits, 18.00 GiB headroom\n"
+                               "log_prob cannot run: the logits do not fit\n"));
+  EXPECT_THAT(table, HasSubstr("\nlog_prob, PP rank 1: 40.00 GiB\n  engine KV pool              "
+                               "         30.00  (actor_rollout_ref.rollout.gpu_memory_"
+                               "utilization)\n  actor parameters                     10.00\n"));
+  EXPECT_THAT(table, HasSubstr("engine KV pool: 20.00 GiB per GPU, 163840 tokens\n"
+                               "host memory per node: 96.00 GiB (actor optimizer offloaded "
+                               "96.00)\nnote: a note\n"));
+}
+
 }  // namespace
 }  // namespace oomguard

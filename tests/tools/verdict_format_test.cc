@@ -116,5 +116,35 @@ TEST(FormatCheckResponseJsonTest, OneLineWithProtoNamesAndDefaults) {
   EXPECT_EQ(parsed.verdict(), v1::VERDICT_FITS);
 }
 
+// An RL step: a line per phase, its worst rank's peak as the verdict
+// compares it, the binding phase and a phase that cannot run named.
+TEST(FormatVerdictTest, RlStepListsEachPhase) {
+  v1::CheckResponse r;
+  r.set_verdict(v1::VERDICT_DOES_NOT_FIT);
+  r.set_summary("Does not fit: log-prob peaks at 83.0 GiB");
+  r.set_peak_bound(v1::PEAK_BOUND_UPPER);
+  r.set_compared_peak_label("95% bound");
+  r.mutable_rl_step()->set_binding_phase("log_prob");
+  v1::RlPhaseReport* generate = r.mutable_rl_step()->add_phases();
+  generate->set_phase("generate");
+  generate->set_peak_device_bytes(uint64_t{80} << 30);
+  generate->set_peak_device_upper_bytes(uint64_t{81} << 30);
+  generate->set_failure("the engine cannot start");
+  v1::RlPhaseReport* log_prob = r.mutable_rl_step()->add_phases();
+  log_prob->set_phase("log_prob");
+  log_prob->set_worst_rank(3);
+  log_prob->set_peak_device_bytes(uint64_t{82} << 30);
+  log_prob->set_peak_device_upper_bytes(uint64_t{83} << 30);
+  EXPECT_EQ(FormatVerdict(r),
+            "oomguard: Does not fit: log-prob peaks at 83.0 GiB\n"
+            "oomguard: phase generate: 81.0 GiB (95% bound) on PP rank 0; cannot run: the "
+            "engine cannot start\n"
+            "oomguard: phase log_prob: 83.0 GiB (95% bound) on PP rank 3 (binding)\n");
+  r.set_peak_bound(v1::PEAK_BOUND_POINT);
+  r.set_compared_peak_label("point estimate");
+  EXPECT_THAT(FormatVerdict(r),
+              HasSubstr("oomguard: phase log_prob: 82.0 GiB (point estimate) on PP rank 3"));
+}
+
 }  // namespace
 }  // namespace oomguard
