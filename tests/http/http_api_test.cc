@@ -17,12 +17,15 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "gmock/gmock.h"
+#include "grpcpp/create_channel.h"
 #include "gtest/gtest.h"
+#include "oomguard/v1/service.grpc.pb.h"
 #include "prometheus/metric_family.h"
 #include "server/server.h"
 #include "tests/jobscript/job_script_test_util.h"
 #include "tests/testing/examples.h"
 #include "tests/testing/held_connections.h"
+#include "tests/testing/rl_test_jobs.h"
 #include "tests/testing/service_test_util.h"
 #include "tests/webhook/webhook_server_fixture.h"
 
@@ -150,6 +153,61 @@ TEST_F(HttpApiTest, ChecksTheShippedExampleAndCachesIt) {
   httplib::Result again = Post("/v1/check", DeepSeekCheck().dump());
   ASSERT_TRUE(again);
   EXPECT_EQ(again->body, check->body);
+}
+
+// An RL job in protobuf's JSON mapping ({"job": {"rl": {...}}}): Estimate
+// answers every phase (rlStep) on the named GPU and the actor update as
+// `report`; Check answers what the gRPC Check answers, its verdict on the
+// binding phase, with every phase.
+TEST_F(HttpApiTest, EstimatesAndChecksAnRlJob) {
+  Start();
+  const json rl = {{"configYaml", testing::VerlQwen3Yaml()}, {"preset", "qwen3-8b"}};
+  httplib::Result estimate =
+      Post("/v1/estimate", json{{"job", {{"rl", rl}}}, {"gpuName", "H200"}}.dump());
+  ASSERT_TRUE(estimate);
+  ASSERT_EQ(estimate->status, 200) << estimate->body;
+  const json estimated = json::parse(estimate->body);
+  EXPECT_EQ(estimated["rlStep"]["framework"], "RL_FRAMEWORK_VERL");
+  EXPECT_EQ(estimated["rlStep"]["gpuName"], "H200-141GB");
+  ASSERT_FALSE(estimated["rlStep"]["phases"].empty());
+  bool binding_is_a_phase = false;
+  for (const json& phase : estimated["rlStep"]["phases"]) {
+    binding_is_a_phase |= phase["phase"] == estimated["rlStep"]["bindingPhase"];
+  }
+  EXPECT_TRUE(binding_is_a_phase) << estimate->body;
+  EXPECT_EQ(estimated["report"]["numGpus"], estimated["rlStep"]["actorUpdate"]["numGpus"]);
+
+  const json check_request = {{"job", {{"rl", rl}}}, {"gpuName", "H100"}};
+  httplib::Result check = Post("/v1/check", check_request.dump());
+  ASSERT_TRUE(check);
+  ASSERT_EQ(check->status, 200) << check->body;
+  const json checked = json::parse(check->body);
+  // The same request over gRPC.
+  v1::CheckRequest request;
+  *request.mutable_job() = testing::VerlQwen3Source();
+  request.set_gpu_name("H100");
+  std::unique_ptr<v1::Oomguard::Stub> stub = v1::Oomguard::NewStub(grpc::CreateChannel(
+      absl::StrCat("127.0.0.1:", server_->grpc_port()), grpc::InsecureChannelCredentials()));
+  grpc::ClientContext context;
+  v1::CheckResponse grpc_response;
+  const grpc::Status grpc_status = stub->Check(&context, request, &grpc_response);
+  ASSERT_TRUE(grpc_status.ok()) << grpc_status.error_message();
+  const v1::CheckResponse* grpc_checked = &grpc_response;
+  EXPECT_EQ(checked["verdict"], v1::Verdict_Name(grpc_checked->verdict()));
+  EXPECT_EQ(checked["summary"], grpc_checked->summary());
+  EXPECT_EQ(checked["comparedPeakBytes"], std::to_string(grpc_checked->compared_peak_bytes()));
+  EXPECT_EQ(checked["rlStep"]["bindingPhase"], grpc_checked->rl_step().binding_phase());
+  EXPECT_EQ(checked["rlStep"]["phases"].size(),
+            static_cast<size_t>(grpc_checked->rl_step().phases_size()));
+
+  // A bad config: 400 naming job.rl.
+  httplib::Result bad =
+      Post("/v1/check", json{{"job", {{"rl", {{"configYaml", "actor_rollout_ref: [unclosed\n"}}}}},
+                             {"gpuName", "H100"}}
+                            .dump());
+  ASSERT_TRUE(bad);
+  EXPECT_EQ(bad->status, 400) << bad->body;
+  EXPECT_EQ(json::parse(bad->body)["details"][0]["fieldViolations"][0]["field"], "job.rl");
 }
 
 // The shipped example as an sbatch script on 32 nodes; `directives` are its

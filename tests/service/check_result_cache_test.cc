@@ -16,6 +16,7 @@
 #include "oomguard/v1/admission.pb.h"
 #include "service/metrics.h"
 #include "service/request_handlers.h"
+#include "tests/testing/rl_test_jobs.h"
 #include "tests/testing/service_test_jobs.h"
 
 namespace oomguard::service {
@@ -109,6 +110,27 @@ TEST_F(CheckResultCacheTest, AnotherJobGpuOrPolicyIsComputed) {
               absl::StatusCode::kDeadlineExceeded)
         << request.ShortDebugString();
   }
+}
+
+// An RL job's config that differs only in a comment reads as the same job:
+// its answer comes from the cache (a passed deadline still answers); another
+// engine fraction is computed.
+TEST_F(CheckResultCacheTest, AnswersAnRlJobReadAsBefore) {
+  const std::unique_ptr<RequestHandlers> handlers = Handlers(size_t{1} << 20);
+  auto request = [](const std::string& fraction, const std::string& comment) {
+    v1::CheckRequest r;
+    *r.mutable_job() = testing::VerlQwen3Source(fraction, comment);
+    r.set_gpu_name("H100-SXM-80GB");
+    return r;
+  };
+  v1::CheckResponse first, again;
+  ASSERT_TRUE(handlers->RunCheck(request("0.5", "# run a"), absl::InfiniteFuture(), &first).ok());
+  const absl::Status status =
+      handlers->RunCheck(request("0.5", "# run b"), absl::InfinitePast(), &again);
+  ASSERT_TRUE(status.ok()) << status;
+  EXPECT_EQ(again.SerializeAsString(), first.SerializeAsString());
+  EXPECT_EQ(handlers->RunCheck(request("0.6", "# run a"), absl::InfinitePast(), &again).code(),
+            absl::StatusCode::kDeadlineExceeded);
 }
 
 TEST_F(CheckResultCacheTest, ZeroBytesTurnsItOff) {
