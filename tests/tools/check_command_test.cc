@@ -20,6 +20,7 @@
 #include "oomguard/v1/admission.pb.h"
 #include "server/server.h"
 #include "tests/jobscript/job_script_test_util.h"
+#include "tests/testing/rl_test_jobs.h"
 #include "tests/testing/service_test_util.h"
 
 namespace oomguard {
@@ -560,6 +561,30 @@ TEST_F(CheckCommandTest, ServiceDownOrSilentIsUnavailableWithinTheDeadline) {
   EXPECT_THAT(err, HasSubstr("DEADLINE_EXCEEDED"));
   EXPECT_GE(seconds, 0.6);
   EXPECT_LT(seconds, 2.0);
+}
+
+// --rl-config: the RL job's verdict on its binding phase, a line per phase;
+// without --gpu, H100-SXM-80GB, noted on stderr; --json has every phase.
+TEST_F(CheckCommandTest, RlConfig) {
+  const std::string config = File("verl.yaml", testing::VerlQwen3Yaml());
+  const int code = Run({"--rl-config", config, "--preset", "qwen3-8b", "--gpu", "H100"});
+  ASSERT_TRUE(code == kCheckFits || code == kCheckDoesNotFit) << code << err_;
+  EXPECT_THAT(out_, StartsWith(code == kCheckFits ? "oomguard: Fits: " : "oomguard: Does not fit"));
+  EXPECT_THAT(out_, HasSubstr("\noomguard: phase generate: "));
+  EXPECT_THAT(out_, HasSubstr(" (binding)\n"));
+  EXPECT_EQ(err_, "");
+  EXPECT_EQ(Run({"--rl-config", config, "--preset", "qwen3-8b"}), code) << err_;
+  EXPECT_THAT(err_, HasSubstr("note: no --gpu given: the RL step is checked on H100-SXM-80GB"));
+  EXPECT_EQ(Run({"--rl-config", config, "--preset", "qwen3-8b", "--json"}), code) << err_;
+  v1::CheckResponse response;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(out_, &response).ok()) << out_;
+  EXPECT_FALSE(response.rl_step().phases().empty());
+  EXPECT_TRUE(response.rl_step().has_actor_update());
+  EXPECT_EQ(Run({"--rl-config", File("bad.yaml", "actor_rollout_ref: [unclosed\n"), "--preset",
+                 "qwen3-8b"}),
+            kCheckUsage);
+  EXPECT_EQ(Run({"--rl-config", "/nonexistent.yaml"}), kCheckUsage);
+  EXPECT_THAT(err_, HasSubstr("--rl-config"));
 }
 
 }  // namespace

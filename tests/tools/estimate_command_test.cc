@@ -2,11 +2,19 @@
 // the errors (one line each, exit 2) and the outputs it chooses between.
 #include "tools/estimate_command.h"
 
+#include <cstdio>
+#include <fstream>
 #include <string>
 #include <vector>
 
+#include "admission/gpu_catalog.h"
+#include "estimator/rl_step.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "jobspec/rl_job_builder.h"
+#include "nlohmann/json.hpp"
+#include "tests/testing/rl_test_jobs.h"
+#include "tools/report_format.h"
 
 namespace oomguard {
 namespace {
@@ -179,6 +187,50 @@ TEST(EstimateCommandTest, GpuNameIsTheCapacity) {
   EXPECT_THAT(by_name, HasSubstr("vs GPU"));
   EXPECT_EQ(RunEstimateCommand(With({"--gpus", "8", "--gpu", "P100"}), by_name, err), 2);
   EXPECT_THAT(err, StartsWith("--gpu: "));
+}
+
+// --rl-config: the step the estimator gives for the job the reader reads,
+// on H100-SXM-80GB when no GPU is named (noted), as FormatRlTable and
+// FormatRlJson write it.
+TEST(EstimateCommandTest, RlConfig) {
+  const std::string path = ::testing::TempDir() + "/estimate_command_test_verl.yaml";
+  std::ofstream(path) << testing::VerlQwen3Yaml();
+  std::string out, err;
+  ASSERT_EQ(RunEstimateCommand({"--rl-config", path, "--preset", "qwen3-8b", "--json"}, out, err),
+            0)
+      << err;
+  v1::RlJob rl;
+  rl.set_config_yaml(testing::VerlQwen3Yaml());
+  rl.set_preset("qwen3-8b");
+  std::vector<std::string> notes;
+  absl::StatusOr<v1::RlJobSpec> job = BuildRlJob(rl, &notes);
+  ASSERT_TRUE(job.ok()) << job.status();
+  absl::StatusOr<v1::GpuSpec> h100 = GpuCatalog::Builtin().Find("H100-SXM-80GB");
+  ASSERT_TRUE(h100.ok());
+  RlStepOptions options;
+  options.gpu_memory_bytes = h100->memory_bytes();
+  options.gpu_name = h100->name();
+  absl::StatusOr<v1::RlStepReport> step = EstimateRlStep(*job, options);
+  ASSERT_TRUE(step.ok()) << step.status();
+  for (const std::string& note : notes) step->add_notes(note);
+  step->add_notes(
+      "no GPU given: the RL step is estimated on H100-SXM-80GB (79.1 GiB); name another GPU or "
+      "its memory");
+  EXPECT_EQ(out, FormatRlJson(*step));
+  const nlohmann::json j = nlohmann::json::parse(out);
+  EXPECT_FALSE(j["phases"].empty());
+  EXPECT_FALSE(j["binding_phase"].get<std::string>().empty());
+
+  ASSERT_EQ(RunEstimateCommand({"--rl-config", path, "--preset", "qwen3-8b"}, out, err), 0) << err;
+  EXPECT_EQ(out, FormatRlTable(*step));
+  // Another GPU: its memory.
+  ASSERT_EQ(RunEstimateCommand(
+                {"--rl-config", path, "--preset", "qwen3-8b", "--gpu-memory-gib", "141", "--json"},
+                out, err),
+            0)
+      << err;
+  EXPECT_EQ(nlohmann::json::parse(out)["gpu_memory_bytes"], uint64_t{141} << 30);
+  std::remove(path.c_str());
 }
 
 }  // namespace
