@@ -15,6 +15,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "admission/check_basis.h"
 #include "admission/peak_wording.h"
 #include "common/status_macros.h"
@@ -547,7 +548,8 @@ std::string RlSummary(const v1::RlJobSpec& job, const v1::RlStepReport& step, co
   std::string s;
   if (const v1::RlPhaseReport* failing = FailingPhase(step)) {
     s = absl::StrCat("Does not fit", qualifier, ": ", PhaseWords(failing->phase()),
-                     " cannot run: ", failing->failure(), "; ", where, LadderAdvice(ladder, r));
+                     " cannot run: ", absl::StripSuffix(failing->failure(), "."), "; ", where,
+                     LadderAdvice(ladder, r));
   } else if (r.verdict() == v1::VERDICT_FITS) {
     s = absl::StrCat("Fits", qualifier, ": ", where, ", ", FormatBytes(r.headroom_bytes()),
                      " headroom");

@@ -333,13 +333,22 @@ std::string FormatRlTable(const v1::RlStepReport& step) {
   for (const v1::RlPhaseReport& p : step.phases()) {
     if (!p.failure().empty()) absl::StrAppend(&out, p.phase(), " cannot run: ", p.failure(), "\n");
   }
+  // The terms' names in one column, as wide as the longest.
+  int name_width = 0;
+  for (const v1::RlPhaseReport& p : step.phases()) {
+    if (const v1::RlPhaseRank* w = WorstRank(p)) {
+      for (const v1::RlTerm& t : w->terms()) {
+        name_width = std::max(name_width, static_cast<int>(t.name().size()));
+      }
+    }
+  }
   for (const v1::RlPhaseReport& p : step.phases()) {
     const v1::RlPhaseRank* w = WorstRank(p);
     if (w == nullptr) continue;
     absl::StrAppendFormat(&out, "\n%s, PP rank %d: %.2f GiB\n", p.phase(), w->pp_rank(),
                           Gib(w->peak_device_bytes()));
     for (const v1::RlTerm& t : w->terms()) {
-      absl::StrAppendFormat(&out, "  %-32s %9.2f%s\n", t.name(), Gib(t.bytes()),
+      absl::StrAppendFormat(&out, "  %-*s %9.2f%s\n", name_width, t.name(), Gib(t.bytes()),
                             t.key().empty() ? "" : absl::StrCat("  (", t.key(), ")"));
     }
   }

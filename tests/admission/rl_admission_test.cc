@@ -78,7 +78,7 @@ absl::StatusOr<v1::RlStepReport> FakeStep(const v1::RlJobSpec& job, const RlStep
   }
   if (budget < 16.0 / engine_tp + 4) {
     generate->set_failure(absl::StrCat("the engine's budget, ", budget,
-                                       " GiB, is short of its weights and one sequence's KV"));
+                                       " GiB, is short of its weights and one sequence's KV."));
   }
   const double lp_tokens = job.log_prob().max_tokens_per_microbatch() > 0
                                ? job.log_prob().max_tokens_per_microbatch()

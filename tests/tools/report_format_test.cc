@@ -245,9 +245,9 @@ TEST(FormatRlTableTest, PhasesByRanksBindingPhaseTermsAndHost) {
   EXPECT_THAT(table, HasSubstr("binding phase generate, PP rank 0: 62.00 GiB (95% bound; point "
                                "estimate 60.00 GiB) of 80.00 GiB: fits, 18.00 GiB headroom\n"
                                "log_prob cannot run: the logits do not fit\n"));
-  EXPECT_THAT(table, HasSubstr("\nlog_prob, PP rank 1: 40.00 GiB\n  engine KV pool              "
-                               "         30.00  (actor_rollout_ref.rollout.gpu_memory_"
-                               "utilization)\n  actor parameters                     10.00\n"));
+  EXPECT_THAT(table, HasSubstr("\nlog_prob, PP rank 1: 40.00 GiB\n  engine KV pool       30.00  "
+                               "(actor_rollout_ref.rollout.gpu_memory_utilization)\n  actor "
+                               "parameters     10.00\n"));
   EXPECT_THAT(table, HasSubstr("engine KV pool: 20.00 GiB per GPU, 163840 tokens\n"
                                "host memory per node: 96.00 GiB (actor optimizer offloaded "
                                "96.00)\nnote: a note\n"));
