@@ -21,6 +21,7 @@
 #include "server/server.h"
 #include "service/request_resolution.h"
 #include "service/status_mapping.h"
+#include "tests/testing/examples.h"
 #include "tests/testing/rl_test_jobs.h"
 
 namespace oomguard {
@@ -235,6 +236,45 @@ TEST_F(RlServerTest, ErrorsNameTheField) {
   EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_THAT(status.error_message(), HasSubstr("an RL job is estimated"));
   EXPECT_THAT(service::BadRequestFields(status), ElementsAre("job"));
+}
+
+// A Megatron argument line that is an RL loop's (slime's, Megatron-LM's
+// --perform-rl-step) is judged as that RL job: the same answer as
+// JobSource.rl with the same words.
+TEST_F(RlServerTest, AnRlArgumentLineIsJudgedAsTheRlJob) {
+  struct Case {
+    const char* example;
+    const char* preset;
+    v1::RlFramework framework;
+  };
+  for (const Case& c :
+       {Case{"rl/slime_qwen3_30b_a3b.args", "", v1::RL_FRAMEWORK_SLIME},
+        Case{"rl/megatron_rl.args", "qwen3-30b-a3b", v1::RL_FRAMEWORK_MEGATRON_RL}}) {
+    SCOPED_TRACE(c.example);
+    const std::vector<std::string> argv = testing::ExampleArgs(c.example);
+    v1::CheckRequest as_megatron;
+    v1::MegatronJob* megatron = as_megatron.mutable_job()->mutable_megatron();
+    megatron->mutable_argv()->Assign(argv.begin(), argv.end());
+    megatron->set_num_gpus(32);
+    if (*c.preset != '\0') megatron->set_preset(c.preset);
+    as_megatron.set_gpu_name("H100");
+    v1::CheckResponse judged;
+    grpc::Status status = Check(as_megatron, &judged);
+    ASSERT_TRUE(status.ok()) << status.error_message();
+    EXPECT_EQ(judged.rl_step().framework(), c.framework);
+    EXPECT_FALSE(judged.rl_step().phases().empty());
+
+    v1::CheckRequest as_rl;
+    v1::RlJob* rl = as_rl.mutable_job()->mutable_rl();
+    rl->mutable_argv()->Assign(argv.begin(), argv.end());
+    rl->set_num_gpus(32);
+    if (*c.preset != '\0') rl->set_preset(c.preset);
+    as_rl.set_gpu_name("H100");
+    v1::CheckResponse direct;
+    status = Check(as_rl, &direct);
+    ASSERT_TRUE(status.ok()) << status.error_message();
+    EXPECT_EQ(judged.SerializeAsString(), direct.SerializeAsString());
+  }
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include "gtest/gtest.h"
 #include "jobspec/rl_job_builder.h"
 #include "nlohmann/json.hpp"
+#include "tests/testing/examples.h"
 #include "tests/testing/rl_test_jobs.h"
 #include "tools/report_format.h"
 
@@ -231,6 +232,20 @@ TEST(EstimateCommandTest, RlConfig) {
       << err;
   EXPECT_EQ(nlohmann::json::parse(out)["gpu_memory_bytes"], uint64_t{141} << 30);
   std::remove(path.c_str());
+}
+
+// slime's argv after --: recognised as the RL job (--gpus optional: slime
+// gives its actor's nodes and GPUs).
+TEST(EstimateCommandTest, RlArgv) {
+  std::vector<std::string> args = {"--json", "--"};
+  for (const std::string& word : testing::ExampleArgs("rl/slime_qwen3_30b_a3b.args")) {
+    args.push_back(word);
+  }
+  std::string out, err;
+  ASSERT_EQ(RunEstimateCommand(args, out, err), 0) << err;
+  const nlohmann::json j = nlohmann::json::parse(out);
+  EXPECT_EQ(j["framework"], "slime");
+  EXPECT_FALSE(j["phases"].empty());
 }
 
 }  // namespace
