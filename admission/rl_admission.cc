@@ -447,14 +447,19 @@ absl::Status ClimbRlLadder(v1::RlJobSpec job, Measured now, uint64_t usable,
       OOMGUARD_ASSIGN_OR_RETURN(const std::optional<Measured> after,
                                 estimator.TryMeasure(candidate));
       if (!after) continue;
-      // While a phase cannot run, a change helps when it lets it run;
-      // otherwise when it lowers the compared peak and breaks nothing.
-      const bool helps =
-          after->failure.empty() && (failing || after->binding.compared < now.binding.compared);
-      if (!helps) continue;
+      // A change helps when it lets a phase that could not run run, or
+      // lowers the compared peak without stopping a phase that ran (while
+      // one cannot run, what the others hold may be what keeps it from
+      // starting: vLLM's free memory at start).
+      const bool lets_run = failing && after->failure.empty();
+      const bool lowers =
+          after->binding.compared < now.binding.compared && (failing || after->failure.empty());
+      if (!lets_run && !lowers) continue;
       v1::Recommendation rec = MeasuredRecommendation(
           v1::Recommendation::KIND_CONFIG_CHANGE, change.id, std::move(setting), change.reason,
           now.binding.compared, after->binding.compared, usable);
+      // Sufficient only when every phase runs, too.
+      rec.set_sufficient(rec.sufficient() && after->failure.empty());
       *out->add_recommendations() = std::move(rec);
       job = std::move(candidate);
       now = *after;

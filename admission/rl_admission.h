@@ -32,7 +32,9 @@ namespace oomguard {
 // framework's own keys (RlKnobSetting), climbed like the ladder of
 // recommendations.h (each rung's first change that helps is kept, and the
 // next is tried on top of it, while the job does not fit), each
-// re-estimated. PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True is never
+// re-estimated. A change helps when it lets a failing phase run, or lowers
+// the compared peak without making a phase fail; it is sufficient when
+// every phase runs and the peak fits. PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True is never
 // recommended (the Megatron ladder's first rung is not climbed): colocated
 // engines that sleep break with it (RL_MEMORY.md §3.3); where the job sets
 // it and its engine cannot take it, an incompatibility says to unset it.

@@ -285,22 +285,33 @@ TEST(RlAdmissionTest, FailingPhaseDoesNotFit) {
   EXPECT_THAT(r->summary(), HasSubstr(absl::StrCat("first try ", raised.setting())));
 }
 
-// A job whose phases all fit still fails when its engine cannot start, and
-// a change that lowers the peak without letting it start is not taken.
-TEST(RlAdmissionTest, FailingEngineNeedsARemedyThatLetsItStart) {
+// An engine that cannot start whatever its fraction (0.95 x 8 GiB = 7.6 GiB
+// for 16 + 4, or 8 + 4 at engine TP 2): the changes that lower the peak are
+// taken (log-prob 83 -> 63 with half its budget, then the actor update binds
+// at 59 after the optimizer's offload, then 51 with half the training
+// budget), but none lets the engine start, so none is sufficient.
+TEST(RlAdmissionTest, AFailingEngineIsNotCuredByALowerPeak) {
   v1::RlJobSpec job = VerlJob();
   job.mutable_rollout()->set_memory_fraction(0.95);
-  job.mutable_rollout()->set_tensor_parallel(1);
-  // 0.95 x 8 GiB = 7.6 GiB for 16 + 4: no fraction up to 0.95 is enough.
+  // 0.95 x 8 GiB = 7.6 GiB for 16 + 4 (8 + 4 at engine TP 2): no fraction
+  // up to 0.95 and no engine TP is enough.
   v1::GpuSpec small;
   small.set_memory_bytes(8 * kGiB);
   absl::StatusOr<v1::CheckResponse> r = Check(job, {}, small);
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->verdict(), v1::VERDICT_DOES_NOT_FIT);
+  std::vector<std::string> ids;
   for (const v1::Recommendation& rec : r->recommendations()) {
-    EXPECT_NE(rec.id(), "log_prob_tokens_halved") << rec.setting();
+    ids.push_back(rec.id());
+    EXPECT_FALSE(rec.sufficient()) << rec.setting();
   }
+  EXPECT_THAT(ids, testing::ElementsAre("log_prob_tokens_halved", "optimizer_offload",
+                                        "train_tokens_halved"));
+  EXPECT_EQ(r->recommendations(0).saved_bytes(), static_cast<int64_t>(20 * kGiB));
+  EXPECT_EQ(r->recommendations(1).peak_device_bytes_after(), 59 * kGiB);
+  EXPECT_EQ(r->recommendations(2).peak_device_bytes_after(), 51 * kGiB);
   EXPECT_THAT(r->summary(), HasSubstr("a 8.0 GiB GPU"));
+  EXPECT_THAT(r->summary(), HasSubstr("even with all 3 recommended changes it needs 51.0 GiB"));
 }
 
 // An RL job never gets PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (no
