@@ -18,6 +18,7 @@
 #include "gtest/gtest.h"
 #include "jobspec/rl_job_builder.h"
 #include "oomguard/v1/service.grpc.pb.h"
+#include "prometheus/metric_family.h"
 #include "server/server.h"
 #include "service/request_resolution.h"
 #include "service/status_mapping.h"
@@ -275,6 +276,35 @@ TEST_F(RlServerTest, AnRlArgumentLineIsJudgedAsTheRlJob) {
     ASSERT_TRUE(status.ok()) << status.error_message();
     EXPECT_EQ(judged.SerializeAsString(), direct.SerializeAsString());
   }
+}
+
+// An RL call is counted as any other: its request, its verdict, its
+// estimated peak.
+TEST_F(RlServerTest, MetricsCountRlCalls) {
+  auto count = [this](const std::string& family_name) {
+    double total = 0;
+    for (const prometheus::MetricFamily& family : server_->metrics().registry()->Collect()) {
+      if (family.name != family_name) continue;
+      for (const prometheus::ClientMetric& metric : family.metric) {
+        total += family.type == prometheus::MetricType::Histogram
+                     ? static_cast<double>(metric.histogram.sample_count)
+                     : metric.counter.value;
+      }
+    }
+    return total;
+  };
+  v1::CheckRequest request;
+  *request.mutable_job() = testing::VerlQwen3Source();
+  request.set_gpu_name("H100");
+  v1::CheckResponse response;
+  ASSERT_TRUE(Check(request, &response).ok());
+  v1::EstimateRequest estimate;
+  *estimate.mutable_job() = testing::VerlQwen3Source();
+  v1::EstimateResponse estimated;
+  ASSERT_TRUE(Estimate(estimate, &estimated).ok());
+  EXPECT_EQ(count("oomguard_requests_total"), 2);
+  EXPECT_EQ(count("oomguard_verdicts_total"), 1);
+  EXPECT_EQ(count("oomguard_estimated_peak_bytes"), 2);
 }
 
 }  // namespace
