@@ -581,9 +581,21 @@ v1::JobSpec UnmodelledCarrier(const v1::RlJobSpec& job) {
 
 }  // namespace
 
-absl::StatusOr<v1::CheckResponse> CheckRlJob(const v1::RlJobSpec& job, const v1::GpuSpec& gpu,
+v1::RlJobSpec RlJobOnGpu(const v1::RlJobSpec& job, const v1::GpuSpec& gpu) {
+  v1::RlJobSpec on_gpu = job;
+  *on_gpu.mutable_actor() = JobOnGpu(job.actor(), gpu);
+  if (job.has_critic()) {
+    *on_gpu.mutable_critic()->mutable_job() = JobOnGpu(job.critic().job(), gpu);
+  }
+  return on_gpu;
+}
+
+absl::StatusOr<v1::CheckResponse> CheckRlJob(const v1::RlJobSpec& job_spec, const v1::GpuSpec& gpu,
                                              const AdmissionOptions& options,
                                              RlEstimateFunction estimate) {
+  // The job and every change the ladder tries run on this GPU's
+  // architecture.
+  const v1::RlJobSpec job = RlJobOnGpu(job_spec, gpu);
   OOMGUARD_RETURN_IF_ERROR(ValidateCheckInputs(gpu, options));
   RlStepOptions step_options;
   step_options.gpu_memory_bytes = gpu.memory_bytes();

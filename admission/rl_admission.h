@@ -51,6 +51,11 @@ absl::StatusOr<v1::CheckResponse> CheckRlJob(const v1::RlJobSpec& job, const v1:
                                              const AdmissionOptions& options,
                                              RlEstimateFunction estimate);
 
+// `job` as it runs on `gpu`: its actor's and critic's runtime.gpu_architecture
+// from the GPU where they leave it unspecified (JobOnGpu). A check runs the
+// job this way, and so does an RL estimate on a named GPU.
+v1::RlJobSpec RlJobOnGpu(const v1::RlJobSpec& job, const v1::GpuSpec& gpu);
+
 // The GPU an RL job's estimate assumes when its caller names none (the
 // engine takes a fraction of the GPU's memory): kDefaultRlGpu from
 // `catalog` (its memory, 80 GiB, when a site's catalog lacks it), with a

@@ -138,7 +138,7 @@ absl::StatusOr<v1::EstimateResponse> RequestHandlers::Estimate(const v1::Estimat
     step_options.gpu_name = gpu.name();
     step_options.upper_bound_coverage = options.upper_bound_coverage;
     step_options.deadline = options.deadline;
-    absl::StatusOr<v1::RlStepReport> step = EstimateRlStep(*job.rl, step_options);
+    absl::StatusOr<v1::RlStepReport> step = EstimateRlStep(RlJobOnGpu(*job.rl, gpu), step_options);
     if (!step.ok()) return MarkJobNotModelled(step.status());
     AddNotes(job.notes, &*step);
     outcome.peak_bytes = step->peak_device_bytes();

@@ -182,7 +182,7 @@ absl::StatusOr<v1::RlStepReport> EstimateRlJob(EstimateFlags& f) {
   options.gpu_memory_bytes = gpu.memory_bytes();
   options.gpu_name = gpu.name();
   options.upper_bound_coverage = f.coverage;
-  OOMGUARD_ASSIGN_OR_RETURN(v1::RlStepReport step, EstimateRlStep(job, options));
+  OOMGUARD_ASSIGN_OR_RETURN(v1::RlStepReport step, EstimateRlStep(RlJobOnGpu(job, gpu), options));
   for (std::string& n : notes) step.add_notes(std::move(n));
   return step;
 }

@@ -93,7 +93,7 @@ TEST_F(RlServerTest, EstimateIsTheStepOfTheJobRead) {
   RlStepOptions options;
   options.gpu_memory_bytes = Gpu("H200").memory_bytes();
   options.gpu_name = "H200-141GB";
-  absl::StatusOr<v1::RlStepReport> direct = EstimateRlStep(job, options);
+  absl::StatusOr<v1::RlStepReport> direct = EstimateRlStep(RlJobOnGpu(job, Gpu("H200")), options);
   ASSERT_TRUE(direct.ok()) << direct.status();
   for (const std::string& note : notes) direct->add_notes(note);
   EXPECT_EQ(response.rl_step().SerializeAsString(), direct->SerializeAsString());

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "admission/gpu_catalog.h"
+#include "admission/rl_admission.h"
 #include "estimator/rl_step.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -211,7 +212,7 @@ TEST(EstimateCommandTest, RlConfig) {
   RlStepOptions options;
   options.gpu_memory_bytes = h100->memory_bytes();
   options.gpu_name = h100->name();
-  absl::StatusOr<v1::RlStepReport> step = EstimateRlStep(*job, options);
+  absl::StatusOr<v1::RlStepReport> step = EstimateRlStep(RlJobOnGpu(*job, *h100), options);
   ASSERT_TRUE(step.ok()) << step.status();
   for (const std::string& note : notes) step->add_notes(note);
   step->add_notes(
