@@ -202,6 +202,31 @@ TEST(RlAdmissionTest, BindingPhaseVerdictAndLadder) {
                    fraction.setting(), " are applied."));
 }
 
+// The wording in NeMo-RL's keys: the log-prob phase binds on its
+// fp32 logits, so the verdict says to lower the log-prob budget or set the
+// chunk, and chunking at 4096 tokens is the first step: logits 4096 / 1024
+// x 2 = 8 GiB, log-prob 40 + 2 + 8 + 8 = 58 (bound 59), and generation at
+// 0.45 binds at 40 + 36 = 76 (bound 77): saves 6 GiB and fits.
+TEST(RlAdmissionTest, LogProbVerdictNamesTheBudgetAndTheChunk) {
+  v1::RlJobSpec job = VerlJob();
+  job.set_framework(v1::RL_FRAMEWORK_NEMO_RL);
+  job.mutable_rollout()->set_memory_fraction(0.45);
+  absl::StatusOr<v1::CheckResponse> r = Check(job);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_EQ(r->recommendations_size(), 1);
+  const v1::Recommendation& chunk = r->recommendations(0);
+  EXPECT_EQ(chunk.id(), "log_prob_chunking");
+  EXPECT_EQ(chunk.setting(), "policy.logprob_chunk_size=4096");
+  EXPECT_EQ(chunk.saved_bytes(), static_cast<int64_t>(6 * kGiB));
+  EXPECT_EQ(chunk.peak_device_bytes_after(), 77 * kGiB);
+  EXPECT_TRUE(chunk.sufficient());
+  EXPECT_EQ(r->summary(),
+            "Does not fit: log-prob peaks at 83.0 GiB (95% bound; point estimate 82.0 GiB) on PP "
+            "rank 1 (fp32 logits 32.0 GiB) of 80.0 GiB usable on H100-SXM-80GB, 3.0 GiB over: "
+            "lower `policy.sequence_packing.logprob_mb_tokens` or set `policy.logprob_chunk_size`; "
+            "first try policy.logprob_chunk_size=4096 (saves 6.0 GiB).");
+}
+
 // The report is the actor update's estimate, then the step's notes; without
 // it only the notes, and rl_step without its actor update.
 TEST(RlAdmissionTest, ReportIsTheActorUpdate) {
