@@ -43,7 +43,9 @@ v1::RlTerm* AddTerm(v1::RlPhaseRank* rank, const std::string& name, double gib,
 // TP, plus 4); log-prob adds the asleep engine 2, activations tokens / 1024 x
 // 0.5 and, on the last rank, fp32 logits (chunk or tokens) / 1024 x 2; the
 // actor update loads everything and adds tokens / 1024 x 1. Each rank's
-// upper bound is 1 GiB above its point estimate.
+// upper bound is 1 GiB above its point estimate. A reference's GPU copy
+// holds 10 more in every phase; with a bucket set, the weight sync holds the
+// resident set, the engine's weights and the bucket.
 absl::StatusOr<v1::RlStepReport> FakeStep(const v1::RlJobSpec& job, const RlStepOptions& o) {
   if (job.actor().training().seq_length() == 0) {
     return absl::InvalidArgumentError("actor.training.seq_length = 0: must be > 0");
@@ -68,6 +70,9 @@ absl::StatusOr<v1::RlStepReport> FakeStep(const v1::RlJobSpec& job, const RlStep
     if (loaded || !res.optimizer_offload()) {
       AddTerm(rank, "actor optimizer", 20, job, RlKnob::kOptimizerOffload);
     }
+    if (job.reference().placement() == v1::REFERENCE_PLACEMENT_GPU_COPY) {
+      AddTerm(rank, "reference weights", 10, job, RlKnob::kRefParamOffload);
+    }
   };
   const uint32_t engine_tp = std::max<uint32_t>(job.rollout().tensor_parallel(), 1);
   const double budget = job.rollout().memory_fraction() * gpu_gib;
@@ -79,6 +84,16 @@ absl::StatusOr<v1::RlStepReport> FakeStep(const v1::RlJobSpec& job, const RlStep
   if (budget < 16.0 / engine_tp + 4) {
     generate->set_failure(absl::StrCat("the engine's budget, ", budget,
                                        " GiB, is short of its weights and one sequence's KV."));
+  }
+  if (job.weight_sync().has_bucket_bytes()) {
+    v1::RlPhaseReport* sync = add_phase("weight_sync");
+    for (v1::RlPhaseRank& rank : *sync->mutable_ranks()) {
+      resident(&rank, false);
+      AddTerm(&rank, "engine weights", 16.0 / engine_tp, job, RlKnob::kEngineTensorParallel);
+      AddTerm(&rank, "weight-sync bucket",
+              static_cast<double>(job.weight_sync().bucket_bytes()) / static_cast<double>(kGiB),
+              job, RlKnob::kWeightSyncBucket);
+    }
   }
   const double lp_tokens = job.log_prob().max_tokens_per_microbatch() > 0
                                ? job.log_prob().max_tokens_per_microbatch()
@@ -225,6 +240,49 @@ TEST(RlAdmissionTest, LogProbVerdictNamesTheBudgetAndTheChunk) {
             "rank 1 (fp32 logits 32.0 GiB) of 80.0 GiB usable on H100-SXM-80GB, 3.0 GiB over: "
             "lower `policy.sequence_packing.logprob_mb_tokens` or set `policy.logprob_chunk_size`; "
             "first try policy.logprob_chunk_size=4096 (saves 6.0 GiB).");
+}
+
+// The reference's GPU copy (10 GiB in every phase here) and the weight-sync
+// bucket, each re-estimated. Budgets of 4096 tokens, the engine at 0.35,
+// 72 GiB usable: with the reference generation binds at 40 + 10 + 28 = 78
+// (bound 79); offloading it leaves 68 (69), which fits. Without a reference
+// and with a 24 GiB bucket the sync binds at 40 + 16 + 24 = 80 (81); half
+// the bucket leaves it at 68 (69), which fits.
+TEST(RlAdmissionTest, ReferenceOffloadAndSyncBucketAreReestimated) {
+  v1::RlJobSpec job = VerlJob();
+  job.mutable_actor()->mutable_training()->set_seq_length(4096);
+  job.mutable_log_prob()->set_max_tokens_per_microbatch(4096);
+  job.mutable_rollout()->set_memory_fraction(0.35);
+  AdmissionOptions margin;
+  margin.safety_margin = 0.1;
+  v1::RlJobSpec with_reference = job;
+  with_reference.mutable_reference()->set_placement(v1::REFERENCE_PLACEMENT_GPU_COPY);
+  absl::StatusOr<v1::CheckResponse> r = Check(with_reference, margin);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->compared_peak_bytes(), 79 * kGiB);
+  ASSERT_EQ(r->recommendations_size(), 1);
+  EXPECT_EQ(r->recommendations(0).id(), "ref_param_offload");
+  EXPECT_EQ(r->recommendations(0).setting(), "actor_rollout_ref.ref.megatron.param_offload=true");
+  EXPECT_EQ(r->recommendations(0).peak_device_bytes_after(), 69 * kGiB);
+  EXPECT_TRUE(r->recommendations(0).sufficient());
+
+  v1::RlJobSpec with_bucket = job;
+  with_bucket.mutable_weight_sync()->set_bucket_bytes(24 * kGiB);
+  r = Check(with_bucket, margin);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->compared_peak_bytes(), 81 * kGiB);
+  EXPECT_THAT(r->summary(), StartsWith("Does not fit: weight sync peaks at 81.0 GiB"));
+  EXPECT_THAT(r->summary(),
+              HasSubstr("(weight-sync bucket 24.0 GiB) of 72.0 GiB usable on H100-SXM-80GB (80.0 "
+                        "GiB less 10% kept free), 9.0 GiB over: lower "
+                        "`actor_rollout_ref.rollout.checkpoint_engine.update_weights_bucket_"
+                        "megabytes`"));
+  ASSERT_EQ(r->recommendations_size(), 1);
+  EXPECT_EQ(r->recommendations(0).id(), "weight_sync_bucket_halved");
+  EXPECT_EQ(r->recommendations(0).setting(),
+            "actor_rollout_ref.rollout.checkpoint_engine.update_weights_bucket_megabytes=12288");
+  EXPECT_EQ(r->recommendations(0).saved_bytes(), static_cast<int64_t>(12 * kGiB));
+  EXPECT_TRUE(r->recommendations(0).sufficient());
 }
 
 // The report is the actor update's estimate, then the step's notes; without
