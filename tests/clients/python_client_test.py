@@ -106,6 +106,18 @@ class StubsTest(unittest.TestCase):
         self.assertTrue(os.path.realpath(module.__file__).startswith(
             os.path.realpath(OPTIONS.stubs_dir)), module.__file__)
 
+    def test_every_proto_is_generated(self):
+        # A .proto that admission.proto or service.proto imports and the
+        # list lacks leaves the client unable to import its stubs.
+        protos = sorted(name for name in os.listdir(os.path.join(_stubs.proto_dir(), "oomguard", "v1"))
+                        if name.endswith(".proto"))
+        self.assertEqual(sorted(_stubs.PROTO_FILES), protos)
+        with open(os.path.join(SOURCE_DIR, "clients", "python", "CMakeLists.txt"),
+                  encoding="utf-8") as f:
+            listed = next(line for line in f if line.startswith("set(_protos "))
+        self.assertEqual(sorted(listed[len("set(_protos "):].strip().rstrip(")").split()),
+                         [name.removesuffix(".proto") for name in protos])
+
     def test_generate_makes_importable_modules(self):
         with tempfile.TemporaryDirectory() as out:
             _stubs.generate(out)

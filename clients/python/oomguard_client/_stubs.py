@@ -24,7 +24,8 @@ import subprocess
 import sys
 import tempfile
 
-PROTO_FILES = ("job.proto", "report.proto", "admission.proto", "plan.proto", "service.proto", "error.proto")
+PROTO_FILES = ("job.proto", "report.proto", "rl_job.proto", "rl_report.proto", "admission.proto",
+               "plan.proto", "service.proto", "error.proto")
 
 
 class StubsUnavailable(ImportError):
