@@ -3,9 +3,10 @@
 // /v1/check_script for a pasted script, which the server reads; /v1/estimate
 // for the module trees), and draws the answer: the verdict line, the
 // recommendations, one stacked SVG bar per pipeline rank against the GPU's
-// usable memory, and a module tree per rank. Loaded as a file (the page's
-// Content-Security-Policy allows no inline script); nothing comes from
-// elsewhere.
+// usable memory, and a module tree per rank. In RL mode the job is an RL
+// step's config (rl_step.js builds it and draws the phases). Loaded as a file
+// (the page's Content-Security-Policy allows no inline script); nothing comes
+// from elsewhere.
 "use strict";
 
 const GiB = 1024 * 1024 * 1024;
@@ -68,10 +69,13 @@ function svg(tag, attributes, ...children) {
 // The job: form <-> URL fragment <-> request.
 
 const FORM_FIELDS = ["preset", "num-gpus", "gpus-per-node", "gpu", "judge-unmodelled", "f-tp", "f-pp",
-  "f-vpp", "f-cp", "f-ep", "f-etp", "f-mbs", "f-gbs", "f-seq", "f-recompute", "f-precision"];
+  "f-vpp", "f-cp", "f-ep", "f-etp", "f-mbs", "f-gbs", "f-seq", "f-recompute", "f-precision",
+  "rl-config", "rl-framework", "rl-hf-config"];
 
+// The mode: "rl" for an RL step, "" for a Megatron-LM training step (the
+// fragment leaves the default out, so older links read the same).
 function readForm() {
-  const state = { job: $("job-text").value };
+  const state = { job: $("job-text").value, mode: $("mode-rl").checked ? "rl" : "" };
   for (const id of FORM_FIELDS) state[id] = $(id).value;
   return state;
 }
@@ -81,7 +85,21 @@ function writeForm(state) {
   for (const id of FORM_FIELDS) {
     if (state[id] !== undefined && state[id] !== null) $(id).value = state[id];
   }
+  $(state.mode === "rl" ? "mode-rl" : "mode-megatron").checked = true;
+  showMode();
   if (FORM_FIELDS.some((id) => id.startsWith("f-") && state[id])) $("layout").open = true;
+  if (state["rl-hf-config"]) $("rl-model").open = true;
+}
+
+// Shows the inputs of the mode chosen; the fields both modes read (preset,
+// GPUs, GPU, unmodelled settings) stay.
+function showMode() {
+  const rl = $("mode-rl").checked;
+  $("megatron-input").hidden = rl;
+  $("rl-input").hidden = !rl;
+  for (const node of document.querySelectorAll(".megatron-only")) node.hidden = rl;
+  // RlJob.num_gpus 0 is the config's own world size.
+  $("num-gpus").placeholder = rl ? "the config's" : String(DEFAULT_GPUS);
 }
 
 // The fragment holds every non-empty field, so a link reproduces the job.
@@ -242,9 +260,56 @@ function coveragePercent(check) {
   return String(Math.round(1000 * (check.upperBoundCoverage || 0.95)) / 10);
 }
 
+// The chart's parts both modes draw. `y` maps bytes to the SVG's y.
+function chartAxis(top, y, left, right) {
+  const axis = svg("g", { class: "axis" });
+  const step = [8, 16, 32, 64, 128, 256].map((g) => g * GiB).find((s) => top / s <= 8) || 512 * GiB;
+  for (let b = 0; b <= top; b += step) {
+    axis.append(svg("line", { x1: left, x2: left + right, y1: y(b), y2: y(b) }));
+    axis.append(svg("text", { x: left - 6, y: y(b) + 4, "text-anchor": "end" }, `${Math.round(b / GiB)} GiB`));
+  }
+  return axis;
+}
+
+// The peak a bar will not exceed at the stated coverage: a whisker from the
+// bar's top (`base`) to a tick at `bound` (what the verdict compares, unless
+// the policy says point).
+function drawUpperBound(bar, x, width, base, bound, y, title) {
+  if (bound <= base) return;
+  const mid = x + width / 2;
+  bar.append(svg("line", { class: "upper-whisker", x1: mid, x2: mid, y1: y(base), y2: y(bound) }));
+  bar.append(svg("line", { class: "upper-bound", "data-bytes": bound, x1: x + width * 0.25, x2: x + width * 0.75, y1: y(bound), y2: y(bound) },
+    svg("title", {}, title)));
+}
+
+// The line at the GPU's usable memory (and at its total when a margin is
+// kept), from x = left to left + plotW, labelled to the right.
+function drawCapacity(chart, check, y, left, plotW, lineId) {
+  const usable = num(check, "usableBytes");
+  const capacity = num(check, "capacityBytes");
+  const right = left + plotW;
+  chart.append(svg("line", { id: lineId, class: "capacity-line", x1: left, x2: right, y1: y(usable), y2: y(usable) }));
+  chart.append(svg("text", { class: "capacity-label", x: right + 6, y: y(usable) + 4 }, `usable ${gib(usable)}`));
+  if (capacity > usable) {
+    chart.append(svg("line", { class: "capacity-total-line", x1: left, x2: right, y1: y(capacity), y2: y(capacity) }));
+    chart.append(svg("text", { class: "bar-label", x: right + 6, y: y(capacity) + 4 }, `${check.gpuName || "GPU"} ${gib(capacity)}`));
+  }
+}
+
+// Hovering `bar` shows `card()` (its numbers) next to the pointer.
+function hoverCard(bar, card) {
+  const tooltip = $("tooltip");
+  bar.addEventListener("mousemove", (event) => {
+    tooltip.replaceChildren(card());
+    tooltip.hidden = false;
+    tooltip.style.left = `${event.clientX + 14}px`;
+    tooltip.style.top = `${event.clientY + 14}px`;
+  });
+  bar.addEventListener("mouseleave", () => { tooltip.hidden = true; });
+}
+
 function showChart(check) {
   const ranks = check.report.ranks || [];
-  const usable = num(check, "usableBytes");
   const capacity = num(check, "capacityBytes");
   const stacked = (r) => SEGMENTS.reduce((s, seg) => s + seg.bytes(r), 0);
   const upper = (r) => num(r, "peakDeviceUpperBytes");
@@ -255,15 +320,8 @@ function showChart(check) {
   const slot = (W - left - right) / Math.max(ranks.length, 1);
   const chart = svg("svg", { viewBox: `0 0 ${W} ${H}`, role: "img", "aria-label": "Memory per pipeline rank" });
 
-  const axis = svg("g", { class: "axis" });
-  const step = [8, 16, 32, 64, 128, 256].map((g) => g * GiB).find((s) => top / s <= 8) || 512 * GiB;
-  for (let b = 0; b <= top; b += step) {
-    axis.append(svg("line", { x1: left, x2: W - right, y1: y(b), y2: y(b) }));
-    axis.append(svg("text", { x: left - 6, y: y(b) + 4, "text-anchor": "end" }, `${Math.round(b / GiB)} GiB`));
-  }
-  chart.append(axis);
+  chart.append(chartAxis(top, y, left, W - right - left));
 
-  const tooltip = $("tooltip");
   ranks.forEach((rank, i) => {
     const x = left + i * slot + slot * 0.18;
     const width = slot * 0.64;
@@ -276,34 +334,15 @@ function showChart(check) {
         svg("title", {}, `PP rank ${num(rank, "ppRank")}: ${s.label} ${gib(bytes)}`)));
       base += bytes;
     }
-    // The peak it will not exceed at the stated coverage: a whisker from the
-    // bar's top to a tick (what the verdict compares, unless the policy
-    // says point).
     const bound = upper(rank);
-    if (bound > base) {
-      const mid = x + width / 2;
-      bar.append(svg("line", { class: "upper-whisker", x1: mid, x2: mid, y1: y(base), y2: y(bound) }));
-      bar.append(svg("line", { class: "upper-bound", "data-bytes": bound, x1: x + width * 0.25, x2: x + width * 0.75, y1: y(bound), y2: y(bound) },
-        svg("title", {}, `PP rank ${num(rank, "ppRank")}: at most ${gib(bound)} at ${coveragePercent(check)}%`)));
-    }
+    drawUpperBound(bar, x, width, base, bound, y, `PP rank ${num(rank, "ppRank")}: at most ${gib(bound)} at ${coveragePercent(check)}%`);
     bar.append(svg("text", { class: "peak-label", x: x + width / 2, y: y(Math.max(base, bound)) - 4, "text-anchor": "middle" }, gib(num(rank, "peakDeviceBytes"))));
     bar.append(svg("text", { class: "bar-label", x: x + width / 2, y: H - bottom + 16, "text-anchor": "middle" }, `rank ${num(rank, "ppRank")}`));
-    bar.addEventListener("mousemove", (event) => {
-      tooltip.replaceChildren(rankTable(rank, check));
-      tooltip.hidden = false;
-      tooltip.style.left = `${event.clientX + 14}px`;
-      tooltip.style.top = `${event.clientY + 14}px`;
-    });
-    bar.addEventListener("mouseleave", () => { tooltip.hidden = true; });
+    hoverCard(bar, () => rankTable(rank, check));
     chart.append(bar);
   });
 
-  chart.append(svg("line", { id: "capacity-line", class: "capacity-line", x1: left, x2: W - right, y1: y(usable), y2: y(usable) }));
-  chart.append(svg("text", { class: "capacity-label", x: W - right + 6, y: y(usable) + 4 }, `usable ${gib(usable)}`));
-  if (capacity > usable) {
-    chart.append(svg("line", { class: "capacity-total-line", x1: left, x2: W - right, y1: y(capacity), y2: y(capacity) }));
-    chart.append(svg("text", { class: "bar-label", x: W - right + 6, y: y(capacity) + 4 }, `${check.gpuName || "GPU"} ${gib(capacity)}`));
-  }
+  drawCapacity(chart, check, y, left, W - right - left, "capacity-line");
   $("chart").replaceChildren(chart);
 
   const legend = $("legend");
@@ -336,8 +375,7 @@ function showTrees(estimate) {
   });
 }
 
-function showNotes(check, scriptNotes) {
-  const notes = [...scriptNotes, ...(check.report.notes || [])];
+function showNotes(notes) {
   $("notes").replaceChildren(...notes.map((n) => el("li", {}, n)));
   $("notes-title").hidden = notes.length === 0;
 }
@@ -356,6 +394,21 @@ async function submit() {
     let scriptNotes = [];
     // Policy.judge_unmodelled; unset: the server's --judge_unmodelled.
     const policy = state["judge-unmodelled"] ? { judgeUnmodelled: state["judge-unmodelled"] === "yes" } : undefined;
+    if (state.mode === "rl") {
+      const request = { job: rlJobSource(state), gpuName: state.gpu || firstGpu() };
+      if (policy) request.policy = policy;
+      check = await callApi("/v1/check", request);
+      $("error").hidden = true;
+      showVerdict(check);
+      showRecommendations(check);
+      showAlternatives(check);
+      showRlStep(check);
+      showNotes(rlNotes(check));
+      $("megatron-result").hidden = true;
+      $("rl-result").hidden = false;
+      $("result").hidden = false;
+      return;
+    }
     if (isScript(state.job)) {
       // Read by the server (never run), as the scheduler's hook reads it.
       const body = { script: state.job };
@@ -381,7 +434,9 @@ async function submit() {
     showAlternatives(check);
     showChart(check);
     if (estimate) showTrees(estimate); else $("trees").replaceChildren();
-    showNotes(check, scriptNotes);
+    showNotes([...scriptNotes, ...(check.report.notes || [])]);
+    $("rl-result").hidden = true;
+    $("megatron-result").hidden = false;
     $("result").hidden = false;
   } catch (error) {
     showError(error);
@@ -402,6 +457,7 @@ async function main() {
     event.preventDefault();
     submit();
   });
+  for (const radio of document.querySelectorAll("input[name=mode]")) radio.addEventListener("change", showMode);
   await fillChoices();
   const state = stateFromFragment();
   if (state) {

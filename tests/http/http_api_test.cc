@@ -708,10 +708,13 @@ TEST_F(HttpApiTest, ServesThePageWithStrictHeaders) {
   EXPECT_THAT(page->get_header_value("Content-Security-Policy"),
               StartsWith("default-src 'self'; script-src 'self';"));
   EXPECT_EQ(page->get_header_value("X-Content-Type-Options"), "nosniff");
-  httplib::Result script = client_->Get("/page.js");
-  ASSERT_TRUE(script);
-  EXPECT_EQ(script->status, 200);
-  EXPECT_EQ(script->get_header_value("Content-Type"), "text/javascript; charset=utf-8");
+  EXPECT_THAT(page->body, HasSubstr("<script src=\"/rl_step.js\""));
+  for (const char* path : {"/page.js", "/rl_step.js"}) {
+    httplib::Result script = client_->Get(path);
+    ASSERT_TRUE(script) << path;
+    EXPECT_EQ(script->status, 200) << path;
+    EXPECT_EQ(script->get_header_value("Content-Type"), "text/javascript; charset=utf-8") << path;
+  }
   httplib::Result style = client_->Get("/page.css");
   ASSERT_TRUE(style);
   EXPECT_EQ(style->get_header_value("Content-Type"), "text/css; charset=utf-8");

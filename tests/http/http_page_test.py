@@ -10,13 +10,20 @@ numbers on hover, a module tree per rank, a link that reproduces the job, and no
 violation. Then a bad job (0 GPUs) shows the error naming the field, and the
 same job pasted as an sbatch script gives the same verdict (its GPU count
 from #OOMGUARD, then, the form's left empty, from its launch line), and a preset
-with the layout form (TP 2, PP 2, ...) gives 2 bars. Saves a
-screenshot of the answer and of the error to --out-dir and prints their
-paths.
+with the layout form (TP 2, PP 2, ...) gives 2 bars. Then the RL mode: a
+veRL config pasted (tests/data/rl/), a bar per phase per pipeline rank stacked
+by term as the server's answer (POST /v1/check, asked directly too) itemises
+them, the usable line, the upper bounds, the binding phase, the terms with
+their keys in a table and on hover, the host memory, the notes, a link that
+reproduces it, and a bad key's error naming the field; an argument line split
+into words as a shell would. Every file the page loaded came from the server.
+Saves a screenshot of the answer, of the error and of the RL answer to
+--out-dir and prints their paths.
 
 Exits 77 (skipped) when chromium, chromedriver or python3-selenium is absent.
 """
 import argparse
+import json
 import os
 import re
 import shutil
@@ -24,6 +31,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 
 SKIP = 77
 
@@ -57,6 +65,161 @@ def start_server(binary, log_path):
     server.kill()
     with open(log_path) as f:
         raise AssertionError(f"the server did not start:\n{f.read()}")
+
+
+def post_json(port, path, body):
+    request = urllib.request.Request(f"http://127.0.0.1:{port}{path}", data=json.dumps(body).encode(),
+                                     headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=30) as reply:
+        return json.load(reply)
+
+
+def check_rl_mode(page, wait, port, args):
+    """The RL mode: a veRL config pasted, the answer drawn phase by phase."""
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as ready
+    from selenium.webdriver.support.ui import Select
+
+    config_path = os.path.join(args.source_dir, "tests", "data", "rl", "verl_qwen3_8b_8gpu.yaml")
+    with open(config_path) as f:
+        config = f.read()
+    # What the server answers for it, asked directly.
+    expected = post_json(port, "/v1/check", {"job": {"rl": {"configYaml": config}},
+                                             "gpuName": "H100-SXM-80GB"})
+    step = expected["rlStep"]
+    phases = step["phases"]
+    assert len(phases) >= 3, phases
+
+    # Pretraining's inputs give way to the RL ones.
+    page.find_element(By.ID, "mode-rl").click()
+    assert not page.find_element(By.ID, "job-text").is_displayed()
+    assert not page.find_element(By.ID, "gpus-per-node").is_displayed()
+    assert not page.find_element(By.ID, "layout").is_displayed()
+    assert page.find_element(By.ID, "num-gpus").get_attribute("placeholder") == "the config's"
+    Select(page.find_element(By.ID, "preset")).select_by_value("")
+    page.find_element(By.ID, "num-gpus").clear()
+    box = page.find_element(By.ID, "rl-config")
+    box.clear()
+    box.send_keys(config)
+    Select(page.find_element(By.ID, "gpu")).select_by_value("H100-SXM-80GB")
+    page.find_element(By.ID, "check").click()
+    wait.until(lambda p: p.find_element(By.ID, "rl-result").is_displayed())
+    assert not page.find_element(By.ID, "megatron-result").is_displayed()
+    assert not page.find_element(By.ID, "error").is_displayed()
+    verdict = page.find_element(By.ID, "verdict").text
+    assert verdict == "oomguard: " + expected["summary"], (verdict, expected["summary"])
+
+    # A bar per phase per rank, stacked by the rank's terms of that phase.
+    bars = page.find_elements(By.CSS_SELECTOR, "#rl-chart svg g.rl-bar")
+    want = [(p["phase"], r) for p in phases for r in p["ranks"]]
+    assert len(bars) == len(want), (len(bars), len(want))
+    scales = []
+    for bar, (phase, rank) in zip(bars, want):
+        assert bar.get_attribute("data-phase") == phase
+        assert bar.get_attribute("data-rank") == str(rank.get("ppRank", 0))
+        terms = [t for t in rank["terms"] if int(t.get("bytes", 0)) > 0]
+        parts = bar.find_elements(By.TAG_NAME, "rect")
+        assert len(parts) == len(terms), (phase, len(parts), len(terms))
+        stacked = sum(int(t["bytes"]) for t in terms)
+        assert stacked == int(rank["peakDeviceBytes"]), (phase, stacked, rank["peakDeviceBytes"])
+        # Each part's height is its term's bytes, on the chart's one scale.
+        for part, term in zip(parts, terms):
+            scale = float(part.get_attribute("height")) / int(term["bytes"])
+            scales.append(scale)
+        upper = int(rank["peakDeviceUpperBytes"])
+        ticks = bar.find_elements(By.CSS_SELECTOR, "line.upper-bound")
+        assert len(ticks) == (1 if upper > stacked else 0), phase
+        if ticks:
+            assert int(ticks[0].get_attribute("data-bytes")) == upper
+            assert float(ticks[0].get_attribute("y1")) < min(float(r.get_attribute("y")) for r in parts)
+    assert max(scales) - min(scales) <= 1e-6 * max(scales), (min(scales), max(scales))
+    assert len(page.find_elements(By.ID, "rl-capacity-line")) == 1
+    labels = [t.text for t in page.find_elements(By.CSS_SELECTOR, "#rl-chart text.capacity-label")]
+    assert labels == ["usable 79.1 GiB"], labels
+    # The binding phase, named in the chart and above it.
+    binding = page.find_elements(By.CSS_SELECTOR, "#rl-chart g.rl-phase.binding")
+    assert len(binding) == 1 and binding[0].get_attribute("data-phase") == step["bindingPhase"], step
+    assert page.find_element(By.ID, "rl-binding").text.startswith("Binding phase: "), \
+        page.find_element(By.ID, "rl-binding").text
+    # The legend names every term.
+    legend = page.find_element(By.ID, "rl-legend").text
+    for p in phases:
+        for r in p["ranks"]:
+            for t in r["terms"]:
+                if int(t.get("bytes", 0)) > 0:
+                    assert t["name"] in legend, (t["name"], legend)
+
+    # Each phase's worst rank's terms with their keys, the binding one open.
+    tables = page.find_elements(By.CSS_SELECTOR, "#rl-terms details.rl-phase-terms")
+    assert [t.get_attribute("data-phase") for t in tables] == [p["phase"] for p in phases]
+    for table, p in zip(tables, phases):
+        assert (table.get_attribute("open") is not None) == (p["phase"] == step["bindingPhase"])
+    opened = next(t for t in tables if t.get_attribute("open") is not None)
+    worst = next(r for r in next(p for p in phases if p["phase"] == step["bindingPhase"])["ranks"]
+                 if r.get("ppRank", 0) == next(p for p in phases
+                                               if p["phase"] == step["bindingPhase"]).get("worstRank", 0))
+    rows = opened.find_elements(By.CSS_SELECTOR, "tr.term")
+    assert len(rows) == len(worst["terms"]), (len(rows), worst["terms"])
+    for row, term in zip(rows, worst["terms"]):
+        cells = [c.text for c in row.find_elements(By.TAG_NAME, "td")]
+        assert cells[0] == term["name"] and cells[2] == term.get("key", ""), (cells, term)
+
+    # Hovering a bar shows that rank's terms with their keys.
+    keyed = next(i for i, (_, r) in enumerate(want) if any(t.get("key") for t in r["terms"]))
+    ActionChains(page).move_to_element(bars[keyed]).perform()
+    wait.until(ready.visibility_of_element_located((By.ID, "tooltip")))
+    tip = page.find_element(By.ID, "tooltip").text
+    term = next(t for t in want[keyed][1]["terms"] if t.get("key"))
+    assert term["name"] in tip and term["key"] in tip and "Peak on the GPU" in tip, tip
+
+    host = page.find_element(By.ID, "rl-host-bytes").text
+    host_bytes = int(step.get("hostBytesPerNode", 0))
+    assert ("per node" in host) if host_bytes else host == "Nothing is offloaded to host memory.", host
+    notes = [n.text for n in page.find_elements(By.CSS_SELECTOR, "#notes li")]
+    assert notes[:len(step.get("notes", []))] == step.get("notes", []), notes
+    settings = [r.text for r in page.find_elements(By.CSS_SELECTOR, "#recommendations li.recommendation code")]
+    assert settings == [r["setting"] for r in expected.get("recommendations", [])], settings
+
+    shot = os.path.join(args.out_dir, "http_page_test_rl.png")
+    page.save_screenshot(shot)
+    print(f"screenshot: {shot}")
+
+    # The link reproduces the RL job.
+    link = page.current_url
+    assert "mode=rl" in link, link
+    page.get("about:blank")
+    page.get(link)
+    wait.until(lambda p: len(p.find_elements(By.CSS_SELECTOR, "#rl-chart svg g.rl-bar")) == len(want))
+    assert page.find_element(By.ID, "verdict").text == verdict
+    assert page.find_element(By.ID, "rl-input").is_displayed()
+
+    # A bad value: the error names the field and the key.
+    box = page.find_element(By.ID, "rl-config")
+    box.clear()
+    box.send_keys(config.replace("gpu_memory_utilization: 0.5", "gpu_memory_utilization: high"))
+    page.find_element(By.ID, "check").click()
+    wait.until(ready.visibility_of_element_located((By.ID, "error")))
+    error = page.find_element(By.ID, "error").text
+    assert error.startswith("job.rl") and "actor_rollout_ref.rollout.gpu_memory_utilization" in error, error
+
+    # An argument line becomes RlJob.argv, split as a shell splits it.
+    words = page.execute_script("return rlJobSource({'rl-config': arguments[0], 'rl-framework': 'RL_FRAMEWORK_SLIME', "
+                                "'rl-hf-config': '', preset: 'qwen3-8b', 'num-gpus': '8'})",
+                                "python3 train.py --colocate \\\n  --rollout-function-path 'a b' "
+                                "--x \"c\\\"d\" # a comment\n--y e\\ f")
+    assert words == {"rl": {"argv": ["python3", "train.py", "--colocate", "--rollout-function-path",
+                                     "a b", "--x", 'c"d', "--y", "e f"],
+                            "framework": "RL_FRAMEWORK_SLIME", "preset": "qwen3-8b", "numGpus": 8}}, words
+    unclosed = page.execute_script("try { rlJobSource({'rl-config': \"--x 'a\", 'rl-framework': '', "
+                                   "'rl-hf-config': '', preset: '', 'num-gpus': ''}); return null; } "
+                                   "catch (e) { return e.message; }")
+    assert unclosed == "job.rl.argv: a ' is not closed", unclosed
+
+    # Back to a training step: its inputs again.
+    page.find_element(By.ID, "mode-megatron").click()
+    assert page.find_element(By.ID, "job-text").is_displayed()
+    assert not page.find_element(By.ID, "rl-input").is_displayed()
 
 
 def main():
@@ -234,6 +397,14 @@ def main():
         assert page.find_element(By.ID, "verdict").text.startswith("oomguard: "), \
             page.find_element(By.ID, "verdict").text
 
+        check_rl_mode(page, wait, port, args)
+
+        # Every file the page loaded came from the server itself.
+        origin = f"http://127.0.0.1:{port}/"
+        loaded = page.execute_script(
+            "return performance.getEntriesByType('resource').map((e) => e.name)")
+        assert loaded and all(name.startswith(origin) for name in loaded), loaded
+
         # Nothing the page did broke its Content-Security-Policy.
         problems = [e["message"] for e in page.get_log("browser")
                     if e["level"] == "SEVERE" and "400" not in e["message"]]
@@ -244,7 +415,7 @@ def main():
         server.wait(timeout=15)
         shutil.rmtree(work, ignore_errors=True)
     print("ok: 8 bars, capacity line, verdict, recommendations, alternatives, hover, trees, link, "
-          "field error, script")
+          "field error, script, RL phases")
     return 0
 
 
