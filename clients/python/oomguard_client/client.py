@@ -342,8 +342,41 @@ class Client:
         server's default (--judge_unmodelled, off unless set) raises
         OomguardError with reason "JOB_NOT_MODELLED" naming them.
         """
+        response = self.check_response(
+            _job_source(args, num_gpus, preset, hf_config, env, gpus_per_node), gpu=gpu,
+            safety_margin=safety_margin, judge_unmodelled=judge_unmodelled,
+            with_report=with_report, timeout=timeout)
+        return CheckResult(
+            verdict=verdict_name(response),
+            worst_rank=response.worst_pp_rank,
+            peak_bytes=response.peak_device_bytes,
+            peak_upper_bytes=response.peak_device_upper_bytes,
+            compared_peak_bytes=response.compared_peak_bytes,
+            capacity_bytes=response.capacity_bytes,
+            usable_bytes=response.usable_bytes,
+            headroom_bytes=response.headroom_bytes,
+            safety_margin=response.safety_margin,
+            gpu_name=response.gpu_name,
+            summary=response.summary,
+            recommendations=recommendations(response),
+            alternatives=[
+                Alternative(megatron_args=a.megatron_args, description=a.description,
+                            peak_bytes=a.peak_device_bytes,
+                            tokens_per_gpu_per_second=a.tokens_per_gpu_per_second,
+                            speedup=a.speedup)
+                for a in response.alternatives],
+            unmodelled_settings=[UnmodelledSetting(flag=s.flag, value=s.value, reason=s.reason)
+                                 for s in response.unmodelled_settings],
+            raw=response)
+
+    def check_response(self, job, gpu: Union[str, int] = "H100-SXM-80GB",
+                       safety_margin: Optional[float] = None,
+                       judge_unmodelled: Optional[bool] = None, with_report: bool = True,
+                       timeout: Optional[float] = None):
+        """The Check RPC's oomguard.v1.CheckResponse for `job`, an
+        oomguard.v1.JobSource; the other arguments as in check()."""
         request = _admission_pb2.CheckRequest()
-        request.job.CopyFrom(_job_source(args, num_gpus, preset, hf_config, env, gpus_per_node))
+        request.job.CopyFrom(job)
         if isinstance(gpu, bool) or not isinstance(gpu, (str, int)):
             raise TypeError(f"gpu: expected a name or a number of bytes, not {gpu!r}")
         if isinstance(gpu, str):
@@ -355,34 +388,7 @@ class Client:
         if judge_unmodelled is not None:
             request.policy.judge_unmodelled = judge_unmodelled
         request.omit_report = not with_report
-        response = self._call("Check", self._stub.Check, request, timeout)
-        return CheckResult(
-            verdict=_admission_pb2.Verdict.Name(response.verdict).removeprefix("VERDICT_"),
-            worst_rank=response.worst_pp_rank,
-            peak_bytes=response.peak_device_bytes,
-            peak_upper_bytes=response.peak_device_upper_bytes,
-            compared_peak_bytes=response.compared_peak_bytes,
-            capacity_bytes=response.capacity_bytes,
-            usable_bytes=response.usable_bytes,
-            headroom_bytes=response.headroom_bytes,
-            safety_margin=response.safety_margin,
-            gpu_name=response.gpu_name,
-            summary=response.summary,
-            recommendations=[
-                Recommendation(
-                    kind=_admission_pb2.Recommendation.Kind.Name(r.kind).removeprefix("KIND_"),
-                    id=r.id, setting=r.setting, reason=r.reason, saved_bytes=r.saved_bytes,
-                    peak_bytes_after=r.peak_device_bytes_after, sufficient=r.sufficient)
-                for r in response.recommendations],
-            alternatives=[
-                Alternative(megatron_args=a.megatron_args, description=a.description,
-                            peak_bytes=a.peak_device_bytes,
-                            tokens_per_gpu_per_second=a.tokens_per_gpu_per_second,
-                            speedup=a.speedup)
-                for a in response.alternatives],
-            unmodelled_settings=[UnmodelledSetting(flag=s.flag, value=s.value, reason=s.reason)
-                                 for s in response.unmodelled_settings],
-            raw=response)
+        return self._call("Check", self._stub.Check, request, timeout)
 
     def estimate(self, args: Args = None, num_gpus: Optional[int] = None,
                  preset: Optional[str] = None, hf_config=None, env: Optional[Mapping] = None,
@@ -425,6 +431,20 @@ class Client:
                                 reason) from None
 
 
+def verdict_name(response) -> str:
+    """A CheckResponse's verdict: "FITS", "FITS_WITH_SETTINGS" or "DOES_NOT_FIT"."""
+    return _admission_pb2.Verdict.Name(response.verdict).removeprefix("VERDICT_")
+
+
+def recommendations(response) -> List[Recommendation]:
+    """A CheckResponse's recommendations."""
+    return [Recommendation(
+        kind=_admission_pb2.Recommendation.Kind.Name(r.kind).removeprefix("KIND_"),
+        id=r.id, setting=r.setting, reason=r.reason, saved_bytes=r.saved_bytes,
+        peak_bytes_after=r.peak_device_bytes_after, sufficient=r.sufficient)
+        for r in response.recommendations]
+
+
 def _pem(value):
     if value is None or isinstance(value, bytes):
         return value
@@ -443,7 +463,7 @@ def _job_source(args, num_gpus, preset, hf_config, env, gpus_per_node):
     if preset is not None:
         megatron.preset = valid_text(preset)
     if hf_config is not None:
-        megatron.hf_config_json = _hf_config_text(hf_config)
+        megatron.hf_config_json = hf_config_text(hf_config)
     for name, value in (env or {}).items():
         source.env[valid_text(name)] = _text(value)
     if gpus_per_node is not None:
@@ -451,7 +471,8 @@ def _job_source(args, num_gpus, preset, hf_config, env, gpus_per_node):
     return source
 
 
-def _hf_config_text(hf_config):
+def hf_config_text(hf_config) -> str:
+    """A HuggingFace config.json's text from a dict, JSON text or a path."""
     if isinstance(hf_config, Mapping):
         return json.dumps(hf_config)
     if isinstance(hf_config, os.PathLike) or (
