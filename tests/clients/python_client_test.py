@@ -24,11 +24,7 @@ sys.path.insert(1, os.path.join(SOURCE_DIR, "clients", "python"))
 
 import python_client_server  # pylint: disable=wrong-import-position
 
-try:
-    import grpc  # pylint: disable=wrong-import-position
-except ImportError:
-    print(f"skipped: {sys.executable} has no grpc module (apt-get install python3-grpcio)")
-    sys.exit(python_client_server.SKIP)
+grpc = python_client_server.import_grpc()
 
 from oomguard_client import Client, OomguardError, megatron_args  # pylint: disable=wrong-import-position
 from oomguard_client import _stubs  # pylint: disable=wrong-import-position
@@ -67,11 +63,7 @@ def setUpModule():  # pylint: disable=invalid-name
 
 
 def tearDownModule():  # pylint: disable=invalid-name
-    code = SERVER.stop()
-    output = SERVER.output()
-    SERVER.close()
-    if code != 0:
-        raise AssertionError(f"oomguard serve exited {code} after SIGTERM:\n{output}")
+    SERVER.close_checked()
 
 
 class MegatronArgsTest(unittest.TestCase):

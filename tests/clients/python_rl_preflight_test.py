@@ -29,11 +29,7 @@ sys.path.insert(1, os.path.join(SOURCE_DIR, "clients", "python"))
 
 import python_client_server  # pylint: disable=wrong-import-position
 
-try:
-    import grpc  # pylint: disable=wrong-import-position
-except ImportError:
-    print(f"skipped: {sys.executable} has no grpc module (apt-get install python3-grpcio)")
-    sys.exit(python_client_server.SKIP)
+grpc = python_client_server.import_grpc()
 
 from oomguard_client import Client, OomguardError, rl  # pylint: disable=wrong-import-position
 from oomguard.v1 import rl_job_pb2  # pylint: disable=wrong-import-position,wrong-import-order
@@ -82,16 +78,20 @@ def setUpModule():  # pylint: disable=invalid-name
 
 
 def tearDownModule():  # pylint: disable=invalid-name
-    code = SERVER.stop()
-    output = SERVER.output()
-    SERVER.close()
-    if code != 0:
-        raise AssertionError(f"oomguard serve exited {code} after SIGTERM:\n{output}")
+    SERVER.close_checked()
 
 
 def read(path):
     with open(path, encoding="utf-8") as f:
         return f.read()
+
+
+def write(path, text, executable=False):
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(text)
+    if executable:
+        os.chmod(path, 0o755)
+    return path
 
 
 class RlJobTest(unittest.TestCase):
@@ -108,17 +108,15 @@ class RlJobTest(unittest.TestCase):
 
     def test_args_path_is_split_into_words(self):
         with tempfile.TemporaryDirectory() as work:
-            path = os.path.join(work, "slime.args")
-            with open(path, "w", encoding="utf-8") as f:
-                f.write("--colocate --max-tokens-per-gpu 9216 \\\n"
-                        "  --rollout-function-path 'slime.rollout:generate'  # the default\n"
-                        '--sglang-mem-fraction-static "0.5"\n')
+            path = write(os.path.join(work, "slime.args"),
+                         "--colocate --max-tokens-per-gpu 9216 \\\n"
+                         "  --rollout-function-path 'slime.rollout:generate'  # the default\n"
+                         '--sglang-mem-fraction-static "0.5"\n')
             self.assertEqual(list(rl.rl_job(path).argv),
                              ["--colocate", "--max-tokens-per-gpu", "9216",
                               "--rollout-function-path", "slime.rollout:generate",
                               "--sglang-mem-fraction-static", "0.5"])
-            with open(path, "w", encoding="utf-8") as f:
-                f.write("--colocate 'open\n")
+            write(path, "--colocate 'open\n")
             with self.assertRaises(ValueError) as raised:
                 rl.rl_job(path)
             self.assertIn(path, str(raised.exception))
@@ -275,9 +273,7 @@ class VerlPreflightExampleTest(unittest.TestCase):
 
     def test_does_not_fit_exits_1_with_the_verdict(self):
         with tempfile.TemporaryDirectory() as work:
-            path = os.path.join(work, "seed_000.yaml")
-            with open(path, "w", encoding="utf-8") as f:
-                json.dump(SEED_000, f)
+            path = write(os.path.join(work, "seed_000.yaml"), json.dumps(SEED_000))
             run = self.run_example("--config", path)
             self.assertEqual(run.returncode, 1, run.stderr)
             expected = rl.check(SEED_000, server=SERVER.address)
@@ -291,22 +287,19 @@ class VerlPreflightExampleTest(unittest.TestCase):
         # verl.trainer.main_ppo --cfg job --resolve OVERRIDES`, which prints
         # the config Hydra composes; it checks the words it is called with.
         with tempfile.TemporaryDirectory() as work:
-            python = os.path.join(work, "python3")
-            with open(python, "w", encoding="utf-8") as f:
-                f.write("#!/bin/sh\n"
-                        '[ "$*" = "-m verl.trainer.main_ppo --cfg job --resolve '
-                        'trainer.nnodes=1" ] || { echo "called with: $*" >&2; exit 9; }\n'
-                        f"cat '{FITS_YAML}'\n")
-            os.chmod(python, 0o755)
+            python = write(os.path.join(work, "python3"),
+                           "#!/bin/sh\n"
+                           '[ "$*" = "-m verl.trainer.main_ppo --cfg job --resolve '
+                           'trainer.nnodes=1" ] || { echo "called with: $*" >&2; exit 9; }\n'
+                           f"cat '{FITS_YAML}'\n", executable=True)
             run = self.run_example("--python", python, "--", "trainer.nnodes=1")
             self.assertEqual(run.returncode, 0, run.stderr)
             self.assertIn("oomguard: FITS: ", run.stdout)
             self.assertIn(f"ray job submit -- {python} -m verl.trainer.main_ppo trainer.nnodes=1",
                           run.stdout)
-            failing = os.path.join(work, "false")
-            with open(failing, "w", encoding="utf-8") as f:
-                f.write("#!/bin/sh\necho 'no module named verl' >&2\nexit 1\n")
-            os.chmod(failing, 0o755)
+            failing = write(os.path.join(work, "false"),
+                            "#!/bin/sh\necho 'no module named verl' >&2\nexit 1\n",
+                            executable=True)
             run = self.run_example("--python", failing)
             self.assertEqual(run.returncode, 2)
             self.assertIn("no module named verl", run.stderr)

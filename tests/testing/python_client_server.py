@@ -9,11 +9,22 @@ import os
 import re
 import signal
 import subprocess
+import sys
 import tempfile
 import time
 import urllib.request
 
 SKIP = 77  # CTest SKIP_RETURN_CODE of the Python tests.
+
+
+def import_grpc():
+    """The grpc module; exits SKIP when this Python has none."""
+    try:
+        import grpc  # pylint: disable=import-outside-toplevel
+    except ImportError:
+        print(f"skipped: {sys.executable} has no grpc module (apt-get install python3-grpcio)")
+        sys.exit(SKIP)
+    return grpc
 
 
 class Server:
@@ -69,6 +80,15 @@ class Server:
         self.stop()
         self.log.close()
         os.unlink(self.log.name)
+
+    def close_checked(self):
+        """close(); raises AssertionError, with the server's log, unless it
+        exited 0 on SIGTERM (a test's tearDownModule)."""
+        code = self.stop()
+        output = self.output()
+        self.close()
+        if code != 0:
+            raise AssertionError(f"oomguard serve exited {code} after SIGTERM:\n{output}")
 
     def __enter__(self):
         return self

@@ -456,19 +456,25 @@ def _job_source(args, num_gpus, preset, hf_config, env, gpus_per_node):
     source = _admission_pb2.JobSource()
     megatron = source.megatron
     megatron.args = megatron_args(args)
-    if num_gpus is not None:
-        megatron.num_gpus = num_gpus
-    if preset is not None and hf_config is not None:
-        raise ValueError("give preset or hf_config, not both")
-    if preset is not None:
-        megatron.preset = valid_text(preset)
-    if hf_config is not None:
-        megatron.hf_config_json = hf_config_text(hf_config)
+    set_size_and_model(megatron, num_gpus, preset, hf_config)
     for name, value in (env or {}).items():
         source.env[valid_text(name)] = _text(value)
     if gpus_per_node is not None:
         source.gpus_per_node = gpus_per_node
     return source
+
+
+def set_size_and_model(job, num_gpus, preset, hf_config):
+    """Sets a MegatronJob's or an RlJob's num_gpus, preset or hf_config_json
+    (the fields both have)."""
+    if num_gpus is not None:
+        job.num_gpus = num_gpus
+    if preset is not None and hf_config is not None:
+        raise ValueError("give preset or hf_config, not both")
+    if preset is not None:
+        job.preset = valid_text(preset)
+    if hf_config is not None:
+        job.hf_config_json = hf_config_text(hf_config)
 
 
 def hf_config_text(hf_config) -> str:

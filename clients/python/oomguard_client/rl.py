@@ -178,14 +178,7 @@ def rl_job(config: Config, *, gpus: Optional[int] = None, preset: Optional[str] 
     """
     job = _rl_job_pb2.RlJob(framework=_framework(framework))
     _read_config(config, job)
-    if gpus is not None:
-        job.num_gpus = gpus
-    if preset is not None and hf_config is not None:
-        raise ValueError("give preset or hf_config, not both")
-    if preset is not None:
-        job.preset = valid_text(preset)
-    if hf_config is not None:
-        job.hf_config_json = _client.hf_config_text(hf_config)
+    _client.set_size_and_model(job, gpus, preset, hf_config)
     return job
 
 
