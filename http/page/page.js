@@ -395,21 +395,11 @@ async function submit() {
     // Policy.judge_unmodelled; unset: the server's --judge_unmodelled.
     const policy = state["judge-unmodelled"] ? { judgeUnmodelled: state["judge-unmodelled"] === "yes" } : undefined;
     if (state.mode === "rl") {
-      const request = { job: rlJobSource(state), gpuName: state.gpu || firstGpu() };
+      job = rlJobSource(state);
+      const request = { job, gpuName: state.gpu || firstGpu() };
       if (policy) request.policy = policy;
       check = await callApi("/v1/check", request);
-      $("error").hidden = true;
-      showVerdict(check);
-      showRecommendations(check);
-      showAlternatives(check);
-      showRlStep(check);
-      showNotes(rlNotes(check));
-      $("megatron-result").hidden = true;
-      $("rl-result").hidden = false;
-      $("result").hidden = false;
-      return;
-    }
-    if (isScript(state.job)) {
+    } else if (isScript(state.job)) {
       // Read by the server (never run), as the scheduler's hook reads it.
       const body = { script: state.job };
       if (state.gpu) body.gpu = state.gpu;
@@ -427,16 +417,24 @@ async function submit() {
       if (policy) request.policy = policy;
       check = await callApi("/v1/check", request);
     }
-    const estimate = await callApi("/v1/estimate", { job, moduleTree: true }).catch(() => null);
+    // An RL step's answer (the RL mode's, or Megatron-LM RL arguments the
+    // server recognised as an RL loop's) is drawn phase by phase.
+    const rl = Boolean(check.rlStep);
+    const estimate = rl ? null : await callApi("/v1/estimate", { job, moduleTree: true }).catch(() => null);
     $("error").hidden = true;
     showVerdict(check);
     showRecommendations(check);
     showAlternatives(check);
-    showChart(check);
-    if (estimate) showTrees(estimate); else $("trees").replaceChildren();
-    showNotes([...scriptNotes, ...(check.report.notes || [])]);
-    $("rl-result").hidden = true;
-    $("megatron-result").hidden = false;
+    if (rl) {
+      showRlStep(check);
+      showNotes([...scriptNotes, ...rlNotes(check)]);
+    } else {
+      showChart(check);
+      if (estimate) showTrees(estimate); else $("trees").replaceChildren();
+      showNotes([...scriptNotes, ...(check.report.notes || [])]);
+    }
+    $("rl-result").hidden = !rl;
+    $("megatron-result").hidden = rl;
     $("result").hidden = false;
   } catch (error) {
     showError(error);
