@@ -214,8 +214,8 @@ function showRlChart(step, check, classes) {
     const middle = left + ((first + position) / 2) * slot;
     const label = svg("text", { class: "phase-label", x: middle, y: H - bottom + 32, "text-anchor": "middle" },
       phaseTitle(phase) + (phase.failure ? " (fails)" : ""));
-    if (phase.failure) label.append(svg("title", {}, phase.failure));
-    group.append(label);
+    // Why it fails, on hover (and in its table below).
+    group.append(phase.failure ? svg("g", { class: "phase-failure" }, label, svg("title", {}, phase.failure)) : label);
     chart.append(group);
     position += p < phases.length - 1 ? gap : 0;
   });
@@ -243,7 +243,7 @@ function showRlTerms(step, check) {
       el("summary", {}, el("strong", {}, phaseTitle(phase)),
         `: ${gib(num(phase, "peakDeviceBytes"))} on PP rank ${num(phase, "worstRank")}, at most ${gib(num(phase, "peakDeviceUpperBytes"))}`
         + (binding ? " (binding)" : "")));
-    details.open = binding;
+    details.open = binding || Boolean(phase.failure);
     if (phase.failure) details.append(el("p", { class: "failure" }, phase.failure));
     if (worst) {
       details.append(termsTable(`PP rank ${num(worst, "ppRank")}`, worst.terms || [], num(worst, "peakDeviceBytes"),

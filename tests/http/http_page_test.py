@@ -155,8 +155,11 @@ def check_rl_mode(page, wait, port, args):
     tables = page.find_elements(By.CSS_SELECTOR, "#rl-terms details.rl-phase-terms")
     assert [t.get_attribute("data-phase") for t in tables] == [p["phase"] for p in phases]
     for table, p in zip(tables, phases):
-        assert (table.get_attribute("open") is not None) == (p["phase"] == step["bindingPhase"])
-    opened = next(t for t in tables if t.get_attribute("open") is not None)
+        shown = p["phase"] == step["bindingPhase"] or bool(p.get("failure"))
+        assert (table.get_attribute("open") is not None) == shown, p["phase"]
+        if p.get("failure"):
+            assert p["failure"] in table.find_element(By.CSS_SELECTOR, "p.failure").text
+    opened = next(t for t in tables if t.get_attribute("data-phase") == step["bindingPhase"])
     worst = next(r for r in next(p for p in phases if p["phase"] == step["bindingPhase"])["ranks"]
                  if r.get("ppRank", 0) == next(p for p in phases
                                                if p["phase"] == step["bindingPhase"]).get("worstRank", 0))
