@@ -105,7 +105,7 @@ function rlJobSource(state) {
 
 // A colour class per distinct term name, in the order the report first names
 // them, so a term keeps its colour in every phase (page.css: .term-0 ...).
-const TERM_COLOURS = 12;
+const TERM_COLOURS = 20;
 
 function termClasses(step) {
   const classes = new Map();
