@@ -221,6 +221,24 @@ class PreflightTest(unittest.TestCase):
         result = rl.check(SHIPPED_YAML, gpu="H100-SXM-80GB", server=SERVER.address)
         self.assertEqual(result.raw, error.result.raw)
 
+    def test_the_other_frameworks_shipped_examples(self):
+        # slime's argv (an .args file, split into words), Megatron-LM's RL
+        # loop (no world size or model in its argv: given here) and
+        # NeMo-RL's YAML: each read as its framework's, every phase answered.
+        examples = os.path.join(SOURCE_DIR, "examples", "rl")
+        for name, options, framework in (
+                ("slime_qwen3_30b_a3b.args", {}, rl_job_pb2.RL_FRAMEWORK_SLIME),
+                ("megatron_rl.args", {"gpus": 32, "preset": "qwen3-30b-a3b"},
+                 rl_job_pb2.RL_FRAMEWORK_MEGATRON_RL),
+                ("nemo_rl_grpo_megatron.yaml", {}, rl_job_pb2.RL_FRAMEWORK_NEMO_RL)):
+            with self.subTest(name):
+                result = rl.check(os.path.join(examples, name), server=SERVER.address, **options)
+                self.assertEqual(result.raw.rl_step.framework, framework)
+                self.check_step(result)
+        with self.assertRaises(OomguardError) as raised:
+            rl.preflight(os.path.join(examples, "megatron_rl.args"), server=SERVER.address)
+        self.assertEqual(raised.exception.field, "job.rl")
+
     def test_a_client_a_gpu_by_bytes_and_the_world_size(self):
         with Client(SERVER.address, timeout=10.0) as oomguard:
             result = rl.check(FITS_YAML, gpu=80 * GIB, gpus=16, server=oomguard)
