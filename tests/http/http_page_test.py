@@ -15,8 +15,8 @@ veRL config pasted (examples/rl/verl_qwen3_30b_a3b.yaml), a bar per phase per pi
 by term as the server's answer (POST /v1/check, asked directly too) itemises
 them, the usable line, the upper bounds, the binding phase, the terms with
 their keys in a table and on hover, the host memory, the notes, a link that
-reproduces it, and a bad key's error naming the field; an argument line split
-into words as a shell would. Every file the page loaded came from the server.
+reproduces it, and a bad key's error naming the field; slime's shipped
+argument line split into words as a shell would. Every file the page loaded came from the server.
 Saves a screenshot of the answer, of the error and of the RL answer to
 --out-dir and prints their paths.
 
@@ -26,6 +26,7 @@ import argparse
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -210,6 +211,20 @@ def check_rl_mode(page, wait, port, args):
     wait.until(ready.visibility_of_element_located((By.ID, "error")))
     error = page.find_element(By.ID, "error").text
     assert error.startswith("job.rl") and "actor_rollout_ref.rollout.gpu_memory_utilization" in error, error
+
+    # slime's shipped argument line, pasted: split by the page as shlex
+    # splits it, the same answer as the words sent directly.
+    with open(os.path.join(args.source_dir, "examples", "rl", "slime_qwen3_30b_a3b.args")) as f:
+        slime = f.read()
+    expected = post_json(port, "/v1/check", {"job": {"rl": {"argv": shlex.split(slime, comments=True)}},
+                                             "gpuName": "H100-SXM-80GB"})
+    box.clear()
+    box.send_keys(slime)
+    page.find_element(By.ID, "check").click()
+    wait.until(ready.visibility_of_element_located((By.ID, "result")))
+    assert page.find_element(By.ID, "verdict").text == "oomguard: " + expected["summary"]
+    count = sum(len(p["ranks"]) for p in expected["rlStep"]["phases"])
+    assert len(page.find_elements(By.CSS_SELECTOR, "#rl-chart svg g.rl-bar")) == count
 
     # An argument line becomes RlJob.argv, split as a shell splits it.
     words = page.execute_script("return rlJobSource({'rl-config': arguments[0], 'rl-framework': 'RL_FRAMEWORK_SLIME', "
