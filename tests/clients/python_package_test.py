@@ -34,7 +34,8 @@ import python_client_server  # pylint: disable=wrong-import-position
 OPTIONS = None
 
 # Run by the venv's python from a directory outside the sources: imports the
-# installed package, checks where it and its stubs come from, calls the server.
+# installed package, checks where it and its stubs come from, calls the server
+# (Estimate, Check, an invalid field, an RL job's check).
 PROBE = r'''
 import json, os, sys
 import oomguard_client
@@ -57,6 +58,16 @@ with Client(sys.argv[1], timeout=30.0) as oomguard:
         oomguard.check(args=args, num_gpus=0, preset="llama3-8b")
     except OomguardError as error:
         out["error"] = [error.code_name, error.field, error.message]
+# An RL job's pre-flight (oomguard_client.rl), from a veRL config as a dict.
+from oomguard_client import rl
+verl = {"actor_rollout_ref": {"model": {"path": "Qwen/Qwen3-8B"},
+                              "actor": {"megatron": {"tensor_model_parallel_size": 2},
+                                        "use_dynamic_bsz": True,
+                                        "ppo_max_token_len_per_gpu": 6144},
+                              "rollout": {"name": "vllm", "tensor_model_parallel_size": 2}},
+        "data": {"max_prompt_length": 1024, "max_response_length": 2048},
+        "trainer": {"nnodes": 1, "n_gpus_per_node": 8}}
+out["rl_phases"] = [p.phase for p in rl.check(verl, server=sys.argv[1], timeout=30.0).phases]
 print(json.dumps(out))
 '''
 
@@ -124,6 +135,8 @@ class PackageTest(unittest.TestCase):
         self.assertEqual(code_name, "INVALID_ARGUMENT")
         self.assertEqual(field, "job.megatron.num_gpus")  # From the status details.
         self.assertIn("num_gpus", message)
+        self.assertEqual(out["rl_phases"][0], "generate")
+        self.assertEqual(out["rl_phases"][-1], "actor_update")
 
 
 def main():
