@@ -261,11 +261,12 @@ function coveragePercent(check) {
 }
 
 // The chart's parts both modes draw. `y` maps bytes to the SVG's y.
-function chartAxis(top, y, left, right) {
+// The GiB gridlines up to `top` bytes, from x = left to left + plotW.
+function chartAxis(top, y, left, plotW) {
   const axis = svg("g", { class: "axis" });
   const step = [8, 16, 32, 64, 128, 256].map((g) => g * GiB).find((s) => top / s <= 8) || 512 * GiB;
   for (let b = 0; b <= top; b += step) {
-    axis.append(svg("line", { x1: left, x2: left + right, y1: y(b), y2: y(b) }));
+    axis.append(svg("line", { x1: left, x2: left + plotW, y1: y(b), y2: y(b) }));
     axis.append(svg("text", { x: left - 6, y: y(b) + 4, "text-anchor": "end" }, `${Math.round(b / GiB)} GiB`));
   }
   return axis;
