@@ -18,6 +18,8 @@
 #include "absl/strings/strip.h"
 #include "admission/check_basis.h"
 #include "admission/peak_wording.h"
+#include "admission/recommendations.h"
+#include "admission/rl_megatron_setting.h"
 #include "common/status_macros.h"
 #include "estimator/job_defaults.h"
 #include "estimator/rl_knobs.h"
@@ -386,6 +388,7 @@ constexpr char kUnsetExpandableSegments[] =
 // A job's step as the check compares it.
 struct Measured {
   Binding binding;
+  std::string phase;    // The binding phase's name.
   std::string failure;  // The first failing phase's failure; empty if none.
 };
 
@@ -420,6 +423,7 @@ class BudgetedStepEstimator {
   absl::StatusOr<Measured> Measure(const v1::RlStepReport& report) const {
     Measured m;
     OOMGUARD_ASSIGN_OR_RETURN(m.binding, BindingOf(report, compare_upper_));
+    m.phase = report.phases(m.binding.phase).phase();
     if (const v1::RlPhaseReport* failing = FailingPhase(report)) m.failure = failing->failure();
     return m;
   }
@@ -431,39 +435,98 @@ class BudgetedStepEstimator {
   int runs_ = 0;
 };
 
-// Climbs the ladder from `job` (measured `base`) while it fails or does not
-// fit, appending the steps taken.
-absl::Status ClimbRlLadder(v1::RlJobSpec job, Measured now, uint64_t usable,
+// Whether the job as it stands fits: every phase runs and the peak fits.
+bool Fits(const Measured& now, uint64_t usable) {
+  return now.failure.empty() && now.binding.compared <= usable;
+}
+
+// Measures `candidate`, `job` with one change (shown as `setting`), and
+// takes it (appending its recommendation, moving `job` and `now` to it) when
+// it helps: when it lets a phase that could not run run, or lowers the
+// compared peak without stopping a phase that ran (while one cannot run,
+// what the others hold may be what keeps it from starting: vLLM's free
+// memory at start). Whether it was taken.
+absl::StatusOr<bool> TakeIfHelps(v1::RlJobSpec candidate, std::string setting, const char* id,
+                                 const char* reason, uint64_t usable,
+                                 BudgetedStepEstimator& estimator, v1::RlJobSpec& job,
+                                 Measured& now, v1::CheckResponse* out) {
+  OOMGUARD_ASSIGN_OR_RETURN(const std::optional<Measured> after, estimator.TryMeasure(candidate));
+  if (!after) return false;
+  const bool failing = !now.failure.empty();
+  const bool lets_run = failing && after->failure.empty();
+  const bool lowers =
+      after->binding.compared < now.binding.compared && (failing || after->failure.empty());
+  if (!lets_run && !lowers) return false;
+  v1::Recommendation rec =
+      MeasuredRecommendation(v1::Recommendation::KIND_CONFIG_CHANGE, id, std::move(setting), reason,
+                             now.binding.compared, after->binding.compared, usable);
+  // Sufficient only when every phase runs, too.
+  rec.set_sufficient(rec.sufficient() && after->failure.empty());
+  *out->add_recommendations() = std::move(rec);
+  job = std::move(candidate);
+  now = *after;
+  return true;
+}
+
+// Climbs the ladder of the framework's RL keys from `job` (measured `now`)
+// while it fails or does not fit, appending the steps taken; `job` and
+// `now` end as the job with them.
+absl::Status ClimbRlLadder(v1::RlJobSpec& job, Measured& now, uint64_t usable,
                            BudgetedStepEstimator& estimator, v1::CheckResponse* out) {
   for (const RlRung& rung : RlLadder()) {
-    const bool failing = !now.failure.empty();
-    if (!failing && now.binding.compared <= usable) break;
-    if (rung.when_failing && !failing) continue;
+    if (Fits(now, usable)) break;
+    if (rung.when_failing && now.failure.empty()) continue;
     for (const RlChange& change : rung.changes) {
       v1::RlJobSpec candidate = job;
       if (!change.make(&candidate)) continue;
       std::string setting = RlKnobSetting(candidate, change.knob);
       if (setting.empty()) continue;  // The framework has no key for it.
-      OOMGUARD_ASSIGN_OR_RETURN(const std::optional<Measured> after,
-                                estimator.TryMeasure(candidate));
-      if (!after) continue;
-      // A change helps when it lets a phase that could not run run, or
-      // lowers the compared peak without stopping a phase that ran (while
-      // one cannot run, what the others hold may be what keeps it from
-      // starting: vLLM's free memory at start).
-      const bool lets_run = failing && after->failure.empty();
-      const bool lowers =
-          after->binding.compared < now.binding.compared && (failing || after->failure.empty());
-      if (!lets_run && !lowers) continue;
-      v1::Recommendation rec = MeasuredRecommendation(
-          v1::Recommendation::KIND_CONFIG_CHANGE, change.id, std::move(setting), change.reason,
-          now.binding.compared, after->binding.compared, usable);
-      // Sufficient only when every phase runs, too.
-      rec.set_sufficient(rec.sufficient() && after->failure.empty());
-      *out->add_recommendations() = std::move(rec);
-      job = std::move(candidate);
-      now = *after;
-      break;
+      OOMGUARD_ASSIGN_OR_RETURN(const bool taken,
+                                TakeIfHelps(std::move(candidate), std::move(setting), change.id,
+                                            change.reason, usable, estimator, job, now, out));
+      if (taken) break;
+    }
+  }
+  return absl::OkStatus();
+}
+
+// The Megatron job a phase trains: the actor's update, the critic's;
+// nullopt for the others.
+std::optional<RlTrainer> TrainerOf(const std::string& phase) {
+  if (phase == "actor_update") return RlTrainer::kActor;
+  if (phase == "critic") return RlTrainer::kCritic;
+  return std::nullopt;
+}
+v1::JobSpec* TrainerJob(v1::RlJobSpec* job, RlTrainer trainer) {
+  return trainer == RlTrainer::kActor ? job->mutable_actor() : job->mutable_critic()->mutable_job();
+}
+
+// Then, while every phase runs but the step does not fit and a training
+// phase binds, the Megatron-Core changes of the pretraining ladder
+// (RecommendationLadder: its config changes; the environment's are not
+// recommended for RL, see rl_admission.h) of the binding phase's trainer,
+// each shown in the framework's keys (RlMegatronSetting) and the whole step
+// re-estimated.
+absl::Status ClimbMegatronLadder(v1::RlJobSpec& job, Measured& now, uint64_t usable,
+                                 const v1::GpuSpec& gpu, BudgetedStepEstimator& estimator,
+                                 v1::CheckResponse* out) {
+  for (const LadderRung& rung : RecommendationLadder()) {
+    if (Fits(now, usable) || !now.failure.empty()) break;
+    const std::optional<RlTrainer> trainer = TrainerOf(now.phase);
+    if (!trainer) break;
+    for (const RecommendedChange& change : rung) {
+      if (change.kind != v1::Recommendation::KIND_CONFIG_CHANGE) continue;
+      v1::RlJobSpec candidate = job;
+      v1::JobSpec* trained = TrainerJob(&candidate, *trainer);
+      const std::optional<JobChange> made = change.make(gpu, trained);
+      if (!made) continue;
+      std::optional<std::string> setting =
+          RlMegatronSetting(job.framework(), *trainer, *trained, *made);
+      if (!setting) continue;  // The framework has no key for it.
+      OOMGUARD_ASSIGN_OR_RETURN(const bool taken,
+                                TakeIfHelps(std::move(candidate), *std::move(setting), change.id,
+                                            change.reason, usable, estimator, job, now, out));
+      if (taken) break;
     }
   }
   return absl::OkStatus();
@@ -627,7 +690,12 @@ absl::StatusOr<v1::CheckResponse> CheckRlJob(const v1::RlJobSpec& job_spec, cons
   SetComparedPeak(base.binding.pp_rank, base.binding.point, base.binding.upper, gpu, options, &out);
   const uint64_t usable = out.usable_bytes();
   *out.mutable_unmodelled_settings() = job.unmodelled_settings();
-  OOMGUARD_RETURN_IF_ERROR(ClimbRlLadder(job, base, usable, estimator, &out));
+  {
+    v1::RlJobSpec climbed = job;
+    Measured now = base;
+    OOMGUARD_RETURN_IF_ERROR(ClimbRlLadder(climbed, now, usable, estimator, &out));
+    OOMGUARD_RETURN_IF_ERROR(ClimbMegatronLadder(climbed, now, usable, gpu, estimator, &out));
+  }
   OOMGUARD_RETURN_IF_ERROR(AddRlIncompatibilities(job, base, usable, estimator, &out));
   out.set_verdict(base.failure.empty() && base.binding.compared <= usable
                       ? v1::VERDICT_FITS

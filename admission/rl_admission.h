@@ -34,10 +34,14 @@ namespace oomguard {
 // next is tried on top of it, while the job does not fit), each
 // re-estimated. A change helps when it lets a failing phase run, or lowers
 // the compared peak without making a phase fail; it is sufficient when
-// every phase runs and the peak fits. PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True is never
-// recommended (the Megatron ladder's first rung is not climbed): colocated
-// engines that sleep break with it (RL_MEMORY.md §3.3); where the job sets
-// it and its engine cannot take it, an incompatibility says to unset it.
+// every phase runs and the peak fits. Then, while every phase runs but the
+// step does not fit and the actor's update (or the critic's) binds, the
+// config changes of recommendations.h's ladder of that Megatron job are
+// climbed the same way, each written in the framework's keys
+// (rl_megatron_setting.h) and the whole step re-estimated.
+// PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True is never recommended (the Megatron ladder's
+// first rung is not climbed): colocated engines that sleep break with it (RL_MEMORY.md §3.3); where
+// the job sets it and its engine cannot take it, an incompatibility says to unset it.
 absl::StatusOr<v1::CheckResponse> CheckRlJob(const v1::RlJobSpec& job, const v1::GpuSpec& gpu,
                                              const AdmissionOptions& options);
 

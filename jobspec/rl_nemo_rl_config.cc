@@ -36,6 +36,25 @@ constexpr RlMegatronKey kMegatronSwitches[] = {
      "fine-grained-activation-offloading"},
 };
 
+constexpr RlMegatronKey kOptimizerOffloadFraction = {
+    "policy.megatron_cfg.optimizer.optimizer_offload_fraction", "optimizer-offload-fraction"};
+// Recompute: activation_checkpointing turns it on, recompute_granularity says
+// which; full is uniform over one layer (nemo_rl/models/megatron/setup.py).
+constexpr char kActivationCheckpointing[] = "policy.megatron_cfg.activation_checkpointing";
+constexpr RlMegatronKey kRecomputeGranularity = {"policy.megatron_cfg.recompute_granularity",
+                                                 "recompute-granularity"};
+constexpr RlMegatronKey kRecomputeModules = {"policy.megatron_cfg.recompute_modules",
+                                             "recompute-modules"};
+// What full recompute sets with the granularity: the flag and its value.
+struct ImpliedFlag {
+  absl::string_view flag;
+  absl::string_view value;
+};
+constexpr ImpliedFlag kFullRecomputeImplies[] = {
+    {"recompute-method", "uniform"},
+    {"recompute-num-layers", "1"},
+};
+
 constexpr RlConfigKey kKeys[] = {
     {"policy.model_name", "the actor's model (a preset's model name)"},
     {"policy.precision", "actor parameter dtype"},
@@ -265,32 +284,26 @@ absl::StatusOr<v1::RlJobSpec> ReadNemoRlConfig(const RlConfigYaml& c, const v1::
       RlBool(c, "policy.megatron_cfg.optimizer.optimizer_cpu_offload", false));
   if (cpu_offload) {
     OOMGUARD_RETURN_IF_ERROR(
-        RlSetFromKey(c, "policy.megatron_cfg.optimizer.optimizer_offload_fraction",
-                     "optimizer-offload-fraction", settings));
+        RlSetFromKey(c, kOptimizerOffloadFraction.key, kOptimizerOffloadFraction.flag, settings));
   }
   OOMGUARD_ASSIGN_OR_RETURN(std::vector<std::string> offload_modules,
                             c.Words("policy.megatron_cfg.offload_modules"));
   if (!offload_modules.empty()) {
     settings.Set("offload-modules", "policy.megatron_cfg.offload_modules", offload_modules);
   }
-  // Recompute: activation_checkpointing turns it on; full is uniform over
-  // one layer (nemo_rl/models/megatron/setup.py).
-  OOMGUARD_ASSIGN_OR_RETURN(const bool checkpointing,
-                            RlBool(c, "policy.megatron_cfg.activation_checkpointing", false));
+  OOMGUARD_ASSIGN_OR_RETURN(const bool checkpointing, RlBool(c, kActivationCheckpointing, false));
   if (checkpointing) {
     OOMGUARD_ASSIGN_OR_RETURN(std::optional<std::string> granularity,
-                              c.Word("policy.megatron_cfg.recompute_granularity"));
+                              c.Word(kRecomputeGranularity.key));
     const std::string word = granularity.value_or("full");
-    settings.Set("recompute-granularity", "policy.megatron_cfg.recompute_granularity", {word});
+    settings.Set(kRecomputeGranularity.flag, kRecomputeGranularity.key, {word});
     if (word == "full") {
-      settings.Set("recompute-method", "policy.megatron_cfg.recompute_granularity", {"uniform"});
-      settings.Set("recompute-num-layers", "policy.megatron_cfg.recompute_granularity", {"1"});
-    } else {
-      OOMGUARD_ASSIGN_OR_RETURN(std::vector<std::string> modules,
-                                c.Words("policy.megatron_cfg.recompute_modules"));
-      if (!modules.empty()) {
-        settings.Set("recompute-modules", "policy.megatron_cfg.recompute_modules", modules);
+      for (const ImpliedFlag& implied : kFullRecomputeImplies) {
+        settings.Set(implied.flag, kRecomputeGranularity.key, {std::string(implied.value)});
       }
+    } else {
+      OOMGUARD_ASSIGN_OR_RETURN(std::vector<std::string> modules, c.Words(kRecomputeModules.key));
+      if (!modules.empty()) settings.Set(kRecomputeModules.flag, kRecomputeModules.key, modules);
     }
   }
   OOMGUARD_RETURN_IF_ERROR(settings.ApplyTo(&actor, notes));
@@ -447,6 +460,30 @@ absl::StatusOr<v1::RlJobSpec> ReadNemoRlConfig(const RlConfigYaml& c, const v1::
   NoteUnreadKeys(c, kKeys, kSilent, notes);
   CopyActorUnmodelled(&spec);
   return spec;
+}
+
+std::optional<RlMegatronKeyWriting> NemoRlMegatronKeyFor(absl::string_view flag) {
+  for (const RlMegatronKey& key : kMegatronValues) {
+    if (key.flag == flag) return RlMegatronKeyWriting{.key = std::string(key.key)};
+  }
+  for (const RlMegatronKey& key : kMegatronSwitches) {
+    if (key.flag == flag) return RlMegatronKeyWriting{.key = std::string(key.key)};
+  }
+  if (flag == kOptimizerOffloadFraction.flag) {
+    return RlMegatronKeyWriting{.key = std::string(kOptimizerOffloadFraction.key)};
+  }
+  for (const RlMegatronKey* key : {&kRecomputeGranularity, &kRecomputeModules}) {
+    if (key->flag == flag) {
+      return RlMegatronKeyWriting{.key = std::string(key->key),
+                                  .enabled_by = kActivationCheckpointing};
+    }
+  }
+  for (const ImpliedFlag& implied : kFullRecomputeImplies) {
+    if (implied.flag == flag) {
+      return RlMegatronKeyWriting{.key = "", .implied_value = std::string(implied.value)};
+    }
+  }
+  return std::nullopt;
 }
 
 }  // namespace oomguard

@@ -11,6 +11,7 @@
 #ifndef OOMGUARD_JOBSPEC_RL_NEMO_RL_CONFIG_H_
 #define OOMGUARD_JOBSPEC_RL_NEMO_RL_CONFIG_H_
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,12 @@ absl::Span<const RlConfigKey> NemoRlConfigKeys();
 // Whether `config` is NeMo-RL's: `policy` with `grpo`, `loss_fn` or
 // `policy.megatron_cfg`.
 bool IsNemoRlConfig(const RlConfigYaml& config);
+
+// The key the reader reads for the actor's Megatron-LM setting `flag` (the
+// flag table's name): "policy.megatron_cfg.tensor_model_parallel_size";
+// recompute's under activation_checkpointing, full recompute's method and
+// layers implied; nullopt when it reads none.
+std::optional<RlMegatronKeyWriting> NemoRlMegatronKeyFor(absl::string_view flag);
 
 absl::StatusOr<v1::RlJobSpec> ReadNemoRlConfig(const RlConfigYaml& config, const v1::RlJob& job,
                                                std::vector<std::string>* notes);

@@ -31,6 +31,19 @@ struct RlMegatronKey {
   absl::string_view flag;
 };
 
+// How a YAML framework's config gives a Megatron-LM setting of its actor
+// (what its reader reads, written back for a recommendation).
+struct RlMegatronKeyWriting {
+  // The key; empty where the reader sets the flag itself, to
+  // `implied_value`, from another key (NeMo-RL's full recompute is uniform
+  // over one layer).
+  std::string key;
+  std::string implied_value = {};
+  // A switch the reader reads first, set true with the key (NeMo-RL's
+  // activation_checkpointing before recompute_granularity); may be empty.
+  std::string enabled_by = {};
+};
+
 // The actor's model: the caller's preset or HF config (RlJob.model), else
 // the preset whose name or model name is the last part of the config's
 // model path (`path_key` = `model_path`, e.g. "Qwen/Qwen3-30B-A3B" ->

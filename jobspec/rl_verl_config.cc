@@ -27,6 +27,29 @@ constexpr RlMegatronKey kMegatronSizes[] = {
     {"override_transformer_config.recompute_method", "recompute-method"},
     {"override_transformer_config.recompute_num_layers", "recompute-num-layers"},
 };
+// The block's switches (true by default: veRL's McoreEngineConfig).
+constexpr RlMegatronKey kMegatronSwitches[] = {
+    {"sequence_parallel", "sequence-parallel"},
+    {"use_distributed_optimizer", "use-distributed-optimizer"},
+};
+constexpr RlMegatronKey kRecomputeGranularity = {
+    "override_transformer_config.recompute_granularity", "recompute-granularity"};
+constexpr RlMegatronKey kRecomputeModules = {"override_transformer_config.recompute_modules",
+                                             "recompute-modules"};
+// The optimizer block's keys (actor_rollout_ref.actor.optim.*, critic.optim.*):
+// Megatron-Core OptimizerConfig attributes given in override_optimizer_config.
+constexpr RlMegatronKey kOptimizerCpuOffload = {"override_optimizer_config.optimizer_cpu_offload",
+                                                "optimizer-cpu-offload"};
+constexpr RlMegatronKey kOptimizerOffloadFraction = {
+    "override_optimizer_config.optimizer_offload_fraction", "optimizer-offload-fraction"};
+constexpr RlMegatronKey kPrecisionAwareOptimizer = {
+    "override_optimizer_config.use_precision_aware_optimizer", "use-precision-aware-optimizer"};
+
+// The actor's and the critic's blocks.
+constexpr char kActorMegatron[] = "actor_rollout_ref.actor.megatron";
+constexpr char kActorOptim[] = "actor_rollout_ref.actor.optim";
+constexpr char kCriticMegatron[] = "critic.megatron";
+constexpr char kCriticOptim[] = "critic.optim";
 
 #define MEGATRON_BLOCK_KEYS(block, who)                                                       \
   {block ".tensor_model_parallel_size", who " TP"},                                           \
@@ -211,12 +234,11 @@ absl::Status ReadMegatronBlock(const RlConfigYaml& c, absl::string_view block,
   }
   // Defaults: veRL's McoreEngineConfig (sequence_parallel and the
   // distributed optimizer true).
-  const std::string sp_key = absl::StrCat(block, ".sequence_parallel");
-  OOMGUARD_ASSIGN_OR_RETURN(const bool sp, RlBool(c, sp_key, true));
-  if (sp) settings.Set("sequence-parallel", sp_key, {});
-  const std::string dist_key = absl::StrCat(block, ".use_distributed_optimizer");
-  OOMGUARD_ASSIGN_OR_RETURN(const bool dist, RlBool(c, dist_key, true));
-  if (dist) settings.Set("use-distributed-optimizer", dist_key, {});
+  for (const RlMegatronKey& key : kMegatronSwitches) {
+    const std::string switch_key = absl::StrCat(block, ".", key.key);
+    OOMGUARD_ASSIGN_OR_RETURN(const bool on, RlBool(c, switch_key, true));
+    if (on) settings.Set(key.flag, switch_key, {});
+  }
   const std::string dtype_key = absl::StrCat(block, ".dtype");
   OOMGUARD_ASSIGN_OR_RETURN(std::optional<std::string> dtype, c.Word(dtype_key));
   const std::string dtype_word = dtype.value_or("bfloat16");
@@ -228,16 +250,14 @@ absl::Status ReadMegatronBlock(const RlConfigYaml& c, absl::string_view block,
     return absl::InvalidArgumentError(
         absl::StrCat(dtype_key, ": expected bfloat16 or float16, got ", Quote(dtype_word)));
   }
-  const std::string granularity_key =
-      absl::StrCat(block, ".override_transformer_config.recompute_granularity");
+  const std::string granularity_key = absl::StrCat(block, ".", kRecomputeGranularity.key);
   OOMGUARD_ASSIGN_OR_RETURN(std::optional<std::string> granularity, c.Word(granularity_key));
   if (granularity.has_value()) {
-    settings.Set("recompute-granularity", granularity_key, {*granularity});
-    const std::string modules_key =
-        absl::StrCat(block, ".override_transformer_config.recompute_modules");
+    settings.Set(kRecomputeGranularity.flag, granularity_key, {*granularity});
+    const std::string modules_key = absl::StrCat(block, ".", kRecomputeModules.key);
     OOMGUARD_ASSIGN_OR_RETURN(std::vector<std::string> modules, c.Words(modules_key));
     if (*granularity == "selective" && !modules.empty()) {
-      settings.Set("recompute-modules", modules_key, modules);
+      settings.Set(kRecomputeModules.flag, modules_key, modules);
     }
   }
   OOMGUARD_ASSIGN_OR_RETURN(const bool param,
@@ -259,17 +279,17 @@ absl::Status ReadOptimizer(const RlConfigYaml& c, absl::string_view optim,
                            RlMegatronSettings& settings) {
   OOMGUARD_RETURN_IF_ERROR(
       RlSetFromKey(c, absl::StrCat(optim, ".optimizer"), "optimizer", settings));
-  const std::string override = absl::StrCat(optim, ".override_optimizer_config");
-  const std::string offload_key = absl::StrCat(override, ".optimizer_cpu_offload");
+  const std::string offload_key = absl::StrCat(optim, ".", kOptimizerCpuOffload.key);
   OOMGUARD_ASSIGN_OR_RETURN(const bool offload, RlBool(c, offload_key, false));
   if (offload) {
-    settings.Set("optimizer-cpu-offload", offload_key, {});
-    OOMGUARD_RETURN_IF_ERROR(RlSetFromKey(c, absl::StrCat(override, ".optimizer_offload_fraction"),
-                                          "optimizer-offload-fraction", settings));
+    settings.Set(kOptimizerCpuOffload.flag, offload_key, {});
+    OOMGUARD_RETURN_IF_ERROR(RlSetFromKey(c,
+                                          absl::StrCat(optim, ".", kOptimizerOffloadFraction.key),
+                                          kOptimizerOffloadFraction.flag, settings));
   }
-  const std::string aware_key = absl::StrCat(override, ".use_precision_aware_optimizer");
+  const std::string aware_key = absl::StrCat(optim, ".", kPrecisionAwareOptimizer.key);
   OOMGUARD_ASSIGN_OR_RETURN(const bool aware, RlBool(c, aware_key, false));
-  if (aware) settings.Set("use-precision-aware-optimizer", aware_key, {});
+  if (aware) settings.Set(kPrecisionAwareOptimizer.flag, aware_key, {});
   return absl::OkStatus();
 }
 
@@ -365,9 +385,9 @@ absl::StatusOr<v1::RlJobSpec> ReadVerlConfig(const RlConfigYaml& c, const v1::Rl
       const uint32_t world,
       RlWorldSize(job, nnodes * per_node, "trainer.nnodes x trainer.n_gpus_per_node"));
   RlMegatronSettings settings;
-  OOMGUARD_RETURN_IF_ERROR(ReadMegatronBlock(c, "actor_rollout_ref.actor.megatron", settings,
-                                             spec.mutable_actor_residency()));
-  OOMGUARD_RETURN_IF_ERROR(ReadOptimizer(c, "actor_rollout_ref.actor.optim", settings));
+  OOMGUARD_RETURN_IF_ERROR(
+      ReadMegatronBlock(c, kActorMegatron, settings, spec.mutable_actor_residency()));
+  OOMGUARD_RETURN_IF_ERROR(ReadOptimizer(c, kActorOptim, settings));
   OOMGUARD_RETURN_IF_ERROR(settings.ApplyTo(&actor, notes));
   actor.mutable_parallelism()->set_num_gpus(world);
   if (per_node > 0) actor.mutable_runtime()->set_gpus_per_node(per_node);
@@ -555,8 +575,8 @@ absl::StatusOr<v1::RlJobSpec> ReadVerlConfig(const RlConfigYaml& c, const v1::Rl
     }
     RlMegatronSettings critic_settings;
     OOMGUARD_RETURN_IF_ERROR(
-        ReadMegatronBlock(c, "critic.megatron", critic_settings, critic.mutable_residency()));
-    OOMGUARD_RETURN_IF_ERROR(ReadOptimizer(c, "critic.optim", critic_settings));
+        ReadMegatronBlock(c, kCriticMegatron, critic_settings, critic.mutable_residency()));
+    OOMGUARD_RETURN_IF_ERROR(ReadOptimizer(c, kCriticOptim, critic_settings));
     OOMGUARD_RETURN_IF_ERROR(critic_settings.ApplyTo(&critic_job, notes));
     critic_job.mutable_parallelism()->set_num_gpus(world);
     if (per_node > 0) critic_job.mutable_runtime()->set_gpus_per_node(per_node);
@@ -578,6 +598,28 @@ absl::StatusOr<v1::RlJobSpec> ReadVerlConfig(const RlConfigYaml& c, const v1::Rl
   NoteUnreadKeys(c, kKeys, kSilent, notes);
   CopyActorUnmodelled(&spec);
   return spec;
+}
+
+std::optional<RlMegatronKeyWriting> VerlMegatronKeyFor(absl::string_view flag, bool critic) {
+  const absl::string_view megatron = critic ? kCriticMegatron : kActorMegatron;
+  const absl::string_view optim = critic ? kCriticOptim : kActorOptim;
+  auto in = [&](absl::string_view block, const RlMegatronKey& key) {
+    return RlMegatronKeyWriting{.key = absl::StrCat(block, ".", key.key)};
+  };
+  for (const RlMegatronKey& key : kMegatronSizes) {
+    if (key.flag == flag) return in(megatron, key);
+  }
+  for (const RlMegatronKey& key : kMegatronSwitches) {
+    if (key.flag == flag) return in(megatron, key);
+  }
+  for (const RlMegatronKey* key : {&kRecomputeGranularity, &kRecomputeModules}) {
+    if (key->flag == flag) return in(megatron, *key);
+  }
+  for (const RlMegatronKey* key :
+       {&kOptimizerCpuOffload, &kOptimizerOffloadFraction, &kPrecisionAwareOptimizer}) {
+    if (key->flag == flag) return in(optim, *key);
+  }
+  return std::nullopt;
 }
 
 }  // namespace oomguard

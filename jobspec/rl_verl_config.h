@@ -9,6 +9,7 @@
 #ifndef OOMGUARD_JOBSPEC_RL_VERL_CONFIG_H_
 #define OOMGUARD_JOBSPEC_RL_VERL_CONFIG_H_
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,13 @@ absl::Span<const RlConfigKey> VerlConfigKeys();
 
 // Whether `config` is veRL's: it has `actor_rollout_ref`.
 bool IsVerlConfig(const RlConfigYaml& config);
+
+// The key the reader reads for the Megatron-LM setting `flag` (the flag
+// table's name, "tensor-model-parallel-size") of the actor, or of the critic:
+// "actor_rollout_ref.actor.megatron.tensor_model_parallel_size",
+// "critic.optim.override_optimizer_config.optimizer_cpu_offload"; nullopt
+// when it reads none.
+std::optional<RlMegatronKeyWriting> VerlMegatronKeyFor(absl::string_view flag, bool critic);
 
 absl::StatusOr<v1::RlJobSpec> ReadVerlConfig(const RlConfigYaml& config, const v1::RlJob& job,
                                              std::vector<std::string>* notes);

@@ -442,6 +442,47 @@ TEST(RlAdmissionTest, ExpandableSegmentsNeverRecommendedForSleepingEngines) {
             "expandable_segments_with_sleep_mode");
 }
 
+// With a critic whose update binds, 100 GiB / its PP size on both ranks
+// (bound 1 above), over the log-prob phase's 83: the RL ladder's changes
+// leave the critic's peak as it is, so none is taken; the pretraining
+// ladder's Megatron-Core changes of the critic's job follow, in veRL's
+// critic keys: recomputing the norms changes nothing here, PP 2 leaves the
+// critic at 51 and the step at 83 (log-prob binds): saves 18 GiB, not
+// enough, and the Megatron changes stop where the binding phase is no
+// training phase.
+TEST(RlAdmissionTest, CriticsMegatronChangesFollowTheRlLadder) {
+  v1::RlJobSpec job = VerlJob();
+  v1::JobSpec* critic = job.mutable_critic()->mutable_job();
+  critic->mutable_parallelism()->set_num_gpus(8);
+  critic->mutable_training()->set_seq_length(8192);
+  auto with_critic = [](const v1::RlJobSpec& j,
+                        const RlStepOptions& o) -> absl::StatusOr<v1::RlStepReport> {
+    absl::StatusOr<v1::RlStepReport> step = FakeStep(j, o);
+    if (!step.ok()) return step;
+    v1::RlPhaseReport* phase = step->add_phases();
+    phase->set_phase("critic");
+    const uint32_t pp =
+        std::max<uint32_t>(j.critic().job().parallelism().pipeline_model_parallel_size(), 1);
+    for (uint32_t r = 0; r < 2; ++r) {
+      v1::RlPhaseRank* rank = phase->add_ranks();
+      rank->set_pp_rank(r);
+      AddTerm(rank, "critic model state", 100.0 / pp, j, RlKnob::kCriticTrainTokens);
+      rank->set_peak_device_upper_bytes(rank->peak_device_bytes() + kGiB);
+    }
+    return step;
+  };
+  absl::StatusOr<v1::CheckResponse> r = CheckRlJob(job, H100(), {}, with_critic);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->compared_peak_bytes(), 101 * kGiB);
+  ASSERT_EQ(r->recommendations_size(), 1);
+  const v1::Recommendation& pp = r->recommendations(0);
+  EXPECT_EQ(pp.id(), "more_pipeline_parallel");
+  EXPECT_EQ(pp.setting(), "critic.megatron.pipeline_model_parallel_size=2");
+  EXPECT_EQ(pp.peak_device_bytes_after(), 83 * kGiB);
+  EXPECT_EQ(pp.saved_bytes(), static_cast<int64_t>(18 * kGiB));
+  EXPECT_FALSE(pp.sufficient());
+}
+
 // Settings oomguard does not model: not judged (JOB_NOT_MODELLED) unless
 // the policy says to judge it, then the verdict says so.
 TEST(RlAdmissionTest, UnmodelledSettingsAsCheckJob) {
