@@ -443,9 +443,11 @@ bool Fits(const Measured& now, uint64_t usable) {
 // Measures `candidate`, `job` with one change (shown as `setting`), and
 // takes it (appending its recommendation, moving `job` and `now` to it) when
 // it helps: when it lets a phase that could not run run, or lowers the
-// compared peak without stopping a phase that ran (while one cannot run,
-// what the others hold may be what keeps it from starting: vLLM's free
-// memory at start). Whether it was taken.
+// compared peak by at least 1 % without stopping a phase that ran (while one
+// cannot run, what the others hold may be what keeps it from starting:
+// vLLM's free memory at start). A change that saves less costs throughput
+// (an engine's TP, an offload) for less than the estimate's own spread.
+// Whether it was taken.
 absl::StatusOr<bool> TakeIfHelps(v1::RlJobSpec candidate, std::string setting, const char* id,
                                  const char* reason, uint64_t usable,
                                  BudgetedStepEstimator& estimator, v1::RlJobSpec& job,
@@ -454,8 +456,10 @@ absl::StatusOr<bool> TakeIfHelps(v1::RlJobSpec candidate, std::string setting, c
   if (!after) return false;
   const bool failing = !now.failure.empty();
   const bool lets_run = failing && after->failure.empty();
-  const bool lowers =
-      after->binding.compared < now.binding.compared && (failing || after->failure.empty());
+  const uint64_t least_saving = now.binding.compared / 100;
+  const bool lowers = after->binding.compared + least_saving <= now.binding.compared &&
+                      after->binding.compared < now.binding.compared &&
+                      (failing || after->failure.empty());
   if (!lets_run && !lowers) return false;
   v1::Recommendation rec =
       MeasuredRecommendation(v1::Recommendation::KIND_CONFIG_CHANGE, id, std::move(setting), reason,

@@ -164,22 +164,21 @@ TEST(RlMegatronLadderTest, SlimeSettingsAreMegatronFlags) {
 }
 
 // The shipped veRL example on 32 H100s: generation cannot start at 0.5;
-// the engine at 0.4 and TP 8 let it run, and the actor update then binds
-// at 83.4 GiB; the actor's PP 2 (the pretraining ladder's next rung that
-// applies: moe_act and layernorm are recomputed already) makes it fit.
-// Each step's peak after is EstimateRlStep of the job with the changes so
-// far.
+// the engine at 0.4 lets it run, and the actor update then binds at
+// 83.4 GiB. The engine's TP 8 saves less than 1 % of that (its runtime
+// asleep), so it is not recommended; the actor's PP 2 (the pretraining
+// ladder's next rung that applies: moe_act and layernorm are recomputed
+// already) makes it fit. Each step's peak after is EstimateRlStep of the job
+// with the changes so far.
 TEST(RlMegatronLadderTest, VerlExampleFitsWithTheActorsPipelineParallel) {
   const v1::RlJobSpec job = VerlExample();
   absl::StatusOr<v1::CheckResponse> r = CheckRlJob(job, H100(), AdmissionOptions{});
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->verdict(), v1::VERDICT_DOES_NOT_FIT);
-  ASSERT_EQ(r->recommendations_size(), 3);
+  ASSERT_EQ(r->recommendations_size(), 2);
   EXPECT_EQ(r->recommendations(0).setting(),
             "actor_rollout_ref.rollout.gpu_memory_utilization=0.4");
-  EXPECT_EQ(r->recommendations(1).setting(),
-            "actor_rollout_ref.rollout.tensor_model_parallel_size=8");
-  const v1::Recommendation& pp = r->recommendations(2);
+  const v1::Recommendation& pp = r->recommendations(1);
   EXPECT_EQ(pp.id(), "more_pipeline_parallel");
   EXPECT_EQ(pp.kind(), v1::Recommendation::KIND_CONFIG_CHANGE);
   EXPECT_EQ(pp.setting(), "actor_rollout_ref.actor.megatron.pipeline_model_parallel_size=2");
@@ -187,9 +186,8 @@ TEST(RlMegatronLadderTest, VerlExampleFitsWithTheActorsPipelineParallel) {
 
   v1::RlJobSpec changed = job;
   changed.mutable_rollout()->set_memory_fraction(0.4);
-  changed.mutable_rollout()->set_tensor_parallel(8);
   const uint64_t before = ComparedPeak(changed);
-  EXPECT_EQ(r->recommendations(1).peak_device_bytes_after(), before);
+  EXPECT_EQ(r->recommendations(0).peak_device_bytes_after(), before);
   changed.mutable_actor()->mutable_parallelism()->set_pipeline_model_parallel_size(2);
   const uint64_t after = ComparedPeak(changed);
   EXPECT_EQ(pp.peak_device_bytes_after(), after);
