@@ -145,6 +145,11 @@ int RunCheckCommand(const std::vector<std::string>& args, std::string& out, std:
   }
   const int code = ExitCodeOf(response.verdict());
   if (code == kCheckUnavailable) err += ErrLine("the service returned no verdict");
+  // The id the job carries so that what it used comes back (the Slurm hook
+  // puts it in the job's admin_comment and environment).
+  if (!response.check_id().empty()) {
+    err += ErrLine(absl::StrCat(kCheckIdLinePrefix, response.check_id()));
+  }
   return code;
 }
 

@@ -28,8 +28,10 @@
 // judged: ..." for exit 5 (a job with a setting oomguard does not model,
 // unless --judge-unmodelled or the server's --judge_unmodelled: then the
 // summary says "judged without modelling --X"). With --json, the CheckResponse as protobuf JSON
-// instead (verdict_format.h). stderr: "oomguard check: note: ..." lines and "oomguard check: ..."
-// errors.
+// instead (verdict_format.h). stderr: "oomguard check: note: ..." lines, "oomguard check: ..."
+// errors and, when the server keeps its checks (`serve --store`), the line
+// "oomguard check: check-id: ID" (ID: 32 lowercase hex digits, the verdict's
+// CheckResponse.check_id), which the Slurm hook carries with the job.
 #ifndef OOMGUARD_TOOLS_CHECK_COMMAND_H_
 #define OOMGUARD_TOOLS_CHECK_COMMAND_H_
 
@@ -60,6 +62,10 @@ enum CheckExitCode : int {
   // The Slurm hook's policy decides.
   kCheckUnavailable = 6,
 };
+
+// Starts the stderr line that gives the verdict's check id: the hook reads
+// the id after it.
+inline constexpr char kCheckIdLinePrefix[] = "check-id: ";
 
 // Runs the command; `args` excludes the program and subcommand names.
 // Returns the exit code; `out` gets stdout, `err` gets whole stderr lines.

@@ -14,6 +14,12 @@ launch fits the GPUs it requests, and
   service down/slow   -> policy=open (default): accepts and logs;
                          policy=closed: rejects with a retry message.
 
+An accepted job that the service judged (FITS, FITS_WITH_SETTINGS) carries
+the verdict's check id, when the server keeps its checks (serve --store):
+"oomguard_check_id=ID" is added to its admin_comment (what else is there is
+kept) and OOMGUARD_CHECK_ID=ID to its environment, so that the job-completion
+script (oomguard_jobcomp.sh) and the job itself can report what it used.
+
 Security: this runs inside slurmctld, often as root, on text any user controls.
 No job text ever reaches a shell. The job is written to a file in a directory
 only slurmctld's user can write (tmp_dir, 0700, checked before use), under a
@@ -53,6 +59,10 @@ local DEFAULTS = {
   notify_fits = "no",       -- also tell users when a job fits
   judge_unmodelled = "",    -- yes | no | "": judge jobs with settings oomguard does not model
   notify_not_judged = "no", -- also tell users when a job is not judged, and why
+  -- Read by oomguard_jobcomp.sh only (the job-completion report).
+  report_token_file = "",
+  report_deadline_ms = "5000",
+  report_log = "",
 }
 
 -- ---------------------------------------------------------------------------
@@ -119,6 +129,14 @@ local function read_config()
   if not is_path(conf.timeout_binary) then return bad("timeout_binary") end
   if not is_path(conf.tmp_dir) then return bad("tmp_dir") end
   if conf.tls_ca ~= "" and not is_path(conf.tls_ca) then return bad("tls_ca") end
+  if conf.report_token_file ~= "" and not is_path(conf.report_token_file) then
+    return bad("report_token_file")
+  end
+  if conf.report_log ~= "" and not is_path(conf.report_log) then return bad("report_log") end
+  if not conf.report_deadline_ms:match("^%d+$") or tonumber(conf.report_deadline_ms) < 500
+      or tonumber(conf.report_deadline_ms) > 60000 then
+    return bad("report_deadline_ms")
+  end
   if conf.policy ~= "open" and conf.policy ~= "closed" then return bad("policy") end
   if conf.on_invalid ~= "reject" and conf.on_invalid ~= "accept" then return bad("on_invalid") end
   if conf.allow_skip ~= "yes" and conf.allow_skip ~= "no" then return bad("allow_skip") end
@@ -285,7 +303,8 @@ end
 -- ---------------------------------------------------------------------------
 -- The check.
 
--- Runs the client on `path`; returns exit code, message lines, error lines, notes.
+-- Runs the client on `path`; returns exit code, message lines, error lines,
+-- notes and the verdict's check id (nil when the server gave none).
 local function run_client(conf, path)
   local total_s = conf.deadline_ms / 1000
   local argv = {
@@ -308,11 +327,16 @@ local function run_client(conf, path)
   if not p then return nil, {}, { "cannot start the oomguard client" }, {} end
   local out = p:read("*a") or ""
   p:close()
-  local exit, messages, errors, notes = nil, {}, {}, {}
+  local exit, messages, errors, notes, check_id = nil, {}, {}, {}, nil
   for line in out:gmatch("[^\n]+") do
     local code = line:match("^oomguard%-hook%-exit (%d+)$")
+    -- 32 lowercase hex digits (feedback/report_limits.h ValidateCheckId):
+    -- safe in admin_comment, the environment and the jobcomp script.
+    local id = line:match("^oomguard check: check%-id: (" .. string.rep("[0-9a-f]", 32) .. ")$")
     if code then
       exit = tonumber(code)
+    elseif id then
+      check_id = id
     elseif line:sub(1, 10) == "oomguard: " then
       messages[#messages + 1] = line
     elseif line:sub(1, 22) == "oomguard check: note: " then
@@ -323,7 +347,42 @@ local function run_client(conf, path)
       errors[#errors + 1] = line:sub(1, 300)
     end
   end
-  return exit, messages, errors, notes
+  return exit, messages, errors, notes, check_id
+end
+
+-- The admin_comment with "oomguard_check_id=ID" in it: an earlier id (a
+-- resubmission's) replaced, anything else kept.
+local CHECK_ID_KEY = "oomguard_check_id="
+local function with_check_id(admin_comment, check_id)
+  local kept = {}
+  if type(admin_comment) == "string" then
+    for word in admin_comment:gmatch("%S+") do
+      if word:sub(1, #CHECK_ID_KEY) ~= CHECK_ID_KEY then kept[#kept + 1] = word end
+    end
+  end
+  kept[#kept + 1] = CHECK_ID_KEY .. check_id
+  return table.concat(kept, " ")
+end
+
+-- Gives an admitted job its check id: in admin_comment (the jobcomp
+-- script reads it there) and as OOMGUARD_CHECK_ID in its environment (a
+-- batch job's; Slurm 22.05's lua plugin sets job_desc.environment entries
+-- through the table's __newindex, job_submit_lua.c _set_job_env_field).
+-- A failure here only loses the report, never the admitted job.
+local function carry_check_id(job_desc, check_id, submit_uid)
+  if not check_id then return end
+  local ok, err = pcall(function()
+    job_desc.admin_comment = with_check_id(job_desc.admin_comment, check_id)
+    local env = job_desc.environment
+    if type(env) == "table" then env.OOMGUARD_CHECK_ID = check_id end
+  end)
+  if ok then
+    info("%s: uid %s: check id %s in admin_comment and OOMGUARD_CHECK_ID", HOOK,
+         tostring(submit_uid), check_id)
+  else
+    error_log("%s: uid %s: cannot give the job check id %s: %s", HOOK, tostring(submit_uid),
+              check_id, tostring(err))
+  end
 end
 
 -- When the check cannot be done: the admin's policy.
@@ -394,7 +453,7 @@ local function check_job(job_desc, part_list, submit_uid)
     error_log("%s: cannot write the job file: %s", HOOK, tostring(werr))
     return unavailable(conf, "cannot write the job file", submit_uid)
   end
-  local run_ok, exit, messages, errors, notes = pcall(run_client, conf, path)
+  local run_ok, exit, messages, errors, notes, check_id = pcall(run_client, conf, path)
   os.remove(path)
   if not run_ok then
     error_log("%s: %s", HOOK, tostring(exit))
@@ -405,10 +464,12 @@ local function check_job(job_desc, part_list, submit_uid)
   if exit == 0 then
     info("%s: uid %s: FITS; accepted: %s", HOOK, tostring(submit_uid), first)
     if conf.notify_fits == "yes" and first ~= "" then tell_user(first) end
+    carry_check_id(job_desc, check_id, submit_uid)
     return slurm.SUCCESS
   elseif exit == 3 then
     info("%s: uid %s: FITS_WITH_SETTINGS; accepted: %s", HOOK, tostring(submit_uid), first)
     tell_user(table.concat(messages, "\n"))
+    carry_check_id(job_desc, check_id, submit_uid)
     return slurm.SUCCESS
   elseif exit == 4 then
     info("%s: uid %s: DOES_NOT_FIT; rejected: %s", HOOK, tostring(submit_uid), first)

@@ -10,8 +10,18 @@
 #   (f) a hostile 10 MB script                 -> nothing executed, sane verdict
 #   (d) the server stopped / hanging           -> policy=open accepts, closed refuses,
 #                                                 never longer than the deadline
-# Jobs are submitted held (-H): they never run, so nothing the scripts say can
-# execute except through the hook. Every daemon is stopped by its PID on exit.
+#   (h) the feedback loop, end to end: a job admitted through the hook gets
+#       the check id in its admin_comment and its environment, runs (a
+#       stand-in torchrun prints Megatron-LM's memory line and a CUDA OOM on
+#       stderr and exits 1), deploy/slurm/oomguard_jobcomp.sh (jobcomp/script)
+#       reports it with `oomguard report`, the server keeps the CUDA_OOM
+#       outcome (GET /v1/checks/ID), counts it in
+#       oomguard_admitted_then_oom_total, and a real Prometheus loading
+#       deploy/prometheus/rules/oomguard.rules.yml fires
+#       OomguardAdmittedJobRanOutOfMemory
+# The jobs of (a)-(g) are submitted held (-H): they never run, so nothing the
+# scripts say can execute except through the hook; (h)'s jobs run the
+# test's own scripts. Every daemon is stopped by its PID on exit.
 #
 # usage: slurm_integration_test.sh OOMGUARD_BINARY SOURCE_DIR
 # Exit 77 (skipped) when not root or Slurm/munge are not installed.
@@ -23,13 +33,15 @@ SKIP=77
 
 skip() { echo "SKIPPED: $*"; exit "$SKIP"; }
 [ "$(id -u)" = 0 ] || skip "needs root (slurmctld, slurmd and munged run here as root)"
-for b in slurmctld slurmd sbatch scontrol sinfo munged mungekey munge timeout; do
+for b in slurmctld slurmd sbatch scontrol sinfo munged mungekey munge timeout curl setpriv; do
   command -v "$b" >/dev/null 2>&1 || PATH=$PATH:/usr/sbin command -v "$b" >/dev/null 2>&1 ||
     skip "$b not installed (apt-get install slurmctld slurmd slurm-client munge slurm-wlm-basic-plugins)"
 done
 export PATH=$PATH:/usr/sbin
 LUA_PLUGIN=$(ls /usr/lib/*/slurm-wlm/job_submit_lua.so /usr/lib/slurm/job_submit_lua.so 2>/dev/null | head -1)
 [ -n "$LUA_PLUGIN" ] || skip "job_submit_lua.so not found (slurm-wlm-basic-plugins)"
+PROMETHEUS=/usr/bin/prometheus
+[ -x "$PROMETHEUS" ] || skip "prometheus not installed (apt-get install prometheus)"
 [ -x "$OOMGUARD" ] || { echo "FAIL: no oomguard binary at $OOMGUARD"; exit 1; }
 
 T=$(mktemp -d /tmp/oomguard-slurm-test.XXXXXX)
@@ -72,7 +84,7 @@ free_port() {
   PYTHONDONTWRITEBYTECODE=1 PYTHONPATH="$SRC/tests/testing" /usr/bin/python3 -c 'import python_client_server; print(python_client_server.free_port())'
 }
 
-mkdir -p "$T"/{etc,log,state,spool,munge,run,jobs,canary}
+mkdir -p "$T"/{etc,log,state,spool,munge,run,jobs,canary,bin,prometheus}
 HOST=$(hostname -s)
 
 # --- munge: our own daemon, key and socket -----------------------------------
@@ -94,12 +106,22 @@ munge --socket="$MUNGE_SOCKET" -n | unmunge --socket="$MUNGE_SOCKET" >/dev/null 
   { fail "munged did not start"; cat "$T/log/munged.out" "$T/munge/munged.log"; exit 1; }
 
 # --- the oomguard service ------------------------------------------------------
+# With a store (every check answered gets an id and is kept), the reports'
+# bearer token (the jobcomp script's), /metrics and the HTTP API.
+REPORT_TOKEN=$(od -An -tx1 -N16 /dev/urandom | tr -d ' \n')
+echo "slurm-jobcomp $REPORT_TOKEN" >"$T/etc/report_tokens"
+printf '%s\n' "$REPORT_TOKEN" >"$T/etc/report_token"
+chmod 600 "$T/etc/report_tokens" "$T/etc/report_token"
 start_server() {
-  "$OOMGUARD" serve --grpc_address=127.0.0.1:0 --metrics_address= >"$T/log/serve.log" 2>&1 &
+  "$OOMGUARD" serve --grpc_address=127.0.0.1:0 --metrics_address=127.0.0.1:0 \
+    --http_address=127.0.0.1:0 --store="sqlite:$T/state/oomguard.db" --cluster=slurmtest \
+    --report_tokens_file="$T/etc/report_tokens" >"$T/log/serve.log" 2>&1 &
   SERVER_PID=$!
   PIDS+=("$SERVER_PID")
   for _ in $(seq 100); do
     GRPC_PORT=$(grep -o 'grpc_port=[0-9]*' "$T/log/serve.log" | head -1 | cut -d= -f2)
+    METRICS_PORT=$(grep -o 'metrics_port=[0-9]*' "$T/log/serve.log" | head -1 | cut -d= -f2)
+    HTTP_PORT=$(grep -o 'http_port=[0-9]*' "$T/log/serve.log" | head -1 | cut -d= -f2)
     [ -n "$GRPC_PORT" ] && return 0
     sleep 0.1
   done
@@ -141,6 +163,8 @@ SwitchType=switch/none
 ReturnToService=2
 MailProg=/bin/true
 JobSubmitPlugins=lua
+JobCompType=jobcomp/script
+JobCompLoc=$T/etc/oomguard_jobcomp.sh
 GresTypes=gpu
 $NODE_LINE Gres=gpu:h100:8 State=UNKNOWN
 PartitionName=debug Nodes=$HOST Default=YES MaxTime=INFINITE State=UP
@@ -152,6 +176,7 @@ mkdir -p "$T/dev"
 for i in $(seq 0 7); do mknod "$T/dev/nvidia$i" c 1 3; done
 echo "NodeName=$HOST Name=gpu Type=h100 File=$T/dev/nvidia[0-7]" >"$T/etc/gres.conf"
 cp "$SRC/deploy/slurm/job_submit.lua" "$T/etc/job_submit.lua"
+install -m 0755 "$SRC/deploy/slurm/oomguard_jobcomp.sh" "$T/etc/oomguard_jobcomp.sh"
 HOOK_DIR=$T/run/oomguard-slurm
 write_hook_conf() {  # policy server deadline_ms [more config lines]
   cat >"$T/etc/oomguard_slurm.conf" <<EOF
@@ -161,6 +186,8 @@ deadline_ms = $3
 policy = $1
 tmp_dir = $HOOK_DIR
 partition.big = H200
+report_token_file = $T/etc/report_token
+report_log = $T/log/jobcomp.log
 ${4:-}
 EOF
 }
@@ -390,6 +417,161 @@ if [ -n "$(ls -A "$HOOK_DIR" 2>/dev/null)" ]; then
 else
   [ "$(stat -c %a "$HOOK_DIR")" = 700 ] && pass "hook directory is 0700 and empty" ||
     fail "hook directory mode $(stat -c %a "$HOOK_DIR")"
+fi
+
+# (h) The feedback loop, end to end (issue 29). A stand-in torchrun on the
+# job's PATH dies as a Megatron-LM job does when PyTorch runs out of GPU
+# memory: its memory line (rank 0, max allocated 2000.00 MiB), then the CUDA
+# OOM line on stderr, exit 1.
+cat >"$T/bin/torchrun" <<'EOF'
+#!/bin/sh
+echo "[Rank 0] (after 1 iterations) memory (MB) | allocated: 1500.00 | max allocated: 2000.00 | reserved: 2500.00 | max reserved: 2500.00" >&2
+echo "Traceback (most recent call last):" >&2
+echo "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.10 GiB of which 1.05 GiB is free. Process 4242 has 78.04 GiB memory in use." >&2
+exit 1
+EOF
+chmod 755 "$T/bin/torchrun"
+# The fitting job of (b), saying which check id its environment holds.
+sed 's/^torchrun /echo "OOMGUARD_CHECK_ID=$OOMGUARD_CHECK_ID"\ntorchrun /' "$T/jobs/fits.sh" >"$T/jobs/e2e.sh"
+JOB_PATH=$T/bin:/usr/bin:/bin
+submit --gres=gpu:h100:8 -J e2e --export=ALL,PATH="$JOB_PATH" -o "$T/jobs/%x-%j.out" \
+  -e "$T/jobs/%x-%j.err" jobs/e2e.sh
+expect_accepted "(h) fitting job, held" -silent
+E2E_JOB=$(sed -n 's/^Submitted batch job \([0-9]*\)$/\1/p' <<<"$SUBMIT_OUT")
+job_field() {  # JOB KEY: the value of "   KEY=VALUE" in scontrol show job
+  scontrol show job "$1" 2>/dev/null | sed -n "s/^   $2=\\(.*\\)\$/\\1/p" | sed 's/ *$//'
+}
+ADMIN_COMMENT=$(job_field "$E2E_JOB" AdminComment)
+CHECK_ID=$(sed -n 's/^oomguard_check_id=\([0-9a-f]\{32\}\)$/\1/p' <<<"$ADMIN_COMMENT")
+if [ -n "$CHECK_ID" ]; then
+  pass "(h) job $E2E_JOB: admin_comment '$ADMIN_COMMENT'"
+else
+  fail "(h) job $E2E_JOB: admin_comment '$ADMIN_COMMENT' is not oomguard_check_id=<32 hex digits>"
+fi
+grep -q "uid 0: check id $CHECK_ID in admin_comment and OOMGUARD_CHECK_ID" "$T/log/slurmctld.log" ||
+  fail "(h) slurmctld log lacks the check id line"
+# What an admin (or another plugin) writes there is kept by the jobcomp
+# script's reading; then the job runs.
+scontrol update jobid="$E2E_JOB" AdminComment="site=gold $ADMIN_COMMENT queue=a100" ||
+  fail "(h) scontrol update AdminComment"
+# A job without a check id runs too: the jobcomp script leaves it alone.
+HELLO_JOB=$(cd "$T" && sbatch --parsable -o "$T/jobs/hello-%j.out" jobs/hello.sh 2>&1)
+scontrol release "$E2E_JOB" || fail "(h) scontrol release $E2E_JOB"
+
+wait_job_done() {  # JOB: waits up to 60 s for the job to end; prints its state
+  local state=""
+  for _ in $(seq 600); do
+    state=$(job_field "$1" JobState | sed 's/ .*//')
+    case $state in COMPLETED|FAILED|CANCELLED|TIMEOUT|NODE_FAIL|OUT_OF_MEMORY) break ;; esac
+    sleep 0.1
+  done
+  printf '%s' "$state"
+}
+E2E_STATE=$(wait_job_done "$E2E_JOB")
+E2E_EXIT=$(scontrol show job "$E2E_JOB" | grep -o ' ExitCode=[0-9:]*' | cut -d= -f2)
+if [ "$E2E_STATE" = FAILED ] && [ "$E2E_EXIT" = 1:0 ]; then
+  pass "(h) job $E2E_JOB ran and failed with exit code 1:0"
+else
+  fail "(h) job $E2E_JOB: state '$E2E_STATE' exit code '$E2E_EXIT'"
+  tail -n 20 "$T/log/slurmd.log"
+fi
+grep -qx "OOMGUARD_CHECK_ID=$CHECK_ID" "$T/jobs/e2e-$E2E_JOB.out" ||
+  fail "(h) the job's environment lacks OOMGUARD_CHECK_ID=$CHECK_ID: $(head -c 300 "$T/jobs/e2e-$E2E_JOB.out")"
+grep -q "CUDA out of memory" "$T/jobs/e2e-$E2E_JOB.err" || fail "(h) the job's stderr lacks the OOM line"
+
+# The jobcomp script's report, kept with the check (GET /v1/checks/ID).
+RECORD=""
+for _ in $(seq 300); do
+  RECORD=$(curl -sf "http://127.0.0.1:$HTTP_PORT/v1/checks/$CHECK_ID")
+  grep -q JOB_OUTCOME_CUDA_OOM <<<"$RECORD" && break
+  sleep 0.1
+done
+RECORD_CHECK=$(/usr/bin/python3 -c '
+import json, sys
+record = json.loads(sys.argv[1] or "{}")
+job, check_id = sys.argv[2], sys.argv[3]
+problems = []
+def want(what, got, expected):
+    if got != expected:
+        problems.append(f"{what}: {got!r}, expected {expected!r}")
+want("checkId", record.get("checkId"), check_id)
+want("cluster", record.get("cluster"), "slurmtest")
+want("verdict", record.get("verdict"), "VERDICT_FITS")
+want("outcome", record.get("outcome"), "JOB_OUTCOME_CUDA_OOM")
+want("handle.slurmJobId", record.get("handle", {}).get("slurmJobId"), job)
+reports = record.get("reports", [])
+oom = [r for r in reports if r.get("outcome") == "JOB_OUTCOME_CUDA_OOM"]
+want("reports with a CUDA OOM", len(oom), 1)
+if oom:
+    r = oom[0]
+    detail = r.get("detail", "")
+    if "CUDA out of memory" not in detail:
+        problems.append(f"detail: {detail!r}")
+    # 2000.00 MiB = 2000 * 1024 * 1024 bytes, rank 0.
+    want("ranks", [(m.get("rank"), m.get("maxAllocatedBytes")) for m in r.get("ranks", [])],
+         [(0, str(2000 * 1024 * 1024))])
+print("; ".join(problems) or "ok")
+' "$RECORD" "$E2E_JOB" "$CHECK_ID" 2>&1)
+if [ "$RECORD_CHECK" = ok ]; then
+  pass "(h) GET /v1/checks/$CHECK_ID: CUDA_OOM reported for Slurm job $E2E_JOB, rank 0 at 2000 MiB"
+else
+  fail "(h) the check's record: $RECORD_CHECK; record: ${RECORD:0:2000}"
+  cat "$T/log/jobcomp.log" 2>/dev/null
+fi
+grep -q "job $E2E_JOB: check $CHECK_ID state FAILED exit 1 .*oomguard report exit 0" "$T/log/jobcomp.log" ||
+  fail "(h) jobcomp.log lacks the report line: $(cat "$T/log/jobcomp.log" 2>/dev/null)"
+HELLO_STATE=$(wait_job_done "$HELLO_JOB")
+[ "$HELLO_STATE" = COMPLETED ] || fail "(h) the job without a check id: state '$HELLO_STATE' ($HELLO_JOB)"
+sleep 0.5  # jobcomp/script runs its scripts one at a time, after the job ends.
+if grep -q "job $HELLO_JOB:" "$T/log/jobcomp.log"; then
+  fail "(h) the jobcomp script reported job $HELLO_JOB, which has no check id"
+else
+  pass "(h) job $HELLO_JOB without a check id: nothing reported"
+fi
+
+# The metric: one admitted job ran out of GPU memory.
+OOM_SERIES='oomguard_admitted_then_oom_total{family="dense",gpu="H100-SXM-80GB"} 1'
+for _ in $(seq 100); do
+  curl -sf "http://127.0.0.1:$METRICS_PORT/metrics" | grep -qxF "$OOM_SERIES" && break
+  sleep 0.1
+done
+if curl -sf "http://127.0.0.1:$METRICS_PORT/metrics" | grep -qxF "$OOM_SERIES"; then
+  pass "(h) /metrics: $OOM_SERIES"
+else
+  fail "(h) /metrics lacks '$OOM_SERIES': $(curl -sf "http://127.0.0.1:$METRICS_PORT/metrics" | grep '^oomguard_admitted_then_oom_total')"
+fi
+
+# The alert, in a real Prometheus scraping the server with the shipped rules.
+PROM_PORT=$(free_port)
+cat >"$T/prometheus/prometheus.yml" <<EOF
+global:
+  scrape_interval: 1s
+  evaluation_interval: 1s
+rule_files:
+  - $SRC/deploy/prometheus/rules/oomguard.rules.yml
+scrape_configs:
+  - job_name: oomguard
+    static_configs:
+      - targets: ['127.0.0.1:$METRICS_PORT']
+EOF
+"$PROMETHEUS" --config.file="$T/prometheus/prometheus.yml" --storage.tsdb.path="$T/prometheus/data" \
+  --web.listen-address="127.0.0.1:$PROM_PORT" >"$T/log/prometheus.log" 2>&1 &
+PIDS+=($!)
+ALERT=""
+for _ in $(seq 600); do  # 60 s: Prometheus starts, scrapes, evaluates.
+  ALERT=$(curl -sf "http://127.0.0.1:$PROM_PORT/api/v1/alerts" | /usr/bin/python3 -c '
+import json, sys
+for a in json.load(sys.stdin)["data"]["alerts"]:
+    if a["labels"].get("alertname") == "OomguardAdmittedJobRanOutOfMemory" and a["state"] == "firing":
+        print(a["labels"].get("gpu", ""), a["labels"].get("family", ""))' 2>/dev/null)
+  [ -n "$ALERT" ] && break
+  sleep 0.1
+done
+if [ -n "$ALERT" ]; then
+  pass "(h) Prometheus: OomguardAdmittedJobRanOutOfMemory firing ($ALERT)"
+else
+  fail "(h) OomguardAdmittedJobRanOutOfMemory not firing in Prometheus within 60 s"
+  tail -n 20 "$T/log/prometheus.log"
 fi
 
 # (d) Server stopped: fail-open accepts and logs; fail-closed refuses.
