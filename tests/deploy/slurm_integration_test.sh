@@ -13,7 +13,7 @@
 #   (h) the feedback loop, end to end: a job admitted through the hook gets
 #       the check id in its admin_comment and its environment, runs (a
 #       stand-in torchrun prints Megatron-LM's memory line and a CUDA OOM on
-#       stderr and exits 1), deploy/slurm/oomguard_jobcomp.sh (jobcomp/script)
+#       stderr, as measured on an H200, and exits 1), deploy/slurm/oomguard_jobcomp.sh (jobcomp/script)
 #       reports it with `oomguard report`, the server keeps the CUDA_OOM
 #       outcome (GET /v1/checks/ID), counts it in
 #       oomguard_admitted_then_oom_total, and a real Prometheus loading
@@ -420,14 +420,15 @@ else
 fi
 
 # (h) The feedback loop, end to end (issue 29). A stand-in torchrun on the
-# job's PATH dies as a Megatron-LM job does when PyTorch runs out of GPU
-# memory: its memory line (rank 0, max allocated 2000.00 MiB), then the CUDA
-# OOM line on stderr, exit 1.
-cat >"$T/bin/torchrun" <<'EOF'
+# job's PATH dies as a training job did on an H200 (bench/device/
+# oom_report_probe.py, tests/data/feedback): Megatron-LM's memory line of
+# rank 0 (max allocated 8192.00 MiB), then the uncaught CUDA OOM's stderr,
+# exit 1.
+FEEDBACK_DATA=$SRC/tests/data/feedback
+cat >"$T/bin/torchrun" <<EOF
 #!/bin/sh
-echo "[Rank 0] (after 1 iterations) memory (MB) | allocated: 1500.00 | max allocated: 2000.00 | reserved: 2500.00 | max reserved: 2500.00" >&2
-echo "Traceback (most recent call last):" >&2
-echo "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.10 GiB of which 1.05 GiB is free. Process 4242 has 78.04 GiB memory in use." >&2
+head -n 1 "$FEEDBACK_DATA/h200_memory_lines.txt" >&2
+cat "$FEEDBACK_DATA/h200_oom_stderr.txt" >&2
 exit 1
 EOF
 chmod 755 "$T/bin/torchrun"
@@ -507,13 +508,13 @@ if oom:
     detail = r.get("detail", "")
     if "CUDA out of memory" not in detail:
         problems.append(f"detail: {detail!r}")
-    # 2000.00 MiB = 2000 * 1024 * 1024 bytes, rank 0.
+    # 8192.00 MiB: torch.cuda.max_memory_allocated() in the H200 probe.
     want("ranks", [(m.get("rank"), m.get("maxAllocatedBytes")) for m in r.get("ranks", [])],
-         [(0, str(2000 * 1024 * 1024))])
+         [(0, str(8192 * 1024 * 1024))])
 print("; ".join(problems) or "ok")
 ' "$RECORD" "$E2E_JOB" "$CHECK_ID" 2>&1)
 if [ "$RECORD_CHECK" = ok ]; then
-  pass "(h) GET /v1/checks/$CHECK_ID: CUDA_OOM reported for Slurm job $E2E_JOB, rank 0 at 2000 MiB"
+  pass "(h) GET /v1/checks/$CHECK_ID: CUDA_OOM reported for Slurm job $E2E_JOB, rank 0 at 8192 MiB"
 else
   fail "(h) the check's record: $RECORD_CHECK; record: ${RECORD:0:2000}"
   cat "$T/log/jobcomp.log" 2>/dev/null
