@@ -8,18 +8,19 @@
 # with a check id ("oomguard_check_id=ID" in its admin_comment), it sends
 # what the job's end says to the oomguard service:
 #   oomguard report --server S --check-id ID --slurm-job-id JOBID
-#       --slurm-state JOBSTATE --exit-code N [--log COPY_OF_STDERR] ...
+#       --slurm-state JOBSTATE --exit-code N [--log COPY_OF_ITS_OUTPUT] ...
 # `oomguard report` reads the CUDA OOM line (and Megatron-LM's memory lines)
 # from the log and tells the outcome: CUDA_OOM, RAN, FAILED, HOST_OOM,
 # CANCELLED.
 #
-# The admin_comment and the job's stderr path (patterns expanded) come from
-# `scontrol show job`: jobcomp/script does not pass them. The stderr file is
-# read as the job's user (setpriv, when this runs as root) and only when it
-# is a regular file, the first and last log_bytes of it, into a private copy
-# that the report reads; the bearer token never reaches the user's side.
+# The admin_comment and the job's stderr and stdout paths (patterns
+# expanded) come from `scontrol show job`: jobcomp/script does not pass
+# them. Each file is read as the job's user (setpriv, when this runs as root)
+# and only when it is a regular file, whole up to 32 MiB, else its first and
+# last 16 MiB, into a private copy that the report reads; the bearer token
+# never reaches the user's side.
 #
-# Bounded in time (scontrol 10 s, the copy 20 s, the report deadline_ms + 2 s:
+# Bounded in time (scontrol 10 s, each file 10 s, the report deadline_ms + 2 s:
 # slurmctld runs these scripts one at a time) and it never fails the job: it
 # always exits 0 and says what it did in report_log (or syslog).
 #
@@ -30,7 +31,7 @@ set -u
 umask 077
 export PATH=/usr/bin:/bin:/usr/sbin:/sbin
 
-LOG_BYTES=$((16 * 1024 * 1024))  # The first and the last 16 MiB of stderr.
+LOG_BYTES=$((16 * 1024 * 1024))  # The first and the last 16 MiB of a larger file.
 HERE=$(dirname -- "$(readlink -f -- "$0")")
 CONF=$HERE/oomguard_slurm.conf
 JOB=${JOBID:-}
@@ -106,41 +107,46 @@ admin_comment=$(only_line AdminComment) || exit 0  # Not admitted with an id: no
 [[ " $admin_comment " =~ \ oomguard_check_id=([0-9a-f]{32})\  ]] || exit 0
 check_id=${BASH_REMATCH[1]}
 
-# --- the stderr copy ---------------------------------------------------------------
+# --- the job's output, copied ------------------------------------------------------
+# Its stderr (the CUDA OOM line) and, when it is another file, its stdout
+# (Megatron-LM prints its memory lines there): each a regular file read as
+# the job's user, whole up to 2 x LOG_BYTES, else its first and last LOG_BYTES.
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/oomguard-jobcomp.XXXXXX") || done_ "cannot make a private directory"
 trap 'rm -rf -- "$tmp"' EXIT
-copy=$tmp/stderr
-stderr_path=$(only_line StdErr) || stderr_path=""
-if [[ $stderr_path != /* || $stderr_path == *%* ]]; then
-  log "stderr path '${stderr_path:0:300}' not usable (not absolute, or a pattern scontrol does not expand); reporting without the log"
-  stderr_path=""
+copy=$tmp/log
+: >"$copy"
+as_user=()
+can_read=yes
+if [ "$(id -u)" = 0 ]; then
+  if [[ $(only_line UserId) =~ ^[^\ ]*\(([0-9]+)\)\ GroupId=[^\ ]*\(([0-9]+)\) ]]; then
+    as_user=(setpriv --reuid="${BASH_REMATCH[1]}" --regid="${BASH_REMATCH[2]}" --clear-groups --)
+  else
+    can_read=no
+    log "no UserId/GroupId in scontrol's record; reporting without the log"
+  fi
 fi
-# The copy: the file (a regular file, read as the job's user) when small,
-# else its first and last LOG_BYTES.
 # shellcheck disable=SC2016 # Expanded by that shell, from its arguments.
 read_log='f=$1 n=$2
 [ -f "$f" ] && [ -r "$f" ] || exit 3
 s=$(stat -L -c %s -- "$f") || exit 3
-if [ "$s" -le $((2 * n)) ]; then exec cat -- "$f"; fi
-head -c "$n" -- "$f"; echo; exec tail -c "$n" -- "$f"'
-if [ -n "$stderr_path" ]; then
-  as_user=()
-  if [ "$(id -u)" = 0 ]; then
-    if [[ $(only_line UserId) =~ ^[^\ ]*\(([0-9]+)\)\ GroupId=[^\ ]*\(([0-9]+)\) ]]; then
-      as_user=(setpriv --reuid="${BASH_REMATCH[1]}" --regid="${BASH_REMATCH[2]}" --clear-groups --)
-    else
-      stderr_path=""
-      log "no UserId/GroupId in scontrol's record; reporting without the log"
-    fi
+if [ "$s" -le $((2 * n)) ]; then cat -- "$f"; else head -c "$n" -- "$f"; echo; tail -c "$n" -- "$f"; fi
+echo'
+logs=()
+for key in StdErr StdOut; do
+  [ "$can_read" = yes ] || break
+  path=$(only_line "$key") || continue
+  if [[ $path != /* || $path == *%* ]]; then
+    log "$key '${path:0:300}' not read (not absolute, or a pattern scontrol does not expand)"
+    continue
   fi
-fi
-if [ -n "$stderr_path" ]; then
-  if ! timeout -k 1 20 "${as_user[@]}" /bin/sh -c "$read_log" sh "$stderr_path" "$LOG_BYTES" \
-    </dev/null >"$copy" 2>/dev/null; then
-    log "cannot read $stderr_path as the job's user; reporting without the log"
-    : >"$copy"
+  [ "$key" = StdOut ] && [ "$path" = "$(only_line StdErr)" ] && continue  # The same file.
+  if timeout -k 1 10 "${as_user[@]}" /bin/sh -c "$read_log" sh "$path" "$LOG_BYTES" \
+    </dev/null >>"$copy" 2>/dev/null; then
+    logs+=("$path")
+  else
+    log "cannot read $key $path as the job's user"
   fi
-fi
+done
 
 # --- the report ------------------------------------------------------------------------
 args=(report --server "$server" --check-id "$check_id" --slurm-job-id "$JOB"
@@ -150,4 +156,4 @@ args=(report --server "$server" --check-id "$check_id" --slurm-job-id "$JOB"
 [ -n "$tls_ca" ] && args+=(--tls-ca "$tls_ca")
 out=$("$timeout_binary" -k 1 $((report_deadline_ms / 1000 + 2)) "$binary" "${args[@]}" </dev/null 2>&1)
 rc=$?
-done_ "check $check_id state $state exit $exit_code log '${stderr_path:-}': oomguard report exit $rc: ${out:0:1000}"
+done_ "check $check_id state $state exit $exit_code log '${logs[*]}': oomguard report exit $rc: ${out:0:1000}"

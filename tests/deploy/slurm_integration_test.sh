@@ -422,43 +422,44 @@ fi
 # (h) The feedback loop, end to end (issue 29). A stand-in torchrun on the
 # job's PATH dies as a training job did on an H200 (bench/device/
 # oom_report_probe.py, tests/data/feedback): Megatron-LM's memory line of
-# rank 0 (max allocated 8192.00 MiB), then the uncaught CUDA OOM's stderr,
-# exit 1.
+# rank 0 (max allocated 8192.00 MiB) on stdout, then the uncaught CUDA OOM's
+# traceback on stderr, exit 1. Another one prints the memory line and ends
+# well. The jobs' stdout and stderr are separate files.
 FEEDBACK_DATA=$SRC/tests/data/feedback
-cat >"$T/bin/torchrun" <<EOF
+mkdir -p "$T/bin/oom" "$T/bin/ran"
+cat >"$T/bin/oom/torchrun" <<EOF
 #!/bin/sh
-head -n 1 "$FEEDBACK_DATA/h200_memory_lines.txt" >&2
+head -n 1 "$FEEDBACK_DATA/h200_memory_lines.txt"
 cat "$FEEDBACK_DATA/h200_oom_stderr.txt" >&2
 exit 1
 EOF
-chmod 755 "$T/bin/torchrun"
+cat >"$T/bin/ran/torchrun" <<EOF
+#!/bin/sh
+head -n 1 "$FEEDBACK_DATA/h200_memory_lines.txt"
+EOF
+chmod 755 "$T/bin/oom/torchrun" "$T/bin/ran/torchrun"
 # The fitting job of (b), saying which check id its environment holds.
 sed 's/^torchrun /echo "OOMGUARD_CHECK_ID=$OOMGUARD_CHECK_ID"\ntorchrun /' "$T/jobs/fits.sh" >"$T/jobs/e2e.sh"
-JOB_PATH=$T/bin:/usr/bin:/bin
-submit --gres=gpu:h100:8 -J e2e --export=ALL,PATH="$JOB_PATH" -o "$T/jobs/%x-%j.out" \
-  -e "$T/jobs/%x-%j.err" jobs/e2e.sh
-expect_accepted "(h) fitting job, held" -silent
-E2E_JOB=$(sed -n 's/^Submitted batch job \([0-9]*\)$/\1/p' <<<"$SUBMIT_OUT")
 job_field() {  # JOB KEY: the value of "   KEY=VALUE" in scontrol show job
   scontrol show job "$1" 2>/dev/null | sed -n "s/^   $2=\\(.*\\)\$/\\1/p" | sed 's/ *$//'
 }
-ADMIN_COMMENT=$(job_field "$E2E_JOB" AdminComment)
-CHECK_ID=$(sed -n 's/^oomguard_check_id=\([0-9a-f]\{32\}\)$/\1/p' <<<"$ADMIN_COMMENT")
-if [ -n "$CHECK_ID" ]; then
-  pass "(h) job $E2E_JOB: admin_comment '$ADMIN_COMMENT'"
-else
-  fail "(h) job $E2E_JOB: admin_comment '$ADMIN_COMMENT' is not oomguard_check_id=<32 hex digits>"
-fi
-grep -q "uid 0: check id $CHECK_ID in admin_comment and OOMGUARD_CHECK_ID" "$T/log/slurmctld.log" ||
-  fail "(h) slurmctld log lacks the check id line"
-# What an admin (or another plugin) writes there is kept by the jobcomp
-# script's reading; then the job runs.
-scontrol update jobid="$E2E_JOB" AdminComment="site=gold $ADMIN_COMMENT queue=a100" ||
-  fail "(h) scontrol update AdminComment"
-# A job without a check id runs too: the jobcomp script leaves it alone.
-HELLO_JOB=$(cd "$T" && sbatch --parsable -o "$T/jobs/hello-%j.out" jobs/hello.sh 2>&1)
-scontrol release "$E2E_JOB" || fail "(h) scontrol release $E2E_JOB"
-
+SUBMITTED_JOB="" SUBMITTED_CHECK_ID=""
+submit_admitted() {  # NAME TORCHRUN_DIR: a held e2e job; sets SUBMITTED_JOB, SUBMITTED_CHECK_ID
+  submit --gres=gpu:h100:8 -J "$1" --export=ALL,PATH="$2:/usr/bin:/bin" -o "$T/jobs/%x-%j.out" \
+    -e "$T/jobs/%x-%j.err" jobs/e2e.sh
+  expect_accepted "(h) $1: fitting job, held" -silent
+  SUBMITTED_JOB=$(sed -n 's/^Submitted batch job \([0-9]*\)$/\1/p' <<<"$SUBMIT_OUT")
+  local admin_comment
+  admin_comment=$(job_field "$SUBMITTED_JOB" AdminComment)
+  SUBMITTED_CHECK_ID=$(sed -n 's/^oomguard_check_id=\([0-9a-f]\{32\}\)$/\1/p' <<<"$admin_comment")
+  if [ -n "$SUBMITTED_CHECK_ID" ]; then
+    pass "(h) $1: job $SUBMITTED_JOB: admin_comment '$admin_comment'"
+  else
+    fail "(h) $1: job $SUBMITTED_JOB: admin_comment '$admin_comment' is not oomguard_check_id=<32 hex digits>"
+  fi
+  grep -q "uid 0: check id $SUBMITTED_CHECK_ID in admin_comment and OOMGUARD_CHECK_ID" \
+    "$T/log/slurmctld.log" || fail "(h) $1: slurmctld log lacks the check id line"
+}
 wait_job_done() {  # JOB: waits up to 60 s for the job to end; prints its state
   local state=""
   for _ in $(seq 600); do
@@ -468,29 +469,33 @@ wait_job_done() {  # JOB: waits up to 60 s for the job to end; prints its state
   done
   printf '%s' "$state"
 }
-E2E_STATE=$(wait_job_done "$E2E_JOB")
-E2E_EXIT=$(scontrol show job "$E2E_JOB" | grep -o ' ExitCode=[0-9:]*' | cut -d= -f2)
-if [ "$E2E_STATE" = FAILED ] && [ "$E2E_EXIT" = 1:0 ]; then
-  pass "(h) job $E2E_JOB ran and failed with exit code 1:0"
-else
-  fail "(h) job $E2E_JOB: state '$E2E_STATE' exit code '$E2E_EXIT'"
-  tail -n 20 "$T/log/slurmd.log"
-fi
-grep -qx "OOMGUARD_CHECK_ID=$CHECK_ID" "$T/jobs/e2e-$E2E_JOB.out" ||
-  fail "(h) the job's environment lacks OOMGUARD_CHECK_ID=$CHECK_ID: $(head -c 300 "$T/jobs/e2e-$E2E_JOB.out")"
-grep -q "CUDA out of memory" "$T/jobs/e2e-$E2E_JOB.err" || fail "(h) the job's stderr lacks the OOM line"
-
-# The jobcomp script's report, kept with the check (GET /v1/checks/ID).
-RECORD=""
-for _ in $(seq 300); do
-  RECORD=$(curl -sf "http://127.0.0.1:$HTTP_PORT/v1/checks/$CHECK_ID")
-  grep -q JOB_OUTCOME_CUDA_OOM <<<"$RECORD" && break
-  sleep 0.1
-done
-RECORD_CHECK=$(/usr/bin/python3 -c '
+expect_ended() {  # NAME JOB STATE EXIT_CODE CHECK_ID
+  local state exit_code
+  state=$(wait_job_done "$2")
+  exit_code=$(scontrol show job "$2" | grep -o ' ExitCode=[0-9:]*' | cut -d= -f2)
+  if [ "$state" = "$3" ] && [ "$exit_code" = "$4" ]; then
+    pass "(h) $1: job $2 ran, $state with exit code $exit_code"
+  else
+    fail "(h) $1: job $2: state '$state' exit code '$exit_code', expected $3 $4"
+    tail -n 20 "$T/log/slurmd.log"
+  fi
+  grep -qx "OOMGUARD_CHECK_ID=$5" "$T/jobs/$1-$2.out" ||
+    fail "(h) $1: the job's environment lacks OOMGUARD_CHECK_ID=$5: $(head -c 300 "$T/jobs/$1-$2.out")"
+}
+# The jobcomp script's report, kept with the check (GET /v1/checks/ID): the
+# outcome, the Slurm job id, rank 0's 8192.00 MiB peak (the H200 probe's
+# torch.cuda.max_memory_allocated()), and for a CUDA OOM its line.
+expect_reported() {  # NAME JOB CHECK_ID STATE EXIT OUTCOME
+  local record="" problems
+  for _ in $(seq 300); do
+    record=$(curl -sf "http://127.0.0.1:$HTTP_PORT/v1/checks/$3")
+    grep -q "\"$6\"" <<<"$record" && break
+    sleep 0.1
+  done
+  problems=$(/usr/bin/python3 -c '
 import json, sys
 record = json.loads(sys.argv[1] or "{}")
-job, check_id = sys.argv[2], sys.argv[3]
+job, check_id, outcome = sys.argv[2:5]
 problems = []
 def want(what, got, expected):
     if got != expected:
@@ -498,37 +503,56 @@ def want(what, got, expected):
 want("checkId", record.get("checkId"), check_id)
 want("cluster", record.get("cluster"), "slurmtest")
 want("verdict", record.get("verdict"), "VERDICT_FITS")
-want("outcome", record.get("outcome"), "JOB_OUTCOME_CUDA_OOM")
+want("outcome", record.get("outcome"), outcome)
 want("handle.slurmJobId", record.get("handle", {}).get("slurmJobId"), job)
 reports = record.get("reports", [])
-oom = [r for r in reports if r.get("outcome") == "JOB_OUTCOME_CUDA_OOM"]
-want("reports with a CUDA OOM", len(oom), 1)
-if oom:
-    r = oom[0]
+want("reports", len(reports), 1)
+for r in reports[:1]:
+    want("reports[0].outcome", r.get("outcome"), outcome)
     detail = r.get("detail", "")
-    if "CUDA out of memory" not in detail:
+    if outcome == "JOB_OUTCOME_CUDA_OOM" and "CUDA out of memory" not in detail:
         problems.append(f"detail: {detail!r}")
-    # 8192.00 MiB: torch.cuda.max_memory_allocated() in the H200 probe.
-    want("ranks", [(m.get("rank"), m.get("maxAllocatedBytes")) for m in r.get("ranks", [])],
+    want("reports[0].ranks", [(m.get("rank"), m.get("maxAllocatedBytes")) for m in r.get("ranks", [])],
          [(0, str(8192 * 1024 * 1024))])
 print("; ".join(problems) or "ok")
-' "$RECORD" "$E2E_JOB" "$CHECK_ID" 2>&1)
-if [ "$RECORD_CHECK" = ok ]; then
-  pass "(h) GET /v1/checks/$CHECK_ID: CUDA_OOM reported for Slurm job $E2E_JOB, rank 0 at 8192 MiB"
-else
-  fail "(h) the check's record: $RECORD_CHECK; record: ${RECORD:0:2000}"
-  cat "$T/log/jobcomp.log" 2>/dev/null
-fi
-grep -q "job $E2E_JOB: check $CHECK_ID state FAILED exit 1 .*oomguard report exit 0" "$T/log/jobcomp.log" ||
-  fail "(h) jobcomp.log lacks the report line: $(cat "$T/log/jobcomp.log" 2>/dev/null)"
+' "$record" "$2" "$3" "$6" 2>&1)
+  if [ "$problems" = ok ]; then
+    pass "(h) $1: GET /v1/checks/$3: $6 reported for Slurm job $2, rank 0 at 8192 MiB"
+  else
+    fail "(h) $1: the check's record: $problems; record: ${record:0:2000}"
+    cat "$T/log/jobcomp.log" 2>/dev/null
+  fi
+  grep -q "job $2: check $3 state $4 exit $5 .*oomguard report exit 0" "$T/log/jobcomp.log" ||
+    fail "(h) $1: jobcomp.log lacks the report line: $(cat "$T/log/jobcomp.log" 2>/dev/null)"
+}
+
+submit_admitted e2e "$T/bin/oom"
+OOM_JOB=$SUBMITTED_JOB OOM_CHECK_ID=$SUBMITTED_CHECK_ID
+submit_admitted e2e_ran "$T/bin/ran"
+RAN_JOB=$SUBMITTED_JOB RAN_CHECK_ID=$SUBMITTED_CHECK_ID
+[ "$OOM_CHECK_ID" != "$RAN_CHECK_ID" ] || fail "(h) two checks, one id: $OOM_CHECK_ID"
+# What an admin (or another plugin) writes there too is kept by the jobcomp
+# script's reading.
+scontrol update jobid="$OOM_JOB" AdminComment="site=gold oomguard_check_id=$OOM_CHECK_ID queue=a100" ||
+  fail "(h) scontrol update AdminComment"
+# A job without a check id ends first: the jobcomp script leaves it alone
+# (slurmctld runs these scripts one at a time, in the order jobs end, so
+# its turn is over once a later job's report is logged).
+HELLO_JOB=$(cd "$T" && sbatch --parsable -o "$T/jobs/hello-%j.out" jobs/hello.sh 2>&1)
 HELLO_STATE=$(wait_job_done "$HELLO_JOB")
 [ "$HELLO_STATE" = COMPLETED ] || fail "(h) the job without a check id: state '$HELLO_STATE' ($HELLO_JOB)"
-sleep 0.5  # jobcomp/script runs its scripts one at a time, after the job ends.
+scontrol release "$RAN_JOB" || fail "(h) scontrol release $RAN_JOB"
+expect_ended e2e_ran "$RAN_JOB" COMPLETED 0:0 "$RAN_CHECK_ID"
+expect_reported e2e_ran "$RAN_JOB" "$RAN_CHECK_ID" COMPLETED 0 JOB_OUTCOME_RAN
 if grep -q "job $HELLO_JOB:" "$T/log/jobcomp.log"; then
   fail "(h) the jobcomp script reported job $HELLO_JOB, which has no check id"
 else
   pass "(h) job $HELLO_JOB without a check id: nothing reported"
 fi
+scontrol release "$OOM_JOB" || fail "(h) scontrol release $OOM_JOB"
+expect_ended e2e "$OOM_JOB" FAILED 1:0 "$OOM_CHECK_ID"
+grep -q "CUDA out of memory" "$T/jobs/e2e-$OOM_JOB.err" || fail "(h) the job's stderr lacks the OOM line"
+expect_reported e2e "$OOM_JOB" "$OOM_CHECK_ID" FAILED 1 JOB_OUTCOME_CUDA_OOM
 
 # The metric: one admitted job ran out of GPU memory.
 OOM_SERIES='oomguard_admitted_then_oom_total{family="dense",gpu="H100-SXM-80GB"} 1'
