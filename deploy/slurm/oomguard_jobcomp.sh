@@ -13,14 +13,14 @@
 # from the log and tells the outcome: CUDA_OOM, RAN, FAILED, HOST_OOM,
 # CANCELLED.
 #
-# The admin_comment and the job's stderr and stdout paths (patterns
-# expanded) come from `scontrol show job`: jobcomp/script does not pass
-# them. Each file is read as the job's user (setpriv, when this runs as root)
+# The admin_comment comes from squeue, the job's stderr and stdout paths
+# (patterns expanded) and its user from `scontrol show job`: jobcomp/script
+# does not pass them. Each file is read as the job's user (setpriv, when this runs as root)
 # and only when it is a regular file, whole up to 32 MiB, else its first and
 # last 16 MiB, into a private copy that the report reads; the bearer token
 # never reaches the user's side.
 #
-# Bounded in time (scontrol 10 s, each file 10 s, the report deadline_ms + 2 s:
+# Bounded in time (squeue and scontrol 10 s each, each file 10 s, the report deadline_ms + 2 s:
 # slurmctld runs these scripts one at a time) and it never fails the job: it
 # always exits 0 and says what it did in report_log (or syslog).
 #
@@ -92,20 +92,25 @@ if [[ ${EXITCODE:-} =~ ^([0-9]+):([0-9]+)$ ]]; then
 fi
 
 [ -z "${SLURM_CONF:-}" ] && [ -r "$HERE/slurm.conf" ] && export SLURM_CONF=$HERE/slurm.conf
+# The admin_comment alone (squeue prints only the field asked for, so no
+# value a user chose can pose as it); most jobs end here.
+admin_comment=$(timeout -k 1 10 squeue -h -j "$JOB" --states=all -O admin_comment:16384 2>/dev/null) ||
+  done_ "squeue failed (the job left slurmctld's memory? MinJobAge)"
+[[ " ${admin_comment//[$'\n\t']/ } " =~ \ oomguard_check_id=([0-9a-f]{32})\  ]] || exit 0
+check_id=${BASH_REMATCH[1]}
+
 record=$(timeout -k 1 10 scontrol show job "$JOB" 2>/dev/null) ||
   done_ "scontrol show job failed (the job left slurmctld's memory? MinJobAge)"
 # One line per field group, each starting with three blanks; a value the user
-# chose (a job name with a newline) could fake a line: a field found other
-# than exactly once is not used.
+# chose (a job name or a directory with a newline) could pose as a line: a
+# field found other than exactly once is not used (UserId, StdErr and StdOut
+# are always there).
 only_line() {  # KEY: the value of the one line "   KEY=VALUE"
   local lines
   lines=$(grep -a -- "^   $1=" <<<"$record")
   [ -n "$lines" ] && [ "$(grep -c '' <<<"$lines")" = 1 ] || return 1
   printf '%s' "${lines#"   $1="}"
 }
-admin_comment=$(only_line AdminComment) || exit 0  # Not admitted with an id: not ours.
-[[ " $admin_comment " =~ \ oomguard_check_id=([0-9a-f]{32})\  ]] || exit 0
-check_id=${BASH_REMATCH[1]}
 
 # --- the job's output, copied ------------------------------------------------------
 # Its stderr (the CUDA OOM line) and, when it is another file, its stdout

@@ -537,10 +537,14 @@ scontrol update jobid="$OOM_JOB" AdminComment="site=gold oomguard_check_id=$OOM_
   fail "(h) scontrol update AdminComment"
 # A job without a check id ends first: the jobcomp script leaves it alone
 # (slurmctld runs these scripts one at a time, in the order jobs end, so
-# its turn is over once a later job's report is logged).
-HELLO_JOB=$(cd "$T" && sbatch --parsable -o "$T/jobs/hello-%j.out" jobs/hello.sh 2>&1)
+# its turn is over once a later job's report is logged), even with a job
+# name that poses as an admin_comment line of `scontrol show job`.
+HELLO_JOB=$(cd "$T" && sbatch --parsable -o "$T/jobs/hello-%j.out" \
+  -J $'hello\n   AdminComment=oomguard_check_id='"$RAN_CHECK_ID" jobs/hello.sh 2>&1)
 HELLO_STATE=$(wait_job_done "$HELLO_JOB")
 [ "$HELLO_STATE" = COMPLETED ] || fail "(h) the job without a check id: state '$HELLO_STATE' ($HELLO_JOB)"
+[ "$(scontrol show job "$HELLO_JOB" | grep -c "^   AdminComment=oomguard_check_id=$RAN_CHECK_ID")" = 1 ] ||
+  fail "(h) the job name does not pose as an admin_comment line: $(scontrol show job "$HELLO_JOB" | head -3)"
 scontrol release "$RAN_JOB" || fail "(h) scontrol release $RAN_JOB"
 expect_ended e2e_ran "$RAN_JOB" COMPLETED 0:0 "$RAN_CHECK_ID"
 expect_reported e2e_ran "$RAN_JOB" "$RAN_CHECK_ID" COMPLETED 0 JOB_OUTCOME_RAN
