@@ -8,13 +8,11 @@
 namespace oomguard::service {
 namespace {
 
-// The layout of the trainer's estimate: global rank r is on stage
-// r / gpus_per_pipeline_stage (Megatron-LM's default order tp-cp-ep-dp-pp).
-void SetLayout(const v1::EstimateReport& report, v1::CheckRecord& record) {
-  record.set_num_gpus(report.num_gpus());
-  if (report.pipeline_parallel() > 0) {
-    record.set_gpus_per_pipeline_stage(report.num_gpus() / report.pipeline_parallel());
-  }
+// The trainer's layout: global rank r is on stage r /
+// gpus_per_pipeline_stage (Megatron-LM's default order tp-cp-ep-dp-pp).
+void SetLayout(uint32_t num_gpus, uint32_t pipeline_parallel, v1::CheckRecord& record) {
+  record.set_num_gpus(num_gpus);
+  if (pipeline_parallel > 0) record.set_gpus_per_pipeline_stage(num_gpus / pipeline_parallel);
 }
 
 }  // namespace
@@ -30,7 +28,7 @@ v1::CheckRecord CheckRecordOf(const ResolvedJob& job, const v1::CheckResponse& r
   if (!job.rl) {
     *record.mutable_job_spec() = job.spec;
     const v1::EstimateReport& report = response.report();
-    SetLayout(report, record);
+    SetLayout(report.num_gpus(), report.pipeline_parallel(), record);
     for (const v1::RankReport& rank : report.ranks()) {
       v1::RankEstimate* stage = record.add_estimate();
       stage->set_pp_rank(rank.pp_rank());
@@ -41,11 +39,15 @@ v1::CheckRecord CheckRecordOf(const ResolvedJob& job, const v1::CheckResponse& r
     }
     return record;
   }
-  // An RL step: the allocator's peaks are the actor update's (the trainer's
-  // allocator); the device's, each stage's largest phase.
+  // An RL step: the layout is its actor's (validated: PP unset is 1); the
+  // allocator's peaks are the actor update's (in the answer with its
+  // report), the device's each stage's largest phase.
   *record.mutable_rl_job_spec() = *job.rl;
+  const v1::ParallelismSpec& actor = job.rl->actor().parallelism();
+  SetLayout(actor.num_gpus(),
+            actor.has_pipeline_model_parallel_size() ? actor.pipeline_model_parallel_size() : 1,
+            record);
   const v1::RlStepReport& step = response.rl_step();
-  SetLayout(step.actor_update(), record);
   std::map<uint32_t, v1::RankEstimate> stages;
   for (const v1::RankReport& rank : step.actor_update().ranks()) {
     v1::RankEstimate& stage = stages[rank.pp_rank()];

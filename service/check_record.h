@@ -14,8 +14,9 @@
 
 namespace oomguard::service {
 
-// The record of `job` checked with `response` (which holds its report: the
-// estimate of each stage), by oomguard `version` serving `cluster`.
+// The record of `job` checked with `response` (which holds the estimate of
+// each stage: a Megatron job's report; an RL step's phases, and its actor
+// update's report unless omitted), by oomguard `version` serving `cluster`.
 v1::CheckRecord CheckRecordOf(const ResolvedJob& job, const v1::CheckResponse& response,
                               absl::string_view version, absl::string_view cluster);
 

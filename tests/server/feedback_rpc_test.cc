@@ -26,6 +26,7 @@
 #include "service/request_resolution.h"
 #include "service/status_mapping.h"
 #include "tests/testing/examples.h"
+#include "tests/testing/rl_test_jobs.h"
 #include "tests/testing/service_test_jobs.h"
 #include "tests/testing/service_test_util.h"
 #include "tests/testing/test_certificate.h"
@@ -220,7 +221,8 @@ TEST_F(FeedbackRpcTest, ACheckWithoutItsReportStillRecordsTheEstimate) {
 TEST_F(FeedbackRpcTest, ALargeJobHasAnEstimateForEachStage) {
   Start(Options());
   v1::CheckRequest request;
-  *request.mutable_job() = testing::MegatronSource("", testing::DeepSeekV3With1024GpusArgs(), 1024);
+  *request.mutable_job() =
+      testing::MegatronSource("deepseek-v3", testing::DeepSeekV3With1024GpusArgs(), 1024);
   request.set_gpu_name("H100-SXM-80GB");
   const v1::CheckResponse checked = Check(request);
   const v1::CheckRecord record = Record(checked.check_id());
@@ -229,6 +231,44 @@ TEST_F(FeedbackRpcTest, ALargeJobHasAnEstimateForEachStage) {
   ASSERT_EQ(record.estimate_size(), 16);
   for (int stage = 0; stage < 16; ++stage) EXPECT_EQ(record.estimate(stage).pp_rank(), stage);
   ExpectEstimateIsReport(record, checked.report());
+}
+
+// An RL step (veRL, actor TP 2 on 8 GPUs: PP 1, one stage of 8 GPUs): the
+// record keeps the resolved RlJobSpec; the stage's device peak is its
+// largest phase's, the allocator's the actor update's.
+TEST_F(FeedbackRpcTest, AnRlStepsRecordHasItsLargestPhasePerStage) {
+  Start(Options());
+  v1::CheckRequest request;
+  *request.mutable_job() = testing::VerlQwen3Source();
+  request.set_gpu_name("H100-SXM-80GB");
+  const v1::CheckResponse checked = Check(request);
+  const v1::CheckRecord record = Record(checked.check_id());
+  const absl::StatusOr<service::ResolvedJob> resolved =
+      service::ResolveJobSource(testing::VerlQwen3Source(), "job");
+  ASSERT_TRUE(resolved.ok() && resolved->rl.has_value());
+  ASSERT_TRUE(record.has_rl_job_spec());
+  EXPECT_EQ(record.rl_job_spec().SerializeAsString(), resolved->rl->SerializeAsString());
+  EXPECT_EQ(record.num_gpus(), 8u);
+  EXPECT_EQ(record.gpus_per_pipeline_stage(), 8u);
+  ASSERT_EQ(record.estimate_size(), 1);
+  const v1::RankEstimate& stage = record.estimate(0);
+  EXPECT_EQ(stage.pp_rank(), 0u);
+  // One stage: its largest phase is the step's peak.
+  EXPECT_EQ(stage.peak_device_bytes(), checked.rl_step().peak_device_bytes());
+  EXPECT_EQ(stage.peak_device_upper_bytes(), checked.rl_step().peak_device_upper_bytes());
+  const v1::RankReport& actor = checked.rl_step().actor_update().ranks(0);
+  EXPECT_EQ(stage.peak_allocated_bytes(), actor.peak_allocated_bytes());
+  EXPECT_GT(stage.peak_allocated_bytes(), 0u);
+
+  // Without its report (the webhook's request): the layout and the device
+  // peaks all the same; the actor update's allocator peaks are not computed.
+  request.set_omit_report(true);
+  const v1::CheckRecord omitted = Record(Check(request).check_id());
+  EXPECT_EQ(omitted.num_gpus(), 8u);
+  EXPECT_EQ(omitted.gpus_per_pipeline_stage(), 8u);
+  ASSERT_EQ(omitted.estimate_size(), 1);
+  EXPECT_EQ(omitted.estimate(0).peak_device_bytes(), stage.peak_device_bytes());
+  EXPECT_EQ(omitted.estimate(0).peak_allocated_bytes(), 0u);
 }
 
 TEST_F(FeedbackRpcTest, AReportWithAKnownTokenIsStoredUnderItsName) {
