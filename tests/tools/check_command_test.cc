@@ -563,6 +563,40 @@ TEST_F(CheckCommandTest, ServiceDownOrSilentIsUnavailableWithinTheDeadline) {
   EXPECT_LT(seconds, 2.0);
 }
 
+// A server that keeps its checks (--store) gives each verdict an id: check
+// prints it on stderr, where the Slurm hook reads it, once, and a new one
+// for each check; a server without a store gives none, and check prints no
+// such line.
+TEST_F(CheckCommandTest, CheckIdLineFromAServerThatKeepsItsChecks) {
+  server::ServerOptions options;
+  options.grpc_address = "127.0.0.1:0";
+  options.metrics_address = "";
+  options.service.log_requests = false;
+  options.store_url = absl::StrCat("sqlite:", dir_, "/checks.db");
+  absl::StatusOr<std::unique_ptr<server::Server>> keeping = server::Server::Start(options);
+  ASSERT_TRUE(keeping.ok()) << keeping.status();
+  std::vector<std::string> args = {"--server", absl::StrCat("127.0.0.1:", (*keeping)->grpc_port()),
+                                   "--gpu",    "H100",
+                                   "--gpus",   "8",
+                                   "--preset", "llama3-8b",
+                                   "--"};
+  for (const std::string& a : Split(kFitsArgs)) args.push_back(a);
+  const ::testing::Matcher<std::string> one_id_line =
+      ::testing::MatchesRegex("oomguard check: check-id: [0-9a-f]{32}\n");
+  std::string out, err;
+  ASSERT_EQ(RunCheckCommand(args, out, err), kCheckFits) << err;
+  EXPECT_THAT(err, one_id_line);
+  std::string out2, err2;
+  ASSERT_EQ(RunCheckCommand(args, out2, err2), kCheckFits) << err2;
+  EXPECT_THAT(err2, one_id_line);
+  EXPECT_NE(err, err2);
+  EXPECT_EQ(out, out2);  // The verdict itself is the same.
+
+  args.erase(args.begin(), args.begin() + 2);
+  EXPECT_EQ(Run(args), kCheckFits) << err_;
+  EXPECT_THAT(err_, Not(HasSubstr("check-id")));
+}
+
 // --rl-config: the RL job's verdict on its binding phase, a line per phase;
 // without --gpu, H100-SXM-80GB, noted on stderr; --json has every phase.
 TEST_F(CheckCommandTest, RlConfig) {
