@@ -8,7 +8,7 @@
 # with a check id ("oomguard_check_id=ID" in its admin_comment), it sends
 # what the job's end says to the oomguard service:
 #   oomguard report --server S --check-id ID --slurm-job-id JOBID
-#       --slurm-state JOBSTATE --exit-code N [--log COPY_OF_ITS_OUTPUT] ...
+#       --slurm-state JOBSTATE --exit-code EXITCODE [--log COPY_OF_ITS_OUTPUT] ...
 # `oomguard report` reads the CUDA OOM line (and Megatron-LM's memory lines)
 # from the log and tells the outcome: CUDA_OOM, RAN, FAILED, HOST_OOM,
 # CANCELLED.
@@ -85,11 +85,9 @@ fi
 [ "${BATCH:-}" = yes ] || exit 0  # The hook checks batch jobs only.
 state=${JOBSTATE:-}
 [[ $state =~ ^[A-Z_]{1,32}$ ]] || done_ "no job state ('$state')"
-exit_code=0
-if [[ ${EXITCODE:-} =~ ^([0-9]+):([0-9]+)$ ]]; then
-  # A signal's death as a shell reports it: 128 + the signal.
-  if ((BASH_REMATCH[2] != 0)); then exit_code=$((128 + BASH_REMATCH[2])); else exit_code=${BASH_REMATCH[1]}; fi
-fi
+# Slurm's "code:signal", as `oomguard report --exit-code` reads it.
+exit_code=${EXITCODE:-}
+[[ $exit_code =~ ^[0-9]{1,3}:[0-9]{1,3}$ ]] || done_ "no exit code ('${exit_code:0:40}')"
 
 [ -z "${SLURM_CONF:-}" ] && [ -r "$HERE/slurm.conf" ] && export SLURM_CONF=$HERE/slurm.conf
 # The admin_comment alone (squeue prints only the field asked for, so no

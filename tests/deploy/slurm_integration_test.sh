@@ -547,7 +547,7 @@ HELLO_STATE=$(wait_job_done "$HELLO_JOB")
   fail "(h) the job name does not pose as an admin_comment line: $(scontrol show job "$HELLO_JOB" | head -3)"
 scontrol release "$RAN_JOB" || fail "(h) scontrol release $RAN_JOB"
 expect_ended e2e_ran "$RAN_JOB" COMPLETED 0:0 "$RAN_CHECK_ID"
-expect_reported e2e_ran "$RAN_JOB" "$RAN_CHECK_ID" COMPLETED 0 JOB_OUTCOME_RAN
+expect_reported e2e_ran "$RAN_JOB" "$RAN_CHECK_ID" COMPLETED 0:0 JOB_OUTCOME_RAN
 if grep -q "job $HELLO_JOB:" "$T/log/jobcomp.log"; then
   fail "(h) the jobcomp script reported job $HELLO_JOB, which has no check id"
 else
@@ -556,7 +556,7 @@ fi
 scontrol release "$OOM_JOB" || fail "(h) scontrol release $OOM_JOB"
 expect_ended e2e "$OOM_JOB" FAILED 1:0 "$OOM_CHECK_ID"
 grep -q "CUDA out of memory" "$T/jobs/e2e-$OOM_JOB.err" || fail "(h) the job's stderr lacks the OOM line"
-expect_reported e2e "$OOM_JOB" "$OOM_CHECK_ID" FAILED 1 JOB_OUTCOME_CUDA_OOM
+expect_reported e2e "$OOM_JOB" "$OOM_CHECK_ID" FAILED 1:0 JOB_OUTCOME_CUDA_OOM
 
 # The metric: one admitted job ran out of GPU memory.
 OOM_SERIES='oomguard_admitted_then_oom_total{family="dense",gpu="H100-SXM-80GB"} 1'
