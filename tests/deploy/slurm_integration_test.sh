@@ -560,14 +560,16 @@ expect_reported e2e "$OOM_JOB" "$OOM_CHECK_ID" FAILED 1:0 JOB_OUTCOME_CUDA_OOM
 
 # The metric: one admitted job ran out of GPU memory.
 OOM_SERIES='oomguard_admitted_then_oom_total{family="dense",gpu="H100-SXM-80GB"} 1'
-for _ in $(seq 100); do
-  curl -sf "http://127.0.0.1:$METRICS_PORT/metrics" | grep -qxF "$OOM_SERIES" && break
+METRICS=""
+for _ in $(seq 100); do  # (No `curl | grep -q`: pipefail and grep's early exit.)
+  METRICS=$(curl -sf "http://127.0.0.1:$METRICS_PORT/metrics")
+  grep -qxF "$OOM_SERIES" <<<"$METRICS" && break
   sleep 0.1
 done
-if curl -sf "http://127.0.0.1:$METRICS_PORT/metrics" | grep -qxF "$OOM_SERIES"; then
+if grep -qxF "$OOM_SERIES" <<<"$METRICS"; then
   pass "(h) /metrics: $OOM_SERIES"
 else
-  fail "(h) /metrics lacks '$OOM_SERIES': $(curl -sf "http://127.0.0.1:$METRICS_PORT/metrics" | grep '^oomguard_admitted_then_oom_total')"
+  fail "(h) /metrics lacks '$OOM_SERIES': $(grep '^oomguard_admitted_then_oom_total' <<<"$METRICS")"
 fi
 
 # The alert, in a real Prometheus scraping the server with the shipped rules.
