@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "absl/time/clock.h"
@@ -57,20 +58,28 @@ class WebhookAdmissionTest : public ::testing::Test {
     return config;
   }
 
-  webhook::AdmissionAnswer ReviewText(const std::string& body,
-                                      absl::Time deadline = absl::InfiniteFuture()) {
+  webhook::AdmissionAnswer ReviewText(
+      const std::string& body, absl::Time deadline = absl::InfiniteFuture(),
+      webhook::AdmissionMode mode = webhook::AdmissionMode::kValidate) {
     if (deadline == absl::InfiniteFuture()) deadline = absl::Now() + absl::Seconds(30);
     return webhook::ReviewAdmission(
         body, catalog_, deadline,
-        [&](const v1::CheckRequest& request, absl::Time d, v1::CheckResponse* response) {
-          return service_.RunCheck(request, d, response);
-        });
+        [&](const v1::CheckRequest& request, const v1::JobHandle& handle, absl::Time d,
+            v1::CheckResponse* response) {
+          last_handle_ = handle;
+          absl::Status status = service_.RunCheck(request, d, response);
+          // The id a server with a store gives its checks.
+          if (status.ok()) response->set_check_id(check_id_);
+          return status;
+        },
+        mode);
   }
 
   // Reviews `review`; the answer's AdmissionReview, checked for the fields
   // every answer must have (uid echoed, apiVersion/kind, `allowed`).
-  json Review(const json& review, absl::Time deadline = absl::InfiniteFuture()) {
-    last_ = ReviewText(review.dump(), deadline);
+  json Review(const json& review, absl::Time deadline = absl::InfiniteFuture(),
+              webhook::AdmissionMode mode = webhook::AdmissionMode::kValidate) {
+    last_ = ReviewText(review.dump(), deadline, mode);
     EXPECT_EQ(last_.http_status, 200) << last_.body;
     json answer = json::parse(last_.body);
     EXPECT_EQ(answer["apiVersion"], "admission.k8s.io/v1");
@@ -95,6 +104,10 @@ class WebhookAdmissionTest : public ::testing::Test {
   service::RequestHandlers service_;
   GpuCatalog catalog_ = GpuCatalog::Builtin();
   webhook::AdmissionAnswer last_;
+  // The handle the last check was given; the id checks get ("" as without
+  // a store).
+  v1::JobHandle last_handle_;
+  std::string check_id_;
 };
 
 json& PodSpecOf(json& review) { return review["request"]["object"]["spec"]; }
@@ -411,9 +424,8 @@ TEST_F(WebhookAdmissionTest, ServerThatJudgesUnmodelledFlagsSaysSoInTheVerdict) 
   const webhook::AdmissionAnswer answer = webhook::ReviewAdmission(
       DeepSeekPodWith({"--tp-comm-overlap-cfg", "/cfg/x.yaml"}).dump(), catalog_,
       absl::Now() + absl::Seconds(30),
-      [&](const v1::CheckRequest& request, absl::Time d, v1::CheckResponse* response) {
-        return judging.RunCheck(request, d, response);
-      });
+      [&](const v1::CheckRequest& request, const v1::JobHandle&, absl::Time d,
+          v1::CheckResponse* response) { return judging.RunCheck(request, d, response); });
   ASSERT_EQ(answer.http_status, 200) << answer.body;
   const json r = json::parse(answer.body)["response"];
   EXPECT_EQ(r["allowed"], false);
@@ -700,12 +712,13 @@ TEST_F(WebhookAdmissionTest, HostileShapesNeverCrash) {
       json review = base;
       review[p] = value;
       // A canned verdict: this is about reading the review, not estimating.
-      const webhook::AdmissionAnswer answer = webhook::ReviewAdmission(
-          review.dump(), catalog_, absl::InfiniteFuture(),
-          [](const v1::CheckRequest&, absl::Time, v1::CheckResponse* response) {
-            response->set_verdict(v1::VERDICT_FITS);
-            return absl::OkStatus();
-          });
+      const webhook::AdmissionAnswer answer =
+          webhook::ReviewAdmission(review.dump(), catalog_, absl::InfiniteFuture(),
+                                   [](const v1::CheckRequest&, const v1::JobHandle&, absl::Time,
+                                      v1::CheckResponse* response) {
+                                     response->set_verdict(v1::VERDICT_FITS);
+                                     return absl::OkStatus();
+                                   });
       ASSERT_TRUE(answer.http_status == 200 || answer.http_status == 400) << p.to_string();
       if (answer.http_status == 200) {
         EXPECT_TRUE(json::parse(answer.body)["response"].contains("allowed")) << p.to_string();
@@ -755,6 +768,122 @@ TEST(WebhookHelpersTest, CheckRequestIsBuiltFromTheLaunchWithTheResolvedGpu) {
               AllOf(StartsWith("spec.nodeSelector[\"nvidia.com/gpu.product\"] = "
                                "\"Tesla-P100-SXM2-16GB\": "),
                     HasSubstr("set annotation oomguard.io/gpu")));
+}
+
+// --- POST /mutate: the check id carried to the job ---
+
+constexpr char kCheckId[] = "0f1e2d3c4b5a69788796a5b4c3d2e1f0";
+
+// The JSONPatch of a mutating answer, decoded.
+json PatchOf(const json& response) {
+  EXPECT_EQ(response["patchType"], "JSONPatch");
+  std::string patch;
+  EXPECT_TRUE(absl::Base64Unescape(response["patch"].get<std::string>(), &patch));
+  return json::parse(patch);
+}
+
+TEST_F(WebhookAdmissionTest, MutatingAnswerPatchesTheIdIntoAnAdmittedJob) {
+  check_id_ = kCheckId;
+  const json review = Load("job_llama3_8b_8gpu.json");
+  const json r = Review(review, absl::InfiniteFuture(), webhook::AdmissionMode::kMutate);
+  EXPECT_EQ(r["allowed"], true);
+  EXPECT_EQ(r["auditAnnotations"]["verdict"], "FITS");
+  EXPECT_EQ(r["auditAnnotations"]["check-id"], kCheckId);
+  EXPECT_EQ(last_.outcome.check_id, kCheckId);
+  EXPECT_TRUE(last_.outcome.patched);
+  // The patch is check_id_patch's for the object; applied, the pods carry
+  // the id (check_id_patch_test checks the operations one by one).
+  const json& object = review["request"]["object"];
+  const json patched = object.patch(PatchOf(r));
+  const json& pod_template = patched["spec"]["template"];
+  EXPECT_EQ(pod_template["metadata"]["annotations"]["oomguard.io/check-id"], kCheckId);
+  EXPECT_EQ(pod_template["spec"]["containers"][0]["env"].back(),
+            (json{{"name", "OOMGUARD_CHECK_ID"}, {"value", kCheckId}}));
+  EXPECT_EQ(pod_template["spec"]["containers"][0]["terminationMessagePolicy"],
+            "FallbackToLogsOnError");
+  // The check was kept with the job's handle.
+  EXPECT_EQ(last_handle_.kubernetes_namespace(), "llm-training");
+  EXPECT_EQ(last_handle_.kubernetes_workload(), "llama3-8b-sft");
+  EXPECT_EQ(last_handle_.kubernetes_kind(), "Job");
+  EXPECT_TRUE(last_handle_.slurm_job_id().empty());
+}
+
+TEST_F(WebhookAdmissionTest, ValidatingAnswerNamesTheIdButNeverPatches) {
+  check_id_ = kCheckId;
+  const json r = Review(Load("job_llama3_8b_8gpu.json"));
+  EXPECT_EQ(r["allowed"], true);
+  EXPECT_EQ(r["auditAnnotations"]["check-id"], kCheckId);
+  EXPECT_FALSE(r.contains("patch"));
+  EXPECT_FALSE(r.contains("patchType"));
+  EXPECT_FALSE(last_.outcome.patched);
+  // The handle is kept all the same: the DCGM reader finds the pods by it.
+  EXPECT_EQ(last_handle_.kubernetes_workload(), "llama3-8b-sft");
+}
+
+TEST_F(WebhookAdmissionTest, MutatingAnswerWithoutAnIdOrDenyingDoesNotPatch) {
+  // A server without a store: no id, nothing to carry.
+  const json fits = Review(Load("job_llama3_8b_8gpu.json"), absl::InfiniteFuture(),
+                           webhook::AdmissionMode::kMutate);
+  EXPECT_EQ(fits["allowed"], true);
+  EXPECT_FALSE(fits.contains("patch"));
+  EXPECT_FALSE(fits["auditAnnotations"].contains("check-id"));
+  // A denied job is not created: no patch, though its check has an id.
+  check_id_ = kCheckId;
+  const json denied = Review(Load("pod_deepseek_v3_8gpu.json"), absl::InfiniteFuture(),
+                             webhook::AdmissionMode::kMutate);
+  EXPECT_EQ(denied["allowed"], false);
+  EXPECT_FALSE(denied.contains("patch"));
+  EXPECT_EQ(denied["auditAnnotations"]["check-id"], kCheckId);
+  // Not judged (no launch): no check, no patch.
+  const json skipped = Review(Load("pod_not_training.json"), absl::InfiniteFuture(),
+                              webhook::AdmissionMode::kMutate);
+  EXPECT_EQ(skipped["allowed"], true);
+  EXPECT_FALSE(skipped.contains("patch"));
+}
+
+TEST_F(WebhookAdmissionTest, DeniedJobAdmittedForUnresolvedWordsIsPatched) {
+  // --recompute-granularity $RECOMPUTE, known only at run time: the denial
+  // is not enforced, the job runs, so its id goes with it.
+  check_id_ = kCheckId;
+  json review = Load("pod_deepseek_v3_8gpu.json");
+  json& container = PodSpecOf(review)["containers"][0];
+  container["command"] = json::array({"/bin/bash", "-ec"});
+  container["args"] =
+      json::array({"torchrun --nproc-per-node 8 /workspace/Megatron-LM/pretrain_gpt.py "
+                   "--expert-model-parallel-size 8 --seq-length 4096 --micro-batch-size 1 "
+                   "--recompute-granularity $RECOMPUTE --use-distributed-optimizer"});
+  const json r = Review(review, absl::InfiniteFuture(), webhook::AdmissionMode::kMutate);
+  EXPECT_EQ(r["allowed"], true);
+  EXPECT_EQ(r["auditAnnotations"]["verdict"], "DOES_NOT_FIT");
+  const json patched = review["request"]["object"].patch(PatchOf(r));
+  EXPECT_EQ(patched["metadata"]["annotations"]["oomguard.io/check-id"], kCheckId);
+  EXPECT_EQ(patched["spec"]["containers"][0]["env"].back()["value"], kCheckId);
+}
+
+TEST_F(WebhookAdmissionTest, DryRunsAndUnnamedObjectsGetNoHandle) {
+  check_id_ = kCheckId;
+  json dry_run = Load("job_llama3_8b_8gpu.json");
+  dry_run["request"]["dryRun"] = true;
+  const json r = Review(dry_run, absl::InfiniteFuture(), webhook::AdmissionMode::kMutate);
+  // Still patched: a dry run shows the object as it would be created.
+  EXPECT_TRUE(r.contains("patch"));
+  EXPECT_EQ(last_handle_.ByteSizeLong(), 0u) << last_handle_.ShortDebugString();
+
+  // generateName: the API server names the object after the mutating
+  // webhooks, so the pods' names are not known yet.
+  json unnamed = Load("job_llama3_8b_8gpu.json");
+  unnamed["request"].erase("name");
+  unnamed["request"]["object"]["metadata"].erase("name");
+  unnamed["request"]["object"]["metadata"]["generateName"] = "llama3-8b-sft-";
+  last_handle_.set_kubernetes_workload("left-over");
+  Review(unnamed, absl::InfiniteFuture(), webhook::AdmissionMode::kMutate);
+  EXPECT_EQ(last_handle_.ByteSizeLong(), 0u) << last_handle_.ShortDebugString();
+
+  // The name from the object when the request leaves it out.
+  json object_named = Load("job_llama3_8b_8gpu.json");
+  object_named["request"].erase("name");
+  Review(object_named, absl::InfiniteFuture(), webhook::AdmissionMode::kMutate);
+  EXPECT_EQ(last_handle_.kubernetes_workload(), "llama3-8b-sft");
 }
 
 }  // namespace
