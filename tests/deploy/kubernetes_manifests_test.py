@@ -75,9 +75,39 @@ class Manifests(unittest.TestCase):
                 self.assertIn("apiVersion", d, name)
 
     def test_kustomization_lists_every_manifest(self):
-        k = one("Kustomization")
+        (k,) = load(os.path.join(K8S, "kustomization.yaml"))
         top = {n for n in os.listdir(K8S) if n.endswith(".yaml") and n != "kustomization.yaml"}
         self.assertEqual(set(k["resources"]), top)
+
+    def test_mutating_overlay_swaps_the_webhook_for_the_mutating_one(self):
+        """mutating/: the base with /mutate in place of /validate, never both."""
+        (k,) = load(os.path.join(K8S, "mutating", "kustomization.yaml"))
+        self.assertEqual(k["resources"], ["..", "mutating-webhook.yaml"])
+        (patch,) = k["patches"]
+        deleted = yaml.safe_load(patch["patch"])
+        self.assertEqual(deleted["$patch"], "delete")
+        validating = one("ValidatingWebhookConfiguration")
+        self.assertEqual((deleted["kind"], deleted["apiVersion"], deleted["metadata"]["name"]),
+                         (validating["kind"], validating["apiVersion"],
+                          validating["metadata"]["name"]))
+        mutating = one("MutatingWebhookConfiguration")
+        (v,) = validating["webhooks"]
+        (m,) = mutating["webhooks"]
+        self.assertEqual(m["name"], "mutate.oomguard.io")
+        self.assertEqual(m["clientConfig"]["service"]["path"], "/mutate")
+        # One check per object: never called again after another webhook.
+        self.assertEqual(m["reinvocationPolicy"], "Never")
+        # Everything else as the validating webhook's (test_webhook_configuration).
+        same = lambda w: {k: v for k, v in w.items() if k not in ("name", "reinvocationPolicy")}
+        m_rest, v_rest = same(m), same(v)
+        m_rest["clientConfig"] = dict(m["clientConfig"], service=dict(
+            m["clientConfig"]["service"], path="/validate"))
+        self.assertEqual(m_rest, v_rest)
+        self.assertEqual(mutating["metadata"], validating["metadata"])
+        with open(os.path.join(K8S, "README.md")) as f:
+            readme = f.read()
+        self.assertIn("kubectl apply -k deploy/kubernetes/mutating", readme)
+        self.assertIn("**instead of** `/validate`, never both", readme)
 
     def test_deployment_is_hardened(self):
         d = one("Deployment")
@@ -229,10 +259,11 @@ class MakeCerts(unittest.TestCase):
             (secret,) = load(os.path.join(out, "secret.yaml"))
             self.assertEqual(secret["type"], "kubernetes.io/tls")
             self.assertEqual(secret["metadata"]["name"], "oomguard-webhook-tls")
-            (cfg,) = load(os.path.join(out, "validating-webhook.yaml"))
-            bundle = base64.b64decode(cfg["webhooks"][0]["clientConfig"]["caBundle"])
-            self.assertEqual(bundle, ca)
-            self.assertNotIn("annotations", cfg["metadata"])
+            for config in ("validating-webhook.yaml", "mutating-webhook.yaml"):
+                (cfg,) = load(os.path.join(out, config))
+                bundle = base64.b64decode(cfg["webhooks"][0]["clientConfig"]["caBundle"])
+                self.assertEqual(bundle, ca, config)
+                self.assertNotIn("annotations", cfg["metadata"], config)
             crt = os.path.join(out, "served.crt")
             with open(crt, "wb") as f:
                 f.write(base64.b64decode(secret["data"]["tls.crt"]))
