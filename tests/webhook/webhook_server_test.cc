@@ -131,9 +131,31 @@ TEST_F(WebhookServerTest, HealthzAndOtherPaths) {
   r = client->Get("/validate");
   ASSERT_TRUE(r);
   EXPECT_NE(r->status, 200);
+  // /mutate reads a review as /validate does; other paths are not served.
   r = client->Post("/mutate", "{}", "application/json");
   ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 400);
+  EXPECT_EQ(r->body, "apiVersion = \"\": expected \"admission.k8s.io/v1\"\n");
+  r = client->Post("/convert", "{}", "application/json");
+  ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 404);
+}
+
+TEST_F(WebhookServerTest, MutateJudgesLikeValidate) {
+  Start();
+  auto client = Client();
+  for (const char* name : {"pod_deepseek_v3_8gpu.json", "job_llama3_8b_8gpu.json"}) {
+    SCOPED_TRACE(name);
+    const std::string review = ReadAdmissionData(name);
+    httplib::Result validated = client->Post("/validate", review, "application/json");
+    httplib::Result mutated = client->Post("/mutate", review, "application/json");
+    ASSERT_TRUE(validated && mutated);
+    ASSERT_EQ(mutated->status, 200);
+    // A server without a store keeps no checks: no id to carry, the same
+    // answer.
+    EXPECT_EQ(mutated->body, validated->body);
+    EXPECT_FALSE(json::parse(mutated->body)["response"].contains("patch"));
+  }
 }
 
 TEST_F(WebhookServerTest, BadAndOversizedBodiesAreRefused) {
