@@ -179,10 +179,7 @@ absl::Status WebhookServer::RunCheck(const v1::CheckRequest& check, const v1::Jo
                                      absl::Time deadline, v1::CheckResponse* checked) {
   OOMGUARD_RETURN_IF_ERROR(check_turns_.Acquire(deadline));
   const absl::Cleanup release = [this] { check_turns_.Release(); };
-  // TODO(webhook): pass `handle` once RequestHandlers::RunCheck takes it
-  // (the service helper's branch).
-  (void)handle;
-  return handlers_->RunCheck(check, deadline, checked);
+  return handlers_->RunCheck(check, deadline, checked, handle);
 }
 
 void WebhookServer::Stop() {

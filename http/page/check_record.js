@@ -105,7 +105,8 @@ function showRecordFacts(record) {
   }
   if (handle.slurmJobId) facts.push(["Slurm job", handle.slurmJobId]);
   if (record.learnedWidening) facts.push(["Bound widened by", `${(100 * record.learnedWidening).toFixed(1)}% (learned)`]);
-  $("record-facts").replaceChildren(...facts.flatMap(([k, v]) => [el("dt", {}, k), el("dd", { "data-fact": k }, v)]));
+  $("record-facts").replaceChildren(...facts.filter(([, v]) => v !== "")
+    .flatMap(([k, v]) => [el("dt", {}, k), el("dd", { "data-fact": k }, v)]));
 }
 
 function showRecordStages(record, stages) {
