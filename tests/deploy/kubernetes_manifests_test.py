@@ -79,17 +79,23 @@ class Manifests(unittest.TestCase):
         top = {n for n in os.listdir(K8S) if n.endswith(".yaml") and n != "kustomization.yaml"}
         self.assertEqual(set(k["resources"]), top)
 
-    def test_mutating_overlay_swaps_the_webhook_for_the_mutating_one(self):
-        """mutating/: the base with /mutate in place of /validate, never both."""
-        (k,) = load(os.path.join(K8S, "mutating", "kustomization.yaml"))
-        self.assertEqual(k["resources"], ["..", "mutating-webhook.yaml"])
-        (patch,) = k["patches"]
+    def test_mutating_component_swaps_the_webhook_for_the_mutating_one(self):
+        """mutating/: /mutate in place of /validate, never both."""
+        (c,) = load(os.path.join(K8S, "mutating", "kustomization.yaml"))
+        self.assertEqual(c["kind"], "Component")
+        self.assertEqual(c["resources"], ["mutating-webhook.yaml"])
+        (patch,) = c["patches"]
         deleted = yaml.safe_load(patch["patch"])
         self.assertEqual(deleted["$patch"], "delete")
         validating = one("ValidatingWebhookConfiguration")
         self.assertEqual((deleted["kind"], deleted["apiVersion"], deleted["metadata"]["name"]),
                          (validating["kind"], validating["apiVersion"],
                           validating["metadata"]["name"]))
+        # Off unless the base's kustomization enables it (commented there).
+        with open(os.path.join(K8S, "kustomization.yaml")) as f:
+            self.assertIn("# components:\n#   - mutating\n", f.read())
+        (k,) = load(os.path.join(K8S, "kustomization.yaml"))
+        self.assertNotIn("components", k)
         mutating = one("MutatingWebhookConfiguration")
         (v,) = validating["webhooks"]
         (m,) = mutating["webhooks"]
@@ -106,7 +112,6 @@ class Manifests(unittest.TestCase):
         self.assertEqual(mutating["metadata"], validating["metadata"])
         with open(os.path.join(K8S, "README.md")) as f:
             readme = f.read()
-        self.assertIn("kubectl apply -k deploy/kubernetes/mutating", readme)
         self.assertIn("**instead of** `/validate`, never both", readme)
 
     def test_deployment_is_hardened(self):
@@ -246,6 +251,33 @@ class Dockerfile(unittest.TestCase):
             subdirs = re.findall(r"^add_subdirectory\((\w+)", f.read(), re.M)
         copied = set(re.findall(r"^COPY (\w+) ", text, re.M))
         self.assertLessEqual(set(subdirs) - {"bench"}, copied)
+
+
+@unittest.skipUnless(shutil.which("kubectl"), "kubectl not installed")
+class Kustomize(unittest.TestCase):
+    def render(self, root):
+        out = subprocess.run(["kubectl", "kustomize", root], check=True, capture_output=True,
+                             text=True).stdout
+        return [d for d in yaml.safe_load_all(out) if d is not None]
+
+    def test_one_webhook_configuration_either_way(self):
+        """As shipped: the validating webhook; with the component: the mutating one only."""
+        kinds = lambda docs: sorted(d["kind"] for d in docs if d["kind"].endswith("WebhookConfiguration"))
+        self.assertEqual(kinds(self.render(K8S)), ["ValidatingWebhookConfiguration"])
+        with tempfile.TemporaryDirectory() as tmp:
+            copy = os.path.join(tmp, "kubernetes")
+            shutil.copytree(K8S, copy)
+            path = os.path.join(copy, "kustomization.yaml")
+            with open(path) as f:
+                text = f.read()
+            with open(path, "w") as f:
+                f.write(text.replace("# components:\n#   - mutating\n", "components:\n  - mutating\n"))
+            docs = self.render(copy)
+            self.assertEqual(kinds(docs), ["MutatingWebhookConfiguration"])
+            (m,) = [d for d in docs if d["kind"] == "MutatingWebhookConfiguration"]
+            self.assertEqual(m["webhooks"][0]["clientConfig"]["service"]["path"], "/mutate")
+            # Everything else as shipped.
+            self.assertEqual(len(docs), len(self.render(K8S)))
 
 
 @unittest.skipUnless(shutil.which("openssl"), "openssl CLI not installed")
