@@ -161,6 +161,15 @@ class WebhookAdmissionTest : public ::testing::Test {
 
 json& PodSpecOf(json& review) { return review["request"]["object"]["spec"]; }
 
+// The DeepSeek-V3 smoke Pod's container running `script` with bash -ec; the
+// container, for its env.
+json& RunScript(json& review, const std::string& script) {
+  json& container = PodSpecOf(review)["containers"][0];
+  container["command"] = json::array({"/bin/bash", "-ec"});
+  container["args"] = json::array({script});
+  return container;
+}
+
 // The DeepSeek-V3 smoke Pod (8 GPUs) with `extra` after its arguments.
 json DeepSeekPodWith(std::initializer_list<const char*> extra) {
   json review = Load("pod_deepseek_v3_8gpu.json");
@@ -592,14 +601,13 @@ TEST_F(WebhookAdmissionTest, KubernetesReferencesAreExpandedFromLiteralEnv) {
 
 TEST_F(WebhookAdmissionTest, ShellScriptsSeeTheContainerEnv) {
   json review = Load("pod_deepseek_v3_8gpu.json");
-  json& container = PodSpecOf(review)["containers"][0];
-  container["command"] = json::array({"/bin/bash", "-ec"});
-  container["args"] =
-      json::array({"torchrun --nproc-per-node 8 /workspace/Megatron-LM/pretrain_gpt.py "
-                   "--expert-model-parallel-size $EP --seq-length 4096 --micro-batch-size "
-                   "${MBS} "
-                   "--recompute-granularity $RECOMPUTE "
-                   "--use-distributed-optimizer --data-path $DATA_PATH/$(date +%s)"});
+  json& container =
+      RunScript(review,
+                "torchrun --nproc-per-node 8 /workspace/Megatron-LM/pretrain_gpt.py "
+                "--expert-model-parallel-size $EP --seq-length 4096 --micro-batch-size "
+                "${MBS} "
+                "--recompute-granularity $RECOMPUTE "
+                "--use-distributed-optimizer --data-path $DATA_PATH/$(date +%s)");
   container["env"] = json::array({{{"name", "EP"}, {"value", "8"}},
                                   {{"name", "MBS"}, {"value", "1"}},
                                   {{"name", "RECOMPUTE"}, {"value", "selective"}},
@@ -905,12 +913,10 @@ TEST_F(WebhookAdmissionTest, DeniedJobAdmittedForUnresolvedWordsIsPatched) {
   // is not enforced, the job runs, so its id goes with it.
   keep_checks_ = true;
   json review = Load("pod_deepseek_v3_8gpu.json");
-  json& container = PodSpecOf(review)["containers"][0];
-  container["command"] = json::array({"/bin/bash", "-ec"});
-  container["args"] =
-      json::array({"torchrun --nproc-per-node 8 /workspace/Megatron-LM/pretrain_gpt.py "
-                   "--expert-model-parallel-size 8 --seq-length 4096 --micro-batch-size 1 "
-                   "--recompute-granularity $RECOMPUTE --use-distributed-optimizer"});
+  RunScript(review,
+            "torchrun --nproc-per-node 8 /workspace/Megatron-LM/pretrain_gpt.py "
+            "--expert-model-parallel-size 8 --seq-length 4096 --micro-batch-size 1 "
+            "--recompute-granularity $RECOMPUTE --use-distributed-optimizer");
   const json r = Review(review, absl::InfiniteFuture(), webhook::AdmissionMode::kMutate);
   EXPECT_EQ(r["allowed"], true);
   EXPECT_EQ(r["auditAnnotations"]["verdict"], "DOES_NOT_FIT");
