@@ -14,15 +14,24 @@ namespace oomguard::feedback {
 namespace {
 
 // Slurm's states (src/common/slurm_protocol_defs.c job_state_string, the
-// names jobcomp/script's JOBSTATE and sacct print) and what each says.
+// names jobcomp/script's JOBSTATE and sacct print; jobcomp_script.c
+// _jobcomp_info_create takes the base state) and what each says.
 constexpr std::pair<absl::string_view, v1::JobOutcome> kSlurmStates[] = {
-    {"COMPLETED", v1::JOB_OUTCOME_RAN},          {"CANCELLED", v1::JOB_OUTCOME_CANCELLED},
-    {"PREEMPTED", v1::JOB_OUTCOME_CANCELLED},    {"FAILED", v1::JOB_OUTCOME_FAILED},
-    {"TIMEOUT", v1::JOB_OUTCOME_FAILED},         {"NODE_FAIL", v1::JOB_OUTCOME_FAILED},
-    {"BOOT_FAIL", v1::JOB_OUTCOME_FAILED},       {"DEADLINE", v1::JOB_OUTCOME_FAILED},
-    {"OUT_OF_MEMORY", v1::JOB_OUTCOME_HOST_OOM}, {"PENDING", v1::JOB_OUTCOME_UNSPECIFIED},
-    {"RUNNING", v1::JOB_OUTCOME_UNSPECIFIED},    {"SUSPENDED", v1::JOB_OUTCOME_UNSPECIFIED},
+    {"COMPLETED", v1::JOB_OUTCOME_RAN},
+    {"CANCELLED", v1::JOB_OUTCOME_CANCELLED},
+    {"PREEMPTED", v1::JOB_OUTCOME_CANCELLED},
+    {"FAILED", v1::JOB_OUTCOME_FAILED},
+    {"TIMEOUT", v1::JOB_OUTCOME_FAILED},
+    {"NODE_FAIL", v1::JOB_OUTCOME_FAILED},
+    {"BOOT_FAIL", v1::JOB_OUTCOME_FAILED},
+    {"DEADLINE", v1::JOB_OUTCOME_FAILED},
+    {"OUT_OF_MEMORY", v1::JOB_OUTCOME_HOST_OOM},
+    {"PENDING", v1::JOB_OUTCOME_UNSPECIFIED},
+    {"RUNNING", v1::JOB_OUTCOME_UNSPECIFIED},
+    {"SUSPENDED", v1::JOB_OUTCOME_UNSPECIFIED},
     {"REQUEUED", v1::JOB_OUTCOME_UNSPECIFIED},
+    // jobcomp/script's state of a job whose size changed (it goes on).
+    {"RESIZING", v1::JOB_OUTCOME_UNSPECIFIED},
 };
 
 bool ParseByte(absl::string_view text, int& value) {

@@ -28,7 +28,8 @@ absl::StatusOr<ExitStatus> ParseExitStatus(absl::string_view text);
 // word, any case: "CANCELLED by 1000" is CANCELLED): COMPLETED -> RAN;
 // CANCELLED, PREEMPTED -> CANCELLED; FAILED, TIMEOUT, NODE_FAIL, BOOT_FAIL,
 // DEADLINE -> FAILED; OUT_OF_MEMORY (the cgroup's kill: host memory) ->
-// HOST_OOM; PENDING, RUNNING, SUSPENDED, REQUEUED -> UNSPECIFIED (not ended).
+// HOST_OOM; PENDING, RUNNING, SUSPENDED, REQUEUED, RESIZING -> UNSPECIFIED
+// (not ended).
 // InvalidArgument listing the states for any other word.
 absl::StatusOr<v1::JobOutcome> OutcomeOfSlurmState(absl::string_view state);
 
