@@ -10,7 +10,8 @@
 #
 # Reproducible (checked: three runs, the same corpus and coverage) are the
 # targets whose entry point keeps nothing between inputs: the estimator, the
-# HF config, the layout pattern, the argument line and the RL config. The job-script and
+# HF config, the layout pattern, the argument line, the RL config and the
+# training log reader. The job-script and
 # the three service targets replay only: what one input covers there
 # depends on the inputs before it in the process (the service's plan cache,
 # once-per-process and once-a-minute paths), so their coverage-guided runs
@@ -49,6 +50,7 @@ common=(-timeout=60 -rss_limit_mb=2048 -print_final_stats=1)
 fixed=(-reload=0 -use_cmp=0)
 run_fixed() { env -i PATH=/usr/bin:/bin "${same_addresses[@]}" "$@"; }
 seeded=" estimator_fuzzer hf_config_fuzzer layout_pattern_fuzzer megatron_args_fuzzer rl_config_fuzzer "
+seeded+="training_log_reader_fuzzer "
 same_addresses=()
 if setarch "$(uname -m)" -R true 2>/dev/null; then
   same_addresses=(setarch "$(uname -m)" -R)

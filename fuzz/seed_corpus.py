@@ -34,6 +34,34 @@ def quoted_strings(path):
     return [m.group(1) for m in re.finditer(r'"((?:[^"\\\n]|\\.)*)"', read(path))]
 
 
+def constant_strings(path):
+    """The values of `constexpr char kName[] = "..." "...";` in a source file,
+    adjacent literals joined, escapes (\\n, \\xHH, \\", \\\\) read."""
+    text = read(path)
+    values = []
+    for m in re.finditer(r'constexpr char k\w+\[\] =((?:\s*"(?:[^"\\\n]|\\.)*")+);', text):
+        pieces = re.findall(r'"((?:[^"\\\n]|\\.)*)"', m.group(1))
+        values.append("".join(pieces).encode("latin-1").decode("unicode_escape"))
+    return values
+
+
+def training_logs():
+    """Logs for the training log reader: the lines of its test (Megatron-LM's
+    and Megatron-Bridge's memory lines, the CUDA OOM line, a Slurm stderr)
+    and what tests/data/feedback holds from a GPU, alone and behind the
+    launchers' prefixes, with CRLF and carriage returns."""
+    lines = constant_strings("tests/feedback/training_log_reader_test.cc")
+    stderr = [s for s in constant_strings("tests/tools/report_request_test.cc") if "[Rank" in s]
+    logs = lines + stderr + [read("tests/data/feedback/" + f)
+                             for f in ("h200_memory_lines.txt", "h200_oom_stderr.txt")]
+    for prefix in ("0: ", "[default3]:", "1: [default1]:", "[rank5]: "):
+        logs.append("".join(prefix + line + "\n" for line in lines))
+    logs.append("\r\n".join(lines))
+    logs.append("epoch 0:  10%|#  | 1/10\r" + lines[0] + "\r")
+    logs.append(lines[0][:60] + lines[1])  # Two ranks' output interleaved.
+    return logs
+
+
 def write(target, seeds):
     folder = os.path.join(OUT, target)
     os.makedirs(folder, exist_ok=True)
@@ -186,6 +214,7 @@ def main():
           [encode(requests[0]) + b"\x12\x05H100\xff"])
     # FuzzedDataProvider input: fixed pseudo-random bytes.
     write("estimator_fuzzer", [hashlib.sha256(bytes([i])).digest() * 4 for i in range(16)])
+    write("training_log_reader_fuzzer", training_logs())
     write_dicts()
 
 
@@ -237,6 +266,12 @@ def write_dicts():
                      read("webhook/webhook_workload.cc") + read("webhook/admission_webhook.cc") +
                      read("webhook/pod_scan.cc") + read("webhook/workload_kinds.cc"))
     dict_file("admission_review", json_tokens + ['"%s"' % k for k in k8s])
+    code = [line for line in read("feedback/training_log_reader.cc").splitlines()
+            if not line.lstrip().startswith(("//", "#include"))]
+    log_tokens = re.findall(r'"([^"\\]+)"', "\n".join(code))
+    dict_file("training_log_reader", log_tokens +
+              ["[Rank ", "] (after 2 iterations)", " | ", ": ", "\n", "\r", "0: ", "[default0]:",
+               "[rank0]: ", "1e-05", "nan", "inf", "-1"])
 
 
 def to_text_format(value, indent=""):

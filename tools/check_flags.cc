@@ -1,11 +1,9 @@
 // The command line of `oomguard check` (see check_flags.h).
 #include "tools/check_flags.h"
 
-#include <algorithm>
 #include <cmath>
 
 #include "absl/status/status.h"
-#include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
@@ -41,10 +39,7 @@ absl::StatusOr<bool> TakeValueFlag(const std::vector<std::string>& args, size_t&
   }
   if (IsFlag(a, "--deadline-ms")) {
     OOMGUARD_ASSIGN_OR_RETURN(const std::string v, TakeFlagValue(args, i, "--deadline-ms"));
-    if (!absl::SimpleAtoi(v, &f.deadline_ms) || f.deadline_ms < 1 || f.deadline_ms > 600000) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "--deadline-ms: expected milliseconds in [1, 600000], got \"", ShownValue(v), "\""));
-    }
+    OOMGUARD_ASSIGN_OR_RETURN(f.deadline_ms, ParseDeadlineMsFlag(v));
   } else if (IsFlag(a, "--gpu-memory-gib")) {
     OOMGUARD_ASSIGN_OR_RETURN(const std::string v, TakeFlagValue(args, i, "--gpu-memory-gib"));
     if (!absl::SimpleAtod(v, &f.gpu_memory_gib) || !std::isfinite(f.gpu_memory_gib) ||
@@ -90,12 +85,7 @@ absl::StatusOr<bool> TakeValueFlag(const std::vector<std::string>& args, size_t&
 
 // The combinations the flags must make.
 absl::Status CheckCombination(const CheckFlags& f) {
-  if (f.server.empty() || std::any_of(f.server.begin(), f.server.end(), [](char c) {
-        return absl::ascii_isspace(static_cast<unsigned char>(c));
-      })) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--server: expected HOST:PORT, got \"", ShownValue(f.server), "\""));
-  }
+  OOMGUARD_RETURN_IF_ERROR(CheckServerFlag(f.server));
   const int sources = (f.script_path.empty() ? 0 : 1) + (f.job_file_path.empty() ? 0 : 1) +
                       (f.rl_config_path.empty() ? 0 : 1) + (f.args_given ? 1 : 0);
   if (sources != 1) {
@@ -106,13 +96,7 @@ absl::Status CheckCombination(const CheckFlags& f) {
   if (!f.gpu.empty() && f.gpu_memory_gib > 0) {
     return absl::InvalidArgumentError("give either --gpu or --gpu-memory-gib, not both");
   }
-  if (f.tls_ca.empty() && (!f.tls_cert.empty() || !f.tls_key.empty())) {
-    return absl::InvalidArgumentError("--tls-cert/--tls-key need --tls-ca");
-  }
-  if (f.tls_cert.empty() != f.tls_key.empty()) {
-    return absl::InvalidArgumentError("give both --tls-cert and --tls-key, or neither");
-  }
-  return absl::OkStatus();
+  return CheckTlsFlags(f.tls_ca, f.tls_cert, f.tls_key);
 }
 
 }  // namespace

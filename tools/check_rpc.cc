@@ -56,15 +56,20 @@ CheckFailure Failed(CheckExitCode exit_code, std::string error) {
 }  // namespace
 
 absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> MakeChannelCredentials(
-    const CheckFlags& f) {
-  if (f.tls_ca.empty()) return grpc::InsecureChannelCredentials();
+    const std::string& tls_ca, const std::string& tls_cert, const std::string& tls_key) {
+  if (tls_ca.empty()) return grpc::InsecureChannelCredentials();
   grpc::SslCredentialsOptions ssl;
-  for (auto [flag, path, pem] : {std::tuple{"--tls-ca", &f.tls_ca, &ssl.pem_root_certs},
-                                 std::tuple{"--tls-cert", &f.tls_cert, &ssl.pem_cert_chain},
-                                 std::tuple{"--tls-key", &f.tls_key, &ssl.pem_private_key}}) {
+  for (auto [flag, path, pem] : {std::tuple{"--tls-ca", &tls_ca, &ssl.pem_root_certs},
+                                 std::tuple{"--tls-cert", &tls_cert, &ssl.pem_cert_chain},
+                                 std::tuple{"--tls-key", &tls_key, &ssl.pem_private_key}}) {
     OOMGUARD_ASSIGN_OR_RETURN(*pem, ReadPem(flag, *path));
   }
   return grpc::SslCredentials(ssl);
+}
+
+absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> MakeChannelCredentials(
+    const CheckFlags& f) {
+  return MakeChannelCredentials(f.tls_ca, f.tls_cert, f.tls_key);
 }
 
 grpc::Status CallCheck(const CheckFlags& flags,

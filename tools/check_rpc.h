@@ -21,6 +21,8 @@ namespace oomguard {
 
 // Insecure without --tls-ca; InvalidArgument when a PEM file cannot be read.
 absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> MakeChannelCredentials(
+    const std::string& tls_ca, const std::string& tls_cert, const std::string& tls_key);
+absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> MakeChannelCredentials(
     const CheckFlags& flags);
 
 // Calls Check on flags.server with the deadline flags.deadline_ms.

@@ -1,9 +1,11 @@
-// The flags of estimate and check (see command_flags.h).
+// The flags of estimate, check and report (see command_flags.h).
 #include "tools/command_flags.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/status/status.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -24,6 +26,36 @@ absl::StatusOr<std::string> TakeFlagValue(const std::vector<std::string>& args, 
   if (i + 1 >= args.size())
     return absl::InvalidArgumentError(absl::StrCat(name, ": missing value"));
   return args[++i];
+}
+
+absl::Status CheckServerFlag(const std::string& server) {
+  if (server.empty() || std::any_of(server.begin(), server.end(), [](char c) {
+        return absl::ascii_isspace(static_cast<unsigned char>(c));
+      })) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--server: expected HOST:PORT, got \"", ShownValue(server), "\""));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckTlsFlags(const std::string& tls_ca, const std::string& tls_cert,
+                           const std::string& tls_key) {
+  if (tls_ca.empty() && (!tls_cert.empty() || !tls_key.empty())) {
+    return absl::InvalidArgumentError("--tls-cert/--tls-key need --tls-ca");
+  }
+  if (tls_cert.empty() != tls_key.empty()) {
+    return absl::InvalidArgumentError("give both --tls-cert and --tls-key, or neither");
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<int64_t> ParseDeadlineMsFlag(const std::string& value) {
+  int64_t ms = 0;
+  if (!absl::SimpleAtoi(value, &ms) || ms < 1 || ms > 600000) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--deadline-ms: expected milliseconds in [1, 600000], got \"", ShownValue(value), "\""));
+  }
+  return ms;
 }
 
 absl::Status AddEnvFlag(const std::string& value, std::map<std::string, std::string>& env) {

@@ -5,6 +5,7 @@
 #define OOMGUARD_TOOLS_COMMAND_FLAGS_H_
 
 #include <cstddef>
+#include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
@@ -22,6 +23,18 @@ bool IsFlag(const std::string& a, absl::string_view name);
 // then moves to it). InvalidArgument "NAME: missing value" when there is none.
 absl::StatusOr<std::string> TakeFlagValue(const std::vector<std::string>& args, size_t& i,
                                           absl::string_view name);
+
+// OK when `server`, the value of --server, is HOST:PORT-like (not empty,
+// no spaces); InvalidArgument naming --server otherwise.
+absl::Status CheckServerFlag(const std::string& server);
+
+// OK when the TLS files of a client command go together: --tls-cert and
+// --tls-key both or neither, and only with --tls-ca.
+absl::Status CheckTlsFlags(const std::string& tls_ca, const std::string& tls_cert,
+                           const std::string& tls_key);
+
+// The value of `--deadline-ms N`: milliseconds in [1, 600000].
+absl::StatusOr<int64_t> ParseDeadlineMsFlag(const std::string& value);
 
 // Adds the NAME=VALUE of an `--env` flag to `env`. InvalidArgument quoting the
 // value (cut, as ShownValue cuts it) when it has no NAME=.

@@ -1,4 +1,4 @@
-// The `oomguard` command: estimate, plan, calibrate, serve, check, flags.
+// The `oomguard` command: estimate, plan, calibrate, serve, check, report, flags.
 #include <iostream>
 #include <string>
 #include <vector>
@@ -8,6 +8,7 @@
 #include "tools/estimate_command.h"
 #include "tools/flags_command.h"
 #include "tools/plan_command.h"
+#include "tools/report_command.h"
 #include "tools/serve_command.h"
 
 namespace {
@@ -21,6 +22,8 @@ constexpr char kUsage[] =
     "  oomguard serve [--grpc_address=127.0.0.1:50051 --metrics_address=... ; see serve --help]\n"
     "  oomguard check --server HOST:PORT [--gpu NAME] [--gpus N] (--script FILE | --job-file FILE |"
     " -- <Megatron-LM args>)   (see check --help)\n"
+    "  oomguard report --server HOST:PORT --check-id ID [--log FILE] [--exit-code N]"
+    " [--slurm-state STATE]   (what a checked job used and how it ended; see report --help)\n"
     "  oomguard calibrate [megatron_ci_h100.jsonl|h100_single_gpu_sweep.csv ...]\n"
     "  oomguard flags [--json] [--class CLASS] [--FLAG ...]   (what each Megatron-LM flag means"
     " to oomguard)\n";
@@ -67,6 +70,13 @@ int main(int argc, char** argv) {
   if (command == "check") {
     std::string out, err;
     const int rc = oomguard::RunCheckCommand(args, out, err);
+    std::cout << out << std::flush;
+    std::cerr << err;
+    return rc;
+  }
+  if (command == "report") {
+    std::string out, err;
+    const int rc = oomguard::RunReportCommand(args, out, err);
     std::cout << out << std::flush;
     std::cerr << err;
     return rc;

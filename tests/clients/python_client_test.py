@@ -29,6 +29,8 @@ grpc = python_client_server.import_grpc()
 from oomguard_client import Client, OomguardError, megatron_args  # pylint: disable=wrong-import-position
 from oomguard_client import _stubs  # pylint: disable=wrong-import-position
 
+_feedback_pb2 = _stubs.load()[6]
+
 OPTIONS = None
 SERVER = None
 
@@ -426,6 +428,111 @@ class ClientTest(unittest.TestCase):
         self.assertIn(caught.exception.code,
                       (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED))
         self.assertIsNone(caught.exception.field)
+
+
+REPORT_TOKEN = "0123456789abcdef0123456789abcdef"
+
+
+class FeedbackTest(unittest.TestCase):
+    """report() and get_check() against a server with a store (--store
+    sqlite:...) that knows one reporter's token (--report_tokens_file)."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = tempfile.TemporaryDirectory(prefix="oomguard-feedback-")
+        tokens = os.path.join(cls.dir.name, "tokens")
+        with open(tokens, "w", encoding="utf-8") as f:
+            f.write(f"training-pipeline {REPORT_TOKEN}\n")
+        cls.server = python_client_server.Server(
+            OPTIONS.server_binary,
+            extra_flags=[f"--store=sqlite:{os.path.join(cls.dir.name, 'checks.db')}",
+                         f"--report_tokens_file={tokens}", "--cluster=test-cluster"])
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.server.close_checked()
+        cls.dir.cleanup()
+
+    def setUp(self):
+        self.client = Client(self.server.address, timeout=10.0)
+
+    def tearDown(self):
+        self.client.close()
+
+    def check_id(self):
+        result = self.client.check(args=LLAMA_FITS, num_gpus=8, preset="llama3-8b",
+                                   with_report=False)
+        self.assertEqual(result.verdict, "FITS", result.summary)
+        self.assertRegex(result.raw.check_id, "^[0-9a-f]{32}$")
+        return result.raw.check_id
+
+    def test_a_reported_oom_is_in_the_checks_record(self):
+        check_id = self.check_id()
+        line = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB."
+        result = self.client.report(
+            check_id,
+            {1: {"max_allocated_bytes": 60 * GIB, "max_reserved_bytes": 64 * GIB},
+             0: 61 * GIB},
+            outcome="cuda_oom", detail=line, slurm_job_id="4242", token=REPORT_TOKEN)
+        self.assertEqual(result.check_id, check_id)
+        self.assertEqual(result.ranks_stored, 2)
+        record = self.client.get_check(check_id)
+        self.assertEqual(record.check_id, check_id)
+        self.assertEqual(record.cluster, "test-cluster")
+        self.assertEqual(len(record.reports), 1)
+        report = record.reports[0]
+        self.assertEqual(report.reporter, "training-pipeline")
+        self.assertEqual(report.source, _feedback_pb2.MEASUREMENT_SOURCE_CLIENT)
+        self.assertEqual(report.outcome, _feedback_pb2.JOB_OUTCOME_CUDA_OOM)
+        self.assertEqual(report.detail, line)
+        self.assertEqual([(m.rank, m.max_allocated_bytes, m.HasField("max_reserved_bytes"))
+                          for m in report.ranks],
+                         [(0, 61 * GIB, False), (1, 60 * GIB, True)])
+        self.assertEqual(report.ranks[1].max_reserved_bytes, 64 * GIB)
+        self.assertEqual(record.outcome, _feedback_pb2.JOB_OUTCOME_CUDA_OOM)
+
+    def test_the_outcome_and_source_by_name_or_number(self):
+        check_id = self.check_id()
+        self.client.report(check_id, {0: {"max_allocated_bytes": GIB, "phase": "log_prob"}},
+                           outcome="JOB_OUTCOME_RAN", source="MEGATRON_LOG", token=REPORT_TOKEN)
+        self.client.report(check_id, outcome=_feedback_pb2.JOB_OUTCOME_FAILED, source="slurm",
+                           token=REPORT_TOKEN)
+        reports = self.client.get_check(check_id).reports
+        self.assertEqual([(r.source, r.outcome) for r in reports],
+                         [(_feedback_pb2.MEASUREMENT_SOURCE_MEGATRON_LOG,
+                           _feedback_pb2.JOB_OUTCOME_RAN),
+                          (_feedback_pb2.MEASUREMENT_SOURCE_SLURM,
+                           _feedback_pb2.JOB_OUTCOME_FAILED)])
+        self.assertEqual(reports[0].ranks[0].phase, "log_prob")
+
+    def test_refusals(self):
+        check_id = self.check_id()
+        with self.assertRaises(OomguardError) as caught:
+            self.client.report(check_id, {0: GIB}, outcome="ran")
+        self.assertEqual(caught.exception.code, grpc.StatusCode.UNAUTHENTICATED)
+        with self.assertRaises(OomguardError) as caught:
+            self.client.report("f" * 32, {0: GIB}, outcome="ran", token=REPORT_TOKEN)
+        self.assertEqual(caught.exception.code, grpc.StatusCode.NOT_FOUND)
+        with self.assertRaises(OomguardError) as caught:
+            self.client.report(check_id, {0: {"max_reserved_bytes": 1 << 60}}, token=REPORT_TOKEN)
+        self.assertEqual(caught.exception.code, grpc.StatusCode.INVALID_ARGUMENT)
+        self.assertIn("ranks[0].max_reserved_bytes", caught.exception.message)
+        with self.assertRaises(OomguardError) as caught:
+            self.client.get_check("0" * 32)
+        self.assertEqual(caught.exception.code, grpc.StatusCode.NOT_FOUND)
+        self.assertEqual(len(self.client.get_check(check_id).reports), 0)
+
+    def test_bad_arguments_are_refused_before_sending(self):
+        with self.assertRaisesRegex(ValueError, "outcome: 'oom' is not one of ran, cuda_oom"):
+            self.client.report("0" * 32, {0: GIB}, outcome="oom")
+        with self.assertRaisesRegex(ValueError, "source: 'stdout' is not one of"):
+            self.client.report("0" * 32, {0: GIB}, source="stdout")
+        with self.assertRaisesRegex(ValueError, r"per_rank_peaks\[3\]: unknown field 'peak'"):
+            self.client.report("0" * 32, {3: {"peak": GIB}})
+        with self.assertRaisesRegex(TypeError, "a rank is a global rank"):
+            self.client.report("0" * 32, {"0": GIB})
+        with self.assertRaisesRegex(TypeError, r"per_rank_peaks\[0\]: expected bytes"):
+            self.client.report("0" * 32, {0: 1.5})
 
 
 class ExampleTest(unittest.TestCase):

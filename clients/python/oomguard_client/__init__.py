@@ -10,9 +10,10 @@ directory (oomguard_client._stubs).
 
 from oomguard_client.client import (Alternative, CheckResult, Client, EstimateResult,
                                     FieldViolation, Gpu, OomguardError, RankEstimate,
-                                    Recommendation, UnmodelledSetting, megatron_args)
+                                    Recommendation, ReportResult, UnmodelledSetting,
+                                    megatron_args)
 from oomguard_client import rl
 
 __all__ = ["Alternative", "CheckResult", "Client", "EstimateResult", "FieldViolation", "Gpu",
-           "OomguardError", "RankEstimate", "Recommendation", "UnmodelledSetting",
+           "OomguardError", "RankEstimate", "Recommendation", "ReportResult", "UnmodelledSetting",
            "megatron_args", "rl"]

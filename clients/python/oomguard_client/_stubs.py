@@ -104,11 +104,13 @@ def _import_all():
     service = importlib.import_module("oomguard.v1.service_pb2")
     service_grpc = importlib.import_module("oomguard.v1.service_pb2_grpc")
     error = importlib.import_module("oomguard.v1.error_pb2")
-    return job, report, admission, service, service_grpc, error
+    feedback = importlib.import_module("oomguard.v1.feedback_pb2")
+    return job, report, admission, service, service_grpc, error, feedback
 
 
 def load():
-    """(job_pb2, report_pb2, admission_pb2, service_pb2, service_pb2_grpc, error_pb2)."""
+    """(job_pb2, report_pb2, admission_pb2, service_pb2, service_pb2_grpc, error_pb2,
+    feedback_pb2)."""
     try:
         return _import_all()
     except ImportError:

@@ -21,7 +21,7 @@ from google.protobuf import message as _protobuf_message
 from oomguard_client import _stubs
 
 (_job_pb2, _report_pb2, _admission_pb2, _service_pb2, _service_pb2_grpc,
- _error_pb2) = _stubs.load()
+ _error_pb2, _feedback_pb2) = _stubs.load()
 
 Args = Union[None, str, bytes, Sequence[Union[str, bytes]], Mapping]
 
@@ -283,6 +283,63 @@ class Gpu:
     description: str
 
 
+@dataclasses.dataclass(frozen=True)
+class ReportResult:
+    """What the server kept of a report (oomguard.v1.ReportResponse)."""
+    check_id: str
+    ranks_stored: int          # Measurements kept from this report.
+    raw: Any = None            # The oomguard.v1.ReportResponse.
+
+
+# What report() takes per rank: max_allocated_bytes alone (an int, what
+# torch.cuda.max_memory_allocated() returns), or a mapping of
+# RankMeasurement's fields ("max_allocated_bytes", "max_reserved_bytes",
+# "device_used_bytes", "phase").
+RankPeaks = Union[int, Mapping[str, Any]]
+
+_MEASUREMENT_FIELDS = ("max_allocated_bytes", "max_reserved_bytes", "device_used_bytes", "phase")
+
+
+def _enum_value(enum, prefix: str, value, what: str) -> int:
+    """An enum's number from its name with or without the prefix, any case
+    ("cuda_oom", "JOB_OUTCOME_CUDA_OOM"), or its number."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if not isinstance(value, str):
+        raise TypeError(f"{what}: expected a name, not {value!r}")
+    name = value.upper()
+    if not name.startswith(prefix):
+        name = prefix + name
+    try:
+        return enum.Value(name)
+    except ValueError:
+        names = ", ".join(n.removeprefix(prefix).lower() for n in enum.keys()
+                          if not n.endswith("_UNSPECIFIED"))
+        raise ValueError(f"{what}: {value!r} is not one of {names}") from None
+
+
+def _rank_measurement(rank, peaks: RankPeaks):
+    """A RankMeasurement from report()'s per-rank value."""
+    if isinstance(rank, bool) or not isinstance(rank, int):
+        raise TypeError(f"per_rank_peaks: a rank is a global rank (int), not {rank!r}")
+    measurement = _feedback_pb2.RankMeasurement(rank=rank)
+    if isinstance(peaks, Mapping):
+        unknown = sorted(set(peaks) - set(_MEASUREMENT_FIELDS))
+        if unknown:
+            raise ValueError(f"per_rank_peaks[{rank}]: unknown field {unknown[0]!r} (expected "
+                             f"{', '.join(_MEASUREMENT_FIELDS)})")
+        for field in _MEASUREMENT_FIELDS:
+            if peaks.get(field) is not None:
+                setattr(measurement, field,
+                        valid_text(peaks[field]) if field == "phase" else int(peaks[field]))
+    elif isinstance(peaks, bool) or not isinstance(peaks, int):
+        raise TypeError(f"per_rank_peaks[{rank}]: expected bytes (int) or a mapping, "
+                        f"not {peaks!r}")
+    else:
+        measurement.max_allocated_bytes = peaks
+    return measurement
+
+
 class Client:
     """A connection to `oomguard serve`.
 
@@ -422,9 +479,56 @@ class Client:
         return [Gpu(name=g.name, memory_bytes=g.memory_bytes, aliases=list(g.aliases),
                     description=g.description) for g in response.gpus]
 
-    def _call(self, method, rpc, request, timeout):
+    def report(self, check_id: str, per_rank_peaks: Optional[Mapping[int, RankPeaks]] = None,
+               outcome: Union[None, str, int] = None, source: Union[str, int] = "client",
+               oom_phase: str = "", detail: str = "", slurm_job_id: str = "",
+               token: Optional[str] = None, timeout: Optional[float] = None) -> ReportResult:
+        """Sends what a checked job really used (the Report RPC).
+
+        check_id: CheckResult.raw.check_id of the check that admitted the job.
+        per_rank_peaks: global rank -> its peak: the bytes of
+        torch.cuda.max_memory_allocated() on that rank, or a mapping with
+        max_allocated_bytes, max_reserved_bytes, device_used_bytes (bytes) and
+        phase (an RL step's phase, e.g. "log_prob"). outcome: how the job ended,
+        "ran", "cuda_oom", "failed", "host_oom", "cancelled", or None while it
+        runs. source: where the numbers come from ("client"; "megatron_log",
+        "slurm", ... for a reporter of those). oom_phase: with "cuda_oom", the
+        phase it died in. detail: the evidence (the OOM line; at most 2048
+        bytes). slurm_job_id: the job's Slurm id, when known. token: the bearer
+        token the server knows this reporter by (`authorization: Bearer ...`;
+        a server with mutual TLS takes the client certificate instead).
+        The server checks the report (feedback/report_limits.h) and raises
+        OomguardError naming the field (INVALID_ARGUMENT), NOT_FOUND for an
+        unknown check id, UNAUTHENTICATED without a credential it accepts.
+        """
+        request = _feedback_pb2.ReportRequest(
+            check_id=valid_text(check_id),
+            source=_enum_value(_feedback_pb2.MeasurementSource, "MEASUREMENT_SOURCE_", source,
+                               "source"),
+            oom_phase=valid_text(oom_phase), detail=valid_text(detail))
+        if outcome is not None:
+            request.outcome = _enum_value(_feedback_pb2.JobOutcome, "JOB_OUTCOME_", outcome,
+                                          "outcome")
+        for rank, peaks in sorted((per_rank_peaks or {}).items()):
+            request.ranks.append(_rank_measurement(rank, peaks))
+        if slurm_job_id:
+            request.handle.slurm_job_id = valid_text(slurm_job_id)
+        metadata = (("authorization", f"Bearer {token}"),) if token else None
+        response = self._call("Report", self._stub.Report, request, timeout, metadata)
+        return ReportResult(check_id=response.check_id, ranks_stored=response.ranks_stored,
+                            raw=response)
+
+    def get_check(self, check_id: str, timeout: Optional[float] = None):
+        """The stored record of a check (oomguard.v1.CheckRecord): the job as
+        it was judged, the estimate per pipeline stage, the verdict, and every
+        report sent for it since. OomguardError NOT_FOUND for an unknown id."""
+        request = _feedback_pb2.GetCheckRequest(check_id=valid_text(check_id))
+        return self._call("GetCheck", self._stub.GetCheck, request, timeout)
+
+    def _call(self, method, rpc, request, timeout, metadata=None):
         try:
-            return rpc(request, timeout=self.timeout if timeout is None else timeout)
+            return rpc(request, timeout=self.timeout if timeout is None else timeout,
+                       metadata=metadata)
         except grpc.RpcError as error:
             violations, reason = _status_details(error)
             raise OomguardError(error.code(), error.details() or "", method, violations,
