@@ -3,8 +3,10 @@
 
     /usr/bin/python3 tests/deploy/metric_names_test.py --server-binary BUILD/tools/oomguard_server_for_test
 
-Starts the built `oomguard serve` on loopback, makes a few calls, scrapes its
-/metrics, and checks that deploy/grafana/oomguard.json and
+Starts the built `oomguard serve` on loopback (with an SQLite store, so that
+checks are kept and reports taken), makes a few calls and reports what two
+admitted jobs used (one of them died of CUDA OOM), scrapes its /metrics, and
+checks that deploy/grafana/oomguard.json and
 deploy/prometheus/rules/oomguard.rules.yml
   - name only metrics the server exports (plus Prometheus' `up` and the
     rules' own recording rules), group and match only labels it exports,
@@ -66,21 +68,28 @@ PROMQL_KEYWORDS = {"by", "without", "on", "ignoring", "group_left", "group_right
 
 # The Check caches' series (service/cache_metrics.h).
 CACHE_FAMILIES = ("oomguard_cache_lookups_total", "oomguard_cache_entries", "oomguard_cache_bytes")
+# The feedback loop's series (service/feedback_metrics.h).
+FEEDBACK_FAMILIES = ("oomguard_feedback_reports_total", "oomguard_estimate_error_ratio_bucket",
+                     "oomguard_measured_peaks_total", "oomguard_measured_peaks_under_bound_total",
+                     "oomguard_admitted_then_oom_total", "oomguard_learned_bound_widening_ratio")
 
 OPTIONS = None
 SERVER = None
+STORE_DIR = None
 SCRAPE = None  # Exposition of the server: {metric name: {label: set(values)}}.
 
 # Calls made before the scrape: one Check that fits, one that does not, one
-# invalid Check, one Estimate, ListGpus and ListPresets.
+# invalid Check, one Estimate, ListGpus and ListPresets; then two more Checks
+# that fit (over HTTP/JSON), what their jobs used (report_feedback) and, for
+# the second, a CUDA OOM.
 LLAMA_FITS = ("--tensor-model-parallel-size 1 --use-distributed-optimizer --seq-length 4096 "
               "--micro-batch-size 1 --recompute-granularity full --recompute-method uniform "
               "--recompute-num-layers 1")
 DEEPSEEK_8 = "--expert-model-parallel-size 8 --seq-length 4096 --micro-batch-size 1"
 
 
-def make_calls(address):
-    with Client(address, timeout=10.0) as client:
+def make_calls(server):
+    with Client(server.address, timeout=10.0) as client:
         verdicts = [
             client.check(args=LLAMA_FITS, num_gpus=8, preset="llama3-8b").verdict,
             client.check(args=DEEPSEEK_8, num_gpus=8, preset="deepseek-v3").verdict,
@@ -94,6 +103,26 @@ def make_calls(address):
         client.estimate(args=LLAMA_FITS, num_gpus=8, preset="llama3-8b")
         client.list_gpus()
         client.list_presets()
+    report_feedback(server)
+
+
+def report_feedback(server):
+    """Two admitted checks and their reports: the first ran (its rank 0's
+    allocator peak from Megatron's log, a GPU's device peak from DCGM), the
+    second died of CUDA OOM (the admitted-then-OOM counter)."""
+    check = {"job": {"megatron": {"preset": "llama3-8b", "numGpus": 8, "args": LLAMA_FITS}},
+             "gpuName": "H100-SXM-80GB"}
+    ran, oom = (server.http_json("POST", "/v1/check", check) for _ in range(2))
+    assert ran["verdict"] == oom["verdict"] == "FITS", (ran["verdict"], oom["verdict"])
+    for report in (
+            {"checkId": ran["checkId"], "source": "MEASUREMENT_SOURCE_MEGATRON_LOG",
+             "outcome": "JOB_OUTCOME_RAN", "ranks": [{"rank": 0, "maxAllocatedBytes": str(30 << 30)}]},
+            {"checkId": ran["checkId"], "source": "MEASUREMENT_SOURCE_DCGM",
+             "ranks": [{"device": "node1/0", "deviceUsedBytes": str(40 << 30)}]},
+            {"checkId": oom["checkId"], "source": "MEASUREMENT_SOURCE_MEGATRON_LOG",
+             "outcome": "JOB_OUTCOME_CUDA_OOM",
+             "detail": "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB."}):
+        server.http_json("POST", "/v1/report", report)
 
 
 def parse_exposition(text):
@@ -195,14 +224,18 @@ def load_rules():
 
 
 def setUpModule():  # pylint: disable=invalid-name
-    global SERVER, SCRAPE  # pylint: disable=global-statement
-    SERVER = python_client_server.Server(OPTIONS.server_binary)
-    make_calls(SERVER.address)
+    global SERVER, SCRAPE, STORE_DIR  # pylint: disable=global-statement
+    STORE_DIR = tempfile.mkdtemp(prefix="oomguard-store-")
+    SERVER = python_client_server.Server(OPTIONS.server_binary, extra_flags=[
+        f"--store=sqlite:{STORE_DIR}/checks.db", "--allow_unauthenticated_reports",
+        "--http_address=127.0.0.1:0"])
+    make_calls(SERVER)
     SCRAPE = parse_exposition(SERVER.metrics())
 
 
 def tearDownModule():  # pylint: disable=invalid-name
     SERVER.close()
+    shutil.rmtree(STORE_DIR, ignore_errors=True)
 
 
 class ExportedNamesTest(unittest.TestCase):
@@ -243,8 +276,14 @@ class ExportedNamesTest(unittest.TestCase):
     def test_scrape_has_the_documented_metrics(self):
         for name in ("oomguard_requests_total", "oomguard_request_duration_seconds_bucket",
                      "oomguard_verdicts_total", "oomguard_estimated_peak_bytes_bucket",
-                     "oomguard_build_info") + CACHE_FAMILIES:
+                     "oomguard_build_info") + CACHE_FAMILIES + FEEDBACK_FAMILIES:
             self.assertIn(name, SCRAPE)
+        self.assertEqual(SCRAPE["oomguard_feedback_reports_total"]["source"],
+                         {"megatron_log", "dcgm"})
+        self.assertEqual(SCRAPE["oomguard_feedback_reports_total"]["outcome"],
+                         {"ran", "unspecified", "cuda_oom"})
+        self.assertEqual(SCRAPE["oomguard_measured_peaks_total"]["measure"], {"allocated", "device"})
+        self.assertEqual(SCRAPE["oomguard_admitted_then_oom_total"]["family"], {"dense"})
         for name in CACHE_FAMILIES:  # The server's defaults enable all three.
             self.assertEqual(SCRAPE[name]["cache"], {"response", "check_result", "plan"})
         self.assertEqual(SCRAPE["oomguard_cache_lookups_total"]["result"], {"hit", "miss"})
@@ -271,7 +310,7 @@ class ExportedNamesTest(unittest.TestCase):
         # Every metric the server exports is on the dashboard.
         for family in ("oomguard_requests_total", "oomguard_request_duration_seconds_bucket",
                        "oomguard_verdicts_total", "oomguard_estimated_peak_bytes_bucket",
-                       "oomguard_build_info") + CACHE_FAMILIES:
+                       "oomguard_build_info") + CACHE_FAMILIES + FEEDBACK_FAMILIES:
             self.assertIn(family, used)
 
     def test_dashboard_structure(self):
@@ -299,7 +338,9 @@ class ExportedNamesTest(unittest.TestCase):
         self.assertEqual(len(ids), len(set(ids)))
         for want in ("Request rate by method and code", "Error ratio",
                      "Latency p50 / p90 / p99 by method", "Verdict mix",
-                     "Estimated worst-rank peak distribution", "Build info"):
+                     "Estimated worst-rank peak distribution", "Build info",
+                     "Measured against the estimate", "Admitted jobs that ran out of GPU memory",
+                     "Measured peaks under the bound"):
             self.assertIn(want, titles)
         heatmap = next(p for p in dashboard["panels"] if p["type"] == "heatmap")
         self.assertEqual(heatmap["targets"][0]["format"], "heatmap")
@@ -319,7 +360,8 @@ class ExportedNamesTest(unittest.TestCase):
         alerts = {rule["alert"] for rule in load_rules() if "alert" in rule}
         self.assertEqual(alerts, {"OomguardDown", "OomguardTargetMissing",
                                   "OomguardHighErrorRate", "OomguardLatencySLO",
-                                  "OomguardRejectionSpike", "OomguardAdmissionTrafficStopped"})
+                                  "OomguardRejectionSpike", "OomguardAdmissionTrafficStopped",
+                                  "OomguardAdmittedJobRanOutOfMemory"})
         with open(RULES_TEST, encoding="utf-8") as f:
             tests = yaml.safe_load(f)["tests"]
         firing, quiet = set(), set()
@@ -353,8 +395,12 @@ class LivePrometheusTest(unittest.TestCase):
         try:
             # A first scrape, so that the counters' increase after it shows in rate().
             cls.wait_for('up{job="oomguard"} == 1')
-            make_calls(SERVER.address)
+            make_calls(SERVER)
             cls.wait_for("job:oomguard_verdicts_rejected:ratio_rate5m > 0")
+            # Two admitted jobs died of CUDA OOM, one per round of calls: the
+            # first created the counter's series at 1 before the first scrape.
+            cls.wait_for("job_family_gpu:oomguard_admitted_then_oom:increase7d == 2")
+            cls.wait_for('ALERTS{alertname="OomguardAdmittedJobRanOutOfMemory",alertstate="firing"}')
             cls.wait_for("job:oomguard_estimated_peak_bytes:p50_rate1h > 0")
         except Exception:
             cls.tearDownClass()
@@ -430,10 +476,10 @@ class LivePrometheusTest(unittest.TestCase):
         # Only OK and INVALID_ARGUMENT happened: no server errors.
         self.assertEqual(self.values("job:oomguard_request_errors:ratio_rate5m"),
                          {(("job", "oomguard"),): 0.0})
-        # One FITS and one DOES_NOT_FIT per round of calls.
+        # Three FITS and one DOES_NOT_FIT per round of calls.
         for window in ("5m", "1d"):
             (ratio,) = self.values(f"job:oomguard_verdicts_rejected:ratio_rate{window}").values()
-            self.assertAlmostEqual(ratio, 0.5, places=6, msg=window)
+            self.assertAlmostEqual(ratio, 0.25, places=6, msg=window)
         p99 = self.values('job_method:oomguard_request_duration_seconds:p99_rate5m{method="Check"}')
         (latency,) = p99.values()
         self.assertTrue(0 < latency <= 1, latency)
@@ -446,8 +492,31 @@ class LivePrometheusTest(unittest.TestCase):
                 with self.subTest(rule=rule["record"]):
                     self.assertTrue(self.query(rule["record"]), "no data")
 
-    def test_no_alert_fires(self):
-        self.assertEqual(self.query("ALERTS"), [])
+    def test_recorded_feedback(self):
+        (oom,) = self.values("job_family_gpu:oomguard_admitted_then_oom:increase7d").items()
+        self.assertEqual(dict(oom[0])["job"], "oomguard")
+        self.assertEqual(dict(oom[0])["family"], "dense")
+        self.assertEqual(oom[1], 2)
+        (under,) = self.values("job:oomguard_measured_peaks_under_bound:ratio_rate7d").values()
+        self.assertTrue(0 <= under <= 1, under)
+        reports = self.values("job_source_outcome:oomguard_feedback_reports:increase1d")
+        self.assertEqual({(dict(k)["source"], dict(k)["outcome"]) for k in reports},
+                         {("megatron_log", "ran"), ("dcgm", "unspecified"),
+                          ("megatron_log", "cuda_oom")})
+
+    def test_only_the_admitted_then_oom_alert_fires(self):
+        alerts = self.query("ALERTS")
+        self.assertEqual([(a["metric"]["alertname"], a["metric"]["alertstate"],
+                           a["metric"]["job"], a["metric"]["family"]) for a in alerts],
+                         [("OomguardAdmittedJobRanOutOfMemory", "firing", "oomguard", "dense")])
+
+    def test_dashboard_counts_both_admitted_jobs_that_ran_out_of_memory(self):
+        with open(DASHBOARD, encoding="utf-8") as f:
+            dashboard = json.load(f)
+        (expr,) = [e for t, e in dashboard_targets(dashboard)
+                   if t == "Admitted jobs that ran out of GPU memory"]
+        (count,) = [float(r["value"][1]) for r in self.query(substitute_grafana_variables(expr))]
+        self.assertEqual(count, 2)
 
     def test_dashboard_queries_return_data(self):
         with open(DASHBOARD, encoding="utf-8") as f:
