@@ -21,21 +21,19 @@ import http.server
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import threading
 import time
 import unittest
 import urllib.error
-import urllib.parse
-import urllib.request
 
 sys.dont_write_bytecode = True  # No __pycache__ in the source tree.
 HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCE_DIR = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(SOURCE_DIR, "tests", "testing"))
 
+import prometheus_server  # noqa: E402  pylint: disable=wrong-import-position
 import python_client_server  # noqa: E402  pylint: disable=wrong-import-position
 
 MIB = 1 << 20
@@ -111,46 +109,6 @@ class Exporter:
         self.server.server_close()
 
 
-class Prometheus:
-    """/usr/bin/prometheus scraping the exporter every second."""
-
-    def __init__(self, binary, exporter_port, directory):
-        config = os.path.join(directory, "prometheus.yml")
-        with open(config, "w", encoding="utf-8") as f:
-            # honor_labels: the exporter's namespace/pod labels are the job's,
-            # as dcgm-exporter's own ServiceMonitor keeps them.
-            f.write("global:\n  scrape_interval: 1s\n"
-                    "scrape_configs:\n  - job_name: dcgm\n    honor_labels: true\n"
-                    f"    static_configs:\n      - targets: ['127.0.0.1:{exporter_port}']\n")
-        self.port = python_client_server.free_port()
-        self.log = open(os.path.join(directory, "prometheus.log"), "w", encoding="utf-8")
-        self.process = subprocess.Popen(
-            [binary, f"--config.file={config}", f"--storage.tsdb.path={directory}/data",
-             f"--web.listen-address=127.0.0.1:{self.port}"],
-            stdout=self.log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-
-    @property
-    def url(self):
-        return f"http://127.0.0.1:{self.port}"
-
-    def query(self, expr):
-        url = f"{self.url}/api/v1/query?" + urllib.parse.urlencode({"query": expr})
-        with urllib.request.urlopen(url, timeout=5) as reply:
-            answer = json.load(reply)
-        assert answer["status"] == "success", answer
-        return answer["data"]["result"]
-
-    def close(self):
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(20)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
-        self.log.close()
-
-
 def wait_for(what, predicate, timeout=60.0, diagnostics=lambda: ""):
     """predicate()'s first true value; generous: CI machines are loaded."""
     deadline = time.monotonic() + timeout
@@ -180,12 +138,15 @@ class DcgmFeedbackTest(unittest.TestCase):
         cls.exporter.set(pod(NAMESPACE, "llama.pretrain-worker-1", 0), 51000)
         cls.exporter.set(pod(NAMESPACE, "llamaXpretrain-worker-0", 0), 60000)
         cls.exporter.set(pod("team-b", "llama.pretrain-worker-0", 0), 65000)
-        cls.prometheus = Prometheus(OPTIONS.prometheus, cls.exporter.port, cls.dir)
+        # honor_labels: the exporter's namespace/pod labels are the job's, as
+        # dcgm-exporter's own ServiceMonitor keeps them.
+        cls.prometheus = prometheus_server.PrometheusServer(
+            OPTIONS.prometheus, cls.dir,
+            scrape_configs="  - job_name: dcgm\n    honor_labels: true\n    static_configs:\n"
+                           f"      - targets: ['127.0.0.1:{cls.exporter.port}']\n")
         cls.server = None
         try:
-            wait_for("Prometheus to scrape the exporter",
-                     lambda: cls.prometheus.query('count(DCGM_FI_DEV_FB_USED) == 8'),
-                     diagnostics=cls.prometheus_log)
+            cls.prometheus.wait_for("count(DCGM_FI_DEV_FB_USED) == 8")
             cls.server = python_client_server.Server(OPTIONS.server_binary, extra_flags=[
                 f"--store=sqlite:{cls.dir}/checks.db", "--cluster=test",
                 f"--prometheus_url={cls.prometheus.url}", "--dcgm_interval=1s",
@@ -201,11 +162,6 @@ class DcgmFeedbackTest(unittest.TestCase):
         cls.prometheus.close()
         cls.exporter.close()
         shutil.rmtree(cls.dir, ignore_errors=True)
-
-    @classmethod
-    def prometheus_log(cls):
-        with open(cls.prometheus.log.name, encoding="utf-8") as f:
-            return "prometheus log:\n" + f.read()
 
     def server_log(self):
         return "oomguard log:\n" + self.server.output()
@@ -277,9 +233,8 @@ class DcgmFeedbackTest(unittest.TestCase):
         # The same GPU lower again changes nothing: the next report (when
         # node2's GPU 0 rises) still holds node1/0's 45000 MiB.
         self.exporter.set(bare_metal("node1", 0, SLURM_JOB), 100)
-        wait_for("Prometheus to scrape the lower value", lambda: self.prometheus.query(
-            f'DCGM_FI_DEV_FB_USED{{hpc_job="{SLURM_JOB}",hostname="node1",gpu="0"}} == 100'),
-            diagnostics=self.prometheus_log)
+        self.prometheus.wait_for(
+            f'DCGM_FI_DEV_FB_USED{{hpc_job="{SLURM_JOB}",hostname="node1",gpu="0"}} == 100')
         self.exporter.set(bare_metal("node2", 0, SLURM_JOB), 42000)
         reports = self.wait_for_reports(slurm, 3)
         self.assertEqual(len(reports), 3, reports)

@@ -27,13 +27,9 @@ import math
 import os
 import re
 import shutil
-import subprocess
 import sys
 import tempfile
-import time
 import unittest
-import urllib.parse
-import urllib.request
 
 sys.dont_write_bytecode = True  # No __pycache__ in the source tree.
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -41,6 +37,7 @@ SOURCE_DIR = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(SOURCE_DIR, "tests", "testing"))
 sys.path.insert(1, os.path.join(SOURCE_DIR, "clients", "python"))
 
+import prometheus_server  # pylint: disable=wrong-import-position
 import python_client_server  # pylint: disable=wrong-import-position
 
 _MISSING = [m for m in ("grpc", "yaml") if importlib.util.find_spec(m) is None]
@@ -380,88 +377,36 @@ class LivePrometheusTest(unittest.TestCase):
         if not os.access(OPTIONS.prometheus, os.X_OK):
             raise unittest.SkipTest(f"{OPTIONS.prometheus} is not installed")
         cls.dir = tempfile.mkdtemp(prefix="oomguard-prom-")
-        config = os.path.join(cls.dir, "prometheus.yml")
-        with open(config, "w", encoding="utf-8") as f:
-            f.write("global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
-                    f"rule_files:\n  - {RULES}\n"
-                    "scrape_configs:\n  - job_name: oomguard\n    static_configs:\n"
-                    f"      - targets: ['127.0.0.1:{SERVER.metrics_port}']\n")
-        cls.port = python_client_server.free_port()
-        cls.log = open(os.path.join(cls.dir, "prometheus.log"), "w", encoding="utf-8")
-        cls.prometheus = subprocess.Popen(
-            [OPTIONS.prometheus, f"--config.file={config}",
-             f"--storage.tsdb.path={cls.dir}/data", f"--web.listen-address=127.0.0.1:{cls.port}"],
-            stdout=cls.log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        cls.prometheus = prometheus_server.PrometheusServer(
+            OPTIONS.prometheus, cls.dir, rule_files=[RULES],
+            scrape_configs="  - job_name: oomguard\n    static_configs:\n"
+                           f"      - targets: ['127.0.0.1:{SERVER.metrics_port}']\n")
         try:
             # A first scrape, so that the counters' increase after it shows in rate().
-            cls.wait_for('up{job="oomguard"} == 1')
+            cls.prometheus.wait_for('up{job="oomguard"} == 1')
             make_calls(SERVER)
-            cls.wait_for("job:oomguard_verdicts_rejected:ratio_rate5m > 0")
+            cls.prometheus.wait_for("job:oomguard_verdicts_rejected:ratio_rate5m > 0")
             # Two admitted jobs died of CUDA OOM, one per round of calls: the
             # first created the counter's series at 1 before the first scrape.
-            cls.wait_for("job_family_gpu:oomguard_admitted_then_oom:increase7d == 2")
-            cls.wait_for('ALERTS{alertname="OomguardAdmittedJobRanOutOfMemory",alertstate="firing"}')
-            cls.wait_for("job:oomguard_estimated_peak_bytes:p50_rate1h > 0")
+            cls.prometheus.wait_for("job_family_gpu:oomguard_admitted_then_oom:increase7d == 2")
+            cls.prometheus.wait_for(
+                'ALERTS{alertname="OomguardAdmittedJobRanOutOfMemory",alertstate="firing"}')
+            cls.prometheus.wait_for("job:oomguard_estimated_peak_bytes:p50_rate1h > 0")
         except Exception:
             cls.tearDownClass()
             raise
 
     @classmethod
     def tearDownClass(cls):
-        if cls.prometheus.poll() is None:
-            cls.prometheus.terminate()
-            try:
-                cls.prometheus.wait(20)
-            except subprocess.TimeoutExpired:
-                cls.prometheus.kill()
-                cls.prometheus.wait()
-        cls.log.close()
+        cls.prometheus.close()
         shutil.rmtree(cls.dir, ignore_errors=True)
-
-    @classmethod
-    def api(cls, path, **params):
-        url = f"http://127.0.0.1:{cls.port}/api/v1/{path}"
-        if params:
-            url += "?" + urllib.parse.urlencode(params)
-        try:
-            with urllib.request.urlopen(url, timeout=5) as reply:
-                return json.load(reply)
-        except urllib.error.HTTPError as error:
-            body = error.read().decode("utf-8", "replace")
-            try:
-                return json.loads(body)
-            except ValueError:  # E.g. "Service Unavailable" while Prometheus starts.
-                return {"status": "error", "errorType": f"HTTP {error.code}", "error": body}
-
-    @classmethod
-    def query(cls, expr):
-        reply = cls.api("query", query=expr)
-        if reply.get("status") != "success":
-            raise AssertionError(f"{expr}: {reply.get('errorType')}: {reply.get('error')}")
-        return reply["data"]["result"]
-
-    @classmethod
-    def wait_for(cls, expr, timeout=60.0):  # Generous: CI machines are loaded.
-        deadline = time.monotonic() + timeout
-        last = None
-        while time.monotonic() < deadline:
-            if cls.prometheus.poll() is not None:
-                break
-            try:
-                if cls.query(expr):
-                    return
-            except (OSError, AssertionError) as error:
-                last = error
-            time.sleep(0.2)
-        with open(cls.log.name, encoding="utf-8") as f:
-            raise AssertionError(f"no result for {expr} ({last}); prometheus log:\n{f.read()}")
 
     def values(self, expr):
         return {tuple(sorted((k, v) for k, v in r["metric"].items() if k != "__name__")):
-                float(r["value"][1]) for r in self.query(expr)}
+                float(r["value"][1]) for r in self.prometheus.query(expr)}
 
     def test_every_rule_evaluates(self):
-        groups = self.api("rules")["data"]["groups"]
+        groups = self.prometheus.api("rules")["data"]["groups"]
         rules = [rule for group in groups for rule in group["rules"]]
         self.assertEqual(len(rules), len(load_rules()))
         for rule in rules:
@@ -490,7 +435,7 @@ class LivePrometheusTest(unittest.TestCase):
         for rule in load_rules():
             if "record" in rule:
                 with self.subTest(rule=rule["record"]):
-                    self.assertTrue(self.query(rule["record"]), "no data")
+                    self.assertTrue(self.prometheus.query(rule["record"]), "no data")
 
     def test_recorded_feedback(self):
         (oom,) = self.values("job_family_gpu:oomguard_admitted_then_oom:increase7d").items()
@@ -505,7 +450,7 @@ class LivePrometheusTest(unittest.TestCase):
                           ("megatron_log", "cuda_oom")})
 
     def test_only_the_admitted_then_oom_alert_fires(self):
-        alerts = self.query("ALERTS")
+        alerts = self.prometheus.query("ALERTS")
         self.assertEqual([(a["metric"]["alertname"], a["metric"]["alertstate"],
                            a["metric"]["job"], a["metric"]["family"]) for a in alerts],
                          [("OomguardAdmittedJobRanOutOfMemory", "firing", "oomguard", "dense")])
@@ -515,21 +460,21 @@ class LivePrometheusTest(unittest.TestCase):
             dashboard = json.load(f)
         (expr,) = [e for t, e in dashboard_targets(dashboard)
                    if t == "Admitted jobs that ran out of GPU memory"]
-        (count,) = [float(r["value"][1]) for r in self.query(substitute_grafana_variables(expr))]
-        self.assertEqual(count, 2)
+        result = self.prometheus.query(substitute_grafana_variables(expr))
+        self.assertEqual([float(r["value"][1]) for r in result], [2])
 
     def test_dashboard_queries_return_data(self):
         with open(DASHBOARD, encoding="utf-8") as f:
             dashboard = json.load(f)
         for title, expr in dashboard_targets(dashboard):
             with self.subTest(panel=title, expr=expr):
-                result = self.query(substitute_grafana_variables(expr))
+                result = self.prometheus.query(substitute_grafana_variables(expr))
                 self.assertTrue(result, "no data")
                 values = [float(r["value"][1]) for r in result]
                 self.assertTrue(any(not math.isnan(v) for v in values), values)
         for name, selector, label in dashboard_variable_queries(dashboard):
             with self.subTest(variable=name):
-                result = self.query(substitute_grafana_variables(selector))
+                result = self.prometheus.query(substitute_grafana_variables(selector))
                 self.assertIn("oomguard", {r["metric"].get("job") for r in result})
                 self.assertTrue(all(label in r["metric"] for r in result), result)
 
