@@ -131,6 +131,8 @@ absl::StatusOr<ServerOptions> OptionsFromFlags() {
         options.service.report_auth.tokens,
         service::ParseReportTokens(tokens, absl::StrCat("report_tokens_file = ", tokens_path)));
   }
+  options.dcgm.prometheus_url = absl::GetFlag(FLAGS_prometheus_url);
+  options.dcgm.interval = absl::GetFlag(FLAGS_dcgm_interval);
 
   const std::string catalog_path = absl::GetFlag(FLAGS_gpu_catalog);
   absl::StatusOr<std::string> catalog_text = ReadFlagFile("gpu_catalog", catalog_path);

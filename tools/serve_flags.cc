@@ -118,6 +118,14 @@ ABSL_FLAG(bool, allow_unauthenticated_reports, false,
           "Take reports without credentials (reporter \"unauthenticated\"). Otherwise a report "
           "without a token of --report_tokens_file or a client certificate is refused "
           "UNAUTHENTICATED (HTTP 401).");
+ABSL_FLAG(std::string, prometheus_url, "",
+          "Base URL (http[s]://host:port[/prefix]) of the Prometheus that scrapes the DCGM "
+          "exporter. With --store, the server reads from it the peak framebuffer use "
+          "(DCGM_FI_DEV_FB_USED, max_over_time) of each GPU of the stored checks' Slurm jobs "
+          "(label hpc_job) and Kubernetes workloads (labels namespace, pod) and adds it to "
+          "their records as a DCGM report when it rose. Empty: not read.");
+ABSL_FLAG(absl::Duration, dcgm_interval, absl::Minutes(1),
+          "Time between two reads of the GPUs' peaks from --prometheus_url (>= 1s).");
 
 namespace oomguard {
 

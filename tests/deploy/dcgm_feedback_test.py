@@ -211,10 +211,10 @@ class DcgmFeedbackTest(unittest.TestCase):
         self.assertEqual(first["reporter"], "dcgm")
         self.assertEqual(first.get("outcome", "JOB_OUTCOME_UNSPECIFIED"),
                          "JOB_OUTCOME_UNSPECIFIED")
-        # MiB x 2^20; 39000.5 MiB is 40894463488 bytes. Job 999's GPU is not
+        # MiB x 2^20; 39000.5 MiB is 40894988288 bytes. Job 999's GPU is not
         # there.
         self.assertEqual(self.peaks(first), {"node1/0": 40000 * MIB, "node1/1": 41000 * MIB,
-                                             "node2/0": 40894463488})
+                                             "node2/0": 40894988288})
         (pods,) = self.wait_for_reports(kubernetes, 1)
         # Only the workload's pods in its namespace: not llamaXpretrain-...,
         # not team-b's.
@@ -229,7 +229,7 @@ class DcgmFeedbackTest(unittest.TestCase):
         self.assertEqual(len(reports), 2, reports)
         self.assertEqual(self.peaks(reports[1]), {"node1/0": 45000 * MIB,
                                                   "node1/1": 41000 * MIB,
-                                                  "node2/0": 40894463488})
+                                                  "node2/0": 40894988288})
         # The same GPU lower again changes nothing: the next report (when
         # node2's GPU 0 rises) still holds node1/0's 45000 MiB.
         self.exporter.set(bare_metal("node1", 0, SLURM_JOB), 100)

@@ -80,7 +80,8 @@ class PrometheusClientTest : public ::testing::Test {
     port_ = server_.bind_to_any_port("127.0.0.1");
     ASSERT_GT(port_, 0);
     thread_ = std::thread([this] { server_.listen_after_bind(); });
-    // Bound and listening: a connection waits in the backlog until accepted.
+    // Its stop() is lost before it runs: wait for it.
+    while (!server_.is_running()) absl::SleepFor(absl::Milliseconds(1));
   }
 
   void TearDown() override {
