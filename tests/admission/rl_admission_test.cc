@@ -341,6 +341,32 @@ TEST(RlAdmissionTest, FitsWithinTheMargin) {
                                       "headroom."));
 }
 
+// The same step with the cluster's learned widening of 4 %: the binding
+// bound 69 GiB x 1.04 = 71.76 GiB, still under 72: fits, 0.24 GiB headroom,
+// and the summary says the bound was widened.
+TEST(RlAdmissionTest, TheLearnedWideningWidensTheBindingBound) {
+  v1::RlJobSpec job = VerlJob();
+  job.mutable_actor()->mutable_training()->set_seq_length(4096);
+  job.mutable_log_prob()->set_max_tokens_per_microbatch(4096);
+  job.mutable_rollout()->set_memory_fraction(0.35);
+  AdmissionOptions options;
+  options.safety_margin = 0.1;
+  options.learned_widening = 0.04;
+  options.learned_widening_jobs = 25;
+  options.learned_widening_cluster = "a";
+  absl::StatusOr<v1::CheckResponse> r = Check(job, options);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->verdict(), v1::VERDICT_FITS);
+  // 69 x 2^30 x 1.04 = 77,051,713,290.24 bytes, rounded up.
+  EXPECT_EQ(r->compared_peak_bytes(), 77'051'713'291u);
+  EXPECT_EQ(r->peak_device_upper_bytes(), 69 * kGiB);
+  EXPECT_DOUBLE_EQ(r->learned_widening(), 0.04);
+  EXPECT_THAT(r->summary(), StartsWith("Fits: generation peaks at 71.8 GiB (95% bound + 4.0% "
+                                       "learned; point estimate 68.0 GiB)"));
+  EXPECT_THAT(r->summary(), ::testing::EndsWith("headroom. The 95% bound is widened by 4.0%, "
+                                                "learned from 25 measured jobs of cluster \"a\"."));
+}
+
 // The engine at 0.2 has 16 GiB for 16 GiB of weights and 4 of KV: it cannot
 // start, whatever the peaks: DOES_NOT_FIT naming generation; 0.3 (24 GiB)
 // lets it start, and the step then fits (generation 40 + 24 = 64, bound 65).
