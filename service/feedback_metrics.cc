@@ -4,9 +4,8 @@
 #include <map>
 #include <vector>
 
-#include "absl/strings/ascii.h"
-#include "absl/strings/strip.h"
 #include "feedback/measured_error.h"
+#include "feedback/metric_labels.h"
 #include "feedback/model_family.h"
 
 namespace oomguard::service {
@@ -17,19 +16,7 @@ prometheus::Histogram::BucketBoundaries ErrorBuckets() {
   return {-0.5, -0.25, -0.1, -0.05, -0.02, 0, 0.02, 0.05, 0.1, 0.25, 0.5, 1};
 }
 
-std::string EnumLabel(const std::string& name, absl::string_view prefix) {
-  return absl::AsciiStrToLower(absl::StripPrefix(name, prefix));
-}
-
 }  // namespace
-
-std::string SourceLabel(v1::MeasurementSource source) {
-  return EnumLabel(v1::MeasurementSource_Name(source), "MEASUREMENT_SOURCE_");
-}
-
-std::string OutcomeLabel(v1::JobOutcome outcome) {
-  return EnumLabel(v1::JobOutcome_Name(outcome), "JOB_OUTCOME_");
-}
 
 FeedbackMetrics::FeedbackMetrics(prometheus::Registry& registry)
     : reports_(prometheus::BuildCounter()
@@ -64,8 +51,9 @@ FeedbackMetrics::FeedbackMetrics(prometheus::Registry& registry)
 
 void FeedbackMetrics::Observe(const v1::CheckRecord& record_before,
                               const v1::StoredReport& report) {
-  const std::string source = SourceLabel(report.source());
-  reports_.Add({{"source", source}, {"outcome", OutcomeLabel(report.outcome())}}).Increment();
+  const std::string source = feedback::SourceLabel(report.source());
+  reports_.Add({{"source", source}, {"outcome", feedback::OutcomeLabel(report.outcome())}})
+      .Increment();
   const std::string family = feedback::ModelFamily(record_before);
   const std::string gpu =
       record_before.gpu_name().empty() ? std::string("unknown") : record_before.gpu_name();

@@ -3,10 +3,9 @@
 // the Report handler once per stored report, from the check's record as it
 // was before the report and the report as stored. Labels are bounded:
 // `family` (feedback/model_family.h), `gpu` (the record's catalog name,
-// "unknown" for a GPU given by bytes), `source` and `outcome` (the enums'
-// names in lower case without their prefix: "megatron_log", "dcgm",
-// "cuda_oom", ...), `measure` ("allocated" | "device",
-// feedback/measured_error.h).
+// "unknown" for a GPU given by bytes), `source` and `outcome`
+// (feedback/metric_labels.h: "megatron_log", "dcgm", "cuda_oom", ...), `measure` ("allocated" |
+// "device", feedback/measured_error.h).
 //
 //   oomguard_feedback_reports_total{source,outcome}                     counter
 //   oomguard_estimate_error_ratio{family,gpu,source,measure}            histogram of
@@ -35,11 +34,6 @@
 #include "prometheus/registry.h"
 
 namespace oomguard::service {
-
-// The `source` label of a MeasurementSource: "megatron_log", "dcgm", ...
-std::string SourceLabel(v1::MeasurementSource source);
-// The `outcome` label of a JobOutcome: "ran", "cuda_oom", "unspecified", ...
-std::string OutcomeLabel(v1::JobOutcome outcome);
 
 // Thread-safe (prometheus-cpp's families and series are).
 class FeedbackMetrics {

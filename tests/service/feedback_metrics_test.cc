@@ -7,6 +7,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "feedback/metric_labels.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "prometheus/metric_family.h"
@@ -50,6 +51,8 @@ std::map<std::string, double> Samples(prometheus::Registry& registry) {
 }
 
 TEST(FeedbackMetricsTest, LabelsAreTheEnumsInLowerCase) {
+  using feedback::OutcomeLabel;
+  using feedback::SourceLabel;
   EXPECT_EQ(SourceLabel(v1::MEASUREMENT_SOURCE_MEGATRON_LOG), "megatron_log");
   EXPECT_EQ(SourceLabel(v1::MEASUREMENT_SOURCE_MEGATRON_BRIDGE_LOG), "megatron_bridge_log");
   EXPECT_EQ(SourceLabel(v1::MEASUREMENT_SOURCE_DCGM), "dcgm");
