@@ -3,15 +3,13 @@
 // measured records only, applied where asked, shown in the gauge.
 #include "service/learned_widening.h"
 
-#include <filesystem>
 #include <memory>
 #include <string>
 
-#include "absl/strings/str_format.h"
 #include "gtest/gtest.h"
 #include "prometheus/registry.h"
 #include "tests/feedback/feedback_test_records.h"
-#include "tests/testing/service_test_util.h"
+#include "tests/testing/temp_sqlite_store.h"
 
 namespace oomguard::service {
 namespace {
@@ -22,41 +20,22 @@ using feedback::testing::TwoStageRecord;
 
 class LearnedWideningTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = testing::MakeTempDir();
-    ASSERT_FALSE(dir_.empty());
-    absl::StatusOr<store::StoreUrl> url = store::ParseStoreUrl("sqlite:" + dir_ + "/checks.db");
-    ASSERT_TRUE(url.ok()) << url.status();
-    absl::StatusOr<std::unique_ptr<store::CheckStore>> opened = store::OpenCheckStore(*url, {});
-    ASSERT_TRUE(opened.ok()) << opened.status();
-    store_ = *std::move(opened);
-  }
-  void TearDown() override {
-    store_.reset();
-    std::filesystem::remove_all(dir_);
-  }
-
   // A check of `cluster` whose job's rank 0 measured `allocated_gib`
-  // against stage 0's bound of 55 GiB (none: no report).
+  // against stage 0's bound of 55 GiB (none: an outcome only, measuring
+  // nothing).
   void AddJob(const std::string& cluster, std::optional<uint64_t> allocated_gib) {
-    v1::CheckRecord record = TwoStageRecord();
-    record.set_check_id(absl::StrFormat("%032x", ++jobs_));
-    record.set_cluster(cluster);
-    ASSERT_TRUE(store_->PutCheck(record).ok());
-    ASSERT_TRUE(store_->Flush().ok());
-    if (!allocated_gib) return;
-    ASSERT_TRUE(
-        store_->AddReport(record.check_id(), Report({Allocated(0, *allocated_gib)}), {}).ok());
+    temp_.PutWithReport(
+        cluster, TwoStageRecord(),
+        allocated_gib ? Report({Allocated(0, *allocated_gib)}) : Report({}, v1::JOB_OUTCOME_RAN));
   }
 
-  std::string dir_;
-  std::unique_ptr<store::CheckStore> store_;
-  int jobs_ = 0;
+  testing::TempSqliteStore temp_;
+  store::CheckStore* store_ = &temp_.store();
 };
 
 // Cluster "a": 18 jobs under the bound, one 56 GiB (1/55 over 55), one 66
 // GiB (11/55 over): the 19th smallest of 20 needed widenings is 1/55.
-// Cluster "b"'s jobs, far over, and a job without a report do not count.
+// Cluster "b"'s jobs, far over, and a job whose report measured nothing do not count.
 TEST_F(LearnedWideningTest, LearnedFromTheClustersMeasuredJobs) {
   for (int i = 0; i < 18; ++i) AddJob("a", 50);
   AddJob("a", 56);

@@ -3,7 +3,6 @@
 // directory: the cluster's rows and summary, worked out by hand on the
 // shared two-stage record (tests/feedback/feedback_test_records.h).
 #include <filesystem>
-#include <memory>
 #include <string>
 
 #include "absl/strings/str_format.h"
@@ -11,7 +10,7 @@
 #include "gtest/gtest.h"
 #include "store/check_store.h"
 #include "tests/feedback/feedback_test_records.h"
-#include "tests/testing/service_test_util.h"
+#include "tests/testing/temp_sqlite_store.h"
 #include "tools/calibrate_command.h"
 
 namespace oomguard {
@@ -28,34 +27,14 @@ using ::testing::StartsWith;
 
 class StoreCalibrationTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = testing::MakeTempDir();
-    ASSERT_FALSE(dir_.empty());
-    path_ = dir_ + "/checks.db";
-    absl::StatusOr<store::StoreUrl> url = store::ParseStoreUrl("sqlite:" + path_);
-    ASSERT_TRUE(url.ok()) << url.status();
-    absl::StatusOr<std::unique_ptr<store::CheckStore>> opened = store::OpenCheckStore(*url, {});
-    ASSERT_TRUE(opened.ok()) << opened.status();
-    store_ = *std::move(opened);
-  }
-  void TearDown() override {
-    store_.reset();
-    std::filesystem::remove_all(dir_);
-  }
-
   std::string Put(const std::string& cluster, v1::CheckRecord record,
                   const v1::StoredReport& report) {
-    record.set_check_id(absl::StrFormat("%032x", ++checks_));
-    record.set_cluster(cluster);
-    EXPECT_TRUE(store_->PutCheck(record).ok());
-    EXPECT_TRUE(store_->Flush().ok());
-    EXPECT_TRUE(store_->AddReport(record.check_id(), report, {}).ok());
-    return record.check_id();
+    return store_.PutWithReport(cluster, std::move(record), report);
   }
 
-  std::string dir_, path_;
-  std::unique_ptr<store::CheckStore> store_;
-  int checks_ = 0;
+  testing::TempSqliteStore store_;
+  const std::string& path_ = store_.path();
+  const std::string& dir_ = store_.dir();
 };
 
 TEST_F(StoreCalibrationTest, TheClustersOwnTable) {
