@@ -7,6 +7,8 @@
 #include "feedback/measured_error.h"
 #include "feedback/metric_labels.h"
 #include "feedback/model_family.h"
+#include "google/protobuf/util/message_differencer.h"
+#include "store/record_outcome.h"
 
 namespace oomguard::service {
 namespace {
@@ -17,6 +19,18 @@ prometheus::Histogram::BucketBoundaries ErrorBuckets() {
 }
 
 }  // namespace
+
+v1::CheckRecord RecordBeforeReport(v1::CheckRecord after, const v1::StoredReport& report) {
+  auto& reports = *after.mutable_reports();
+  for (int i = 0; i < reports.size(); ++i) {
+    if (google::protobuf::util::MessageDifferencer::Equals(reports[i], report)) {
+      reports.DeleteSubrange(i, reports.size() - i);
+      break;
+    }
+  }
+  store::SetRecordOutcome(&after);
+  return after;
+}
 
 FeedbackMetrics::FeedbackMetrics(prometheus::Registry& registry)
     : reports_(prometheus::BuildCounter()

@@ -35,6 +35,14 @@
 
 namespace oomguard::service {
 
+// The record as it was before `report` was added, from the record read
+// after it (`after`: its reports in the order received): its reports before
+// the first one equal to `report` (all when none is), its outcome theirs.
+// Read after the write, so that of two reports of one check stored at once
+// exactly one sees the other before it (an admitted job's CUDA OOM counts
+// once).
+v1::CheckRecord RecordBeforeReport(v1::CheckRecord after, const v1::StoredReport& report);
+
 // Thread-safe (prometheus-cpp's families and series are).
 class FeedbackMetrics {
  public:

@@ -119,6 +119,37 @@ TEST(FeedbackMetricsTest, AnAdmittedJobThatRanOutOfMemoryCountsOncePerCheck) {
   EXPECT_EQ(s.at("oomguard_feedback_reports_total{outcome=cuda_oom,source=megatron_log,}"), 4);
 }
 
+TEST(FeedbackMetricsTest, TheRecordBeforeAReportIsTheReportsBeforeIt) {
+  // Two OOM reports of one check stored at once, read back after both: each
+  // sees only what came before it, so exactly one counts.
+  v1::CheckRecord after = TwoStageRecord();
+  v1::StoredReport log = Report({Allocated(0, 40)}, v1::JOB_OUTCOME_CUDA_OOM);
+  v1::StoredReport slurm = Report({}, v1::JOB_OUTCOME_CUDA_OOM);
+  slurm.set_source(v1::MEASUREMENT_SOURCE_SLURM);
+  *after.add_reports() = log;
+  *after.add_reports() = slurm;
+  after.set_outcome(v1::JOB_OUTCOME_CUDA_OOM);
+
+  const v1::CheckRecord before_log = RecordBeforeReport(after, log);
+  EXPECT_EQ(before_log.reports_size(), 0);
+  EXPECT_EQ(before_log.outcome(), v1::JOB_OUTCOME_UNSPECIFIED);
+  EXPECT_EQ(before_log.estimate_size(), 2);
+  const v1::CheckRecord before_slurm = RecordBeforeReport(after, slurm);
+  ASSERT_EQ(before_slurm.reports_size(), 1);
+  EXPECT_EQ(before_slurm.reports(0).source(), v1::MEASUREMENT_SOURCE_MEGATRON_LOG);
+  EXPECT_EQ(before_slurm.outcome(), v1::JOB_OUTCOME_CUDA_OOM);
+
+  prometheus::Registry registry;
+  FeedbackMetrics metrics(registry);
+  metrics.Observe(before_log, log);
+  metrics.Observe(before_slurm, slurm);
+  EXPECT_EQ(
+      Samples(registry).at("oomguard_admitted_then_oom_total{family=unknown,gpu=H100-SXM-80GB,}"),
+      1);
+  // A report the record does not hold: all of it came before.
+  EXPECT_EQ(RecordBeforeReport(after, Report({Allocated(1, 1)})).reports_size(), 2);
+}
+
 TEST(FeedbackMetricsTest, TheLearnedWideningGauge) {
   prometheus::Registry registry;
   FeedbackMetrics metrics(registry);
