@@ -13,7 +13,7 @@ namespace oomguard::feedback {
 absl::Status ValidateWideningOptions(const WideningOptions& options) {
   if (!(options.max_widening >= 0 && options.max_widening <= 1)) {
     return absl::InvalidArgumentError(
-        absl::StrCat("--learned_widening_max = ", options.max_widening, ": must be in [0, 1]"));
+        absl::StrCat("learned_widening_max = ", options.max_widening, ": must be in [0, 1]"));
   }
   if (options.min_measured_jobs < 1) {
     return absl::InvalidArgumentError(

@@ -33,7 +33,7 @@ struct WideningOptions {
 };
 
 // InvalidArgument naming the field (as the server's flags:
-// --learned_widening_max for max_widening) for a value out of its range.
+// learned_widening_max for max_widening) for a value out of its range.
 absl::Status ValidateWideningOptions(const WideningOptions& options);
 
 // The widening `record`'s job needed: the least w >= 0 with every measured

@@ -103,7 +103,7 @@ TEST(LearnWideningTest, OptionsAreValidated) {
   EXPECT_TRUE(ValidateWideningOptions(WideningOptions{}).ok());
   WideningOptions bad;
   bad.max_widening = -0.1;
-  EXPECT_THAT(ValidateWideningOptions(bad).message(), HasSubstr("--learned_widening_max = -0.1"));
+  EXPECT_THAT(ValidateWideningOptions(bad).message(), HasSubstr("learned_widening_max = -0.1"));
   bad.max_widening = 1.5;
   EXPECT_EQ(ValidateWideningOptions(bad).code(), absl::StatusCode::kInvalidArgument);
   bad = WideningOptions{};
