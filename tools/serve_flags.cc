@@ -127,6 +127,14 @@ ABSL_FLAG(std::string, prometheus_url, "",
 ABSL_FLAG(absl::Duration, dcgm_interval, absl::Minutes(1),
           "Time between two reads of the GPUs' peaks from --prometheus_url (>= 1s).");
 
+ABSL_FLAG(std::string, learned_widening, "off",
+          "With --store: on = widen every compared upper bound by what this cluster's own "
+          "measured jobs taught (x (1 + w), w learned from the checks' reports: at least 0, at "
+          "most --learned_widening_max, 0 until 20 jobs are measured; the verdict says so) "
+          "where a Check's policy.learned_widening is unset; off = only where it asks.");
+ABSL_FLAG(double, learned_widening_max, 0.25,
+          "The most the learned widening widens the bound, in [0, 1].");
+
 namespace oomguard {
 
 bool IsServeFlagsFile(absl::string_view filename) {

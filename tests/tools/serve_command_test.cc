@@ -89,12 +89,26 @@ class ServeProcessTest : public ::testing::Test {
 TEST_F(ServeProcessTest, HelpDocumentsEveryFlag) {
   const auto [code, output] = RunToExit({"--help"});
   EXPECT_NE(code, -1);
-  for (const char* flag :
-       {"--grpc_address", "--metrics_address", "--tls_cert", "--tls_key", "--tls_client_ca",
-        "--threads", "--max_request_bytes", "--default_safety_margin", "--gpu_catalog",
-        "--shutdown_grace", "--log_requests", "--response_cache_mb", "--check_result_cache_mb",
-        "--plan_cache_mb", "--http_address", "--http_request_timeout",
-        "--webhook_max_connections_per_source", "--http_max_connections_per_source"}) {
+  for (const char* flag : {"--grpc_address",
+                           "--metrics_address",
+                           "--tls_cert",
+                           "--tls_key",
+                           "--tls_client_ca",
+                           "--threads",
+                           "--max_request_bytes",
+                           "--default_safety_margin",
+                           "--gpu_catalog",
+                           "--shutdown_grace",
+                           "--log_requests",
+                           "--response_cache_mb",
+                           "--check_result_cache_mb",
+                           "--plan_cache_mb",
+                           "--http_address",
+                           "--http_request_timeout",
+                           "--webhook_max_connections_per_source",
+                           "--http_max_connections_per_source",
+                           "--learned_widening",
+                           "--learned_widening_max"}) {
     EXPECT_THAT(output, HasSubstr(flag));
   }
   EXPECT_THAT(output, HasSubstr("SIGTERM"));
@@ -138,6 +152,13 @@ TEST_F(ServeProcessTest, BadFlagValuesStopStartUp) {
                  "--http_max_connections_per_source=-1"});
   EXPECT_EQ(code, 2);
   EXPECT_THAT(output, HasSubstr("http max_connections_per_source = -1: must be >= 1"));
+
+  std::tie(code, output) = RunToExit({"--learned_widening=yes", "--metrics_address="});
+  EXPECT_EQ(code, 2);
+  EXPECT_THAT(output, HasSubstr("learned_widening = \"yes\": must be off or on"));
+  std::tie(code, output) = RunToExit({"--learned_widening_max=1.5", "--metrics_address="});
+  EXPECT_EQ(code, 2);
+  EXPECT_THAT(output, HasSubstr("learned_widening_max = 1.5: must be in [0, 1]"));
 
   std::tie(code, output) = RunToExit({"--no_such_flag"});
   EXPECT_NE(code, 0);
