@@ -110,7 +110,7 @@ def report_feedback(server):
     check = {"job": {"megatron": {"preset": "llama3-8b", "numGpus": 8, "args": LLAMA_FITS}},
              "gpuName": "H100-SXM-80GB"}
     ran, oom = (server.http_json("POST", "/v1/check", check) for _ in range(2))
-    assert ran["verdict"] == oom["verdict"] == "FITS", (ran["verdict"], oom["verdict"])
+    assert ran["verdict"] == oom["verdict"] == "VERDICT_FITS", (ran["verdict"], oom["verdict"])
     for report in (
             {"checkId": ran["checkId"], "source": "MEASUREMENT_SOURCE_MEGATRON_LOG",
              "outcome": "JOB_OUTCOME_RAN", "ranks": [{"rank": 0, "maxAllocatedBytes": str(30 << 30)}]},
