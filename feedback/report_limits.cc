@@ -30,6 +30,19 @@ bool IsSlurmJobId(absl::string_view id) {
   return id.size() <= 64;
 }
 
+// A kind: an upper-case letter, then letters and digits (Kubernetes' API
+// conventions: CamelCase), at most 63 bytes.
+bool IsKubernetesKind(absl::string_view kind) {
+  if (kind.empty() || kind.size() > 63 ||
+      !absl::ascii_isupper(static_cast<unsigned char>(kind[0]))) {
+    return false;
+  }
+  for (char c : kind) {
+    if (!absl::ascii_isalnum(static_cast<unsigned char>(c))) return false;
+  }
+  return true;
+}
+
 bool IsKubernetesName(absl::string_view name) {
   if (name.empty() || name.size() > kMaxHandleBytes) return false;
   for (char c : name) {
@@ -119,6 +132,17 @@ absl::Status ValidateJobHandle(const v1::JobHandle& handle, absl::string_view fi
   }
   if (handle.kubernetes_namespace().empty() != handle.kubernetes_workload().empty()) {
     return Invalid(field, "kubernetes_namespace and kubernetes_workload go together");
+  }
+  if (!handle.kubernetes_kind().empty()) {
+    if (!IsKubernetesKind(handle.kubernetes_kind())) {
+      return Invalid(absl::StrCat(field, ".kubernetes_kind"),
+                     absl::StrCat(Shown(handle.kubernetes_kind()),
+                                  " is not a Kubernetes kind (e.g. \"PyTorchJob\")"));
+    }
+    if (handle.kubernetes_workload().empty()) {
+      return Invalid(absl::StrCat(field, ".kubernetes_kind"),
+                     "names the kind of no kubernetes_workload");
+    }
   }
   return absl::OkStatus();
 }

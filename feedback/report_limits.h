@@ -33,7 +33,8 @@ absl::Status ValidateCheckId(absl::string_view id, absl::string_view field = "ch
 
 // OK when `handle`'s fields are empty or well formed: a Slurm job id (digits,
 // an array's "_N" or a het job's "+N"), Kubernetes names (RFC 1123: lowercase
-// letters, digits, '-', '.'). InvalidArgument naming `field`.<its field>.
+// letters, digits, '-', '.'), a Kubernetes kind (CamelCase, with a workload).
+// InvalidArgument naming `field`.<its field>.
 absl::Status ValidateJobHandle(const v1::JobHandle& handle, absl::string_view field = "handle");
 
 // OK when `report` is one the server takes: a check id, a source, an

@@ -38,8 +38,15 @@ CheckRow ToCheckRow(const v1::CheckRecord& record) {
   row.handle = record.handle();
   v1::CheckRecord rest = record;
   rest.clear_reports();
-  rest.clear_handle();
   rest.clear_outcome();
+  // The handle's fields with columns live there (a report may set them
+  // later); the others (e.g. the webhook's kubernetes_kind) stay in the
+  // record's bytes.
+  v1::JobHandle* rest_handle = rest.mutable_handle();
+  rest_handle->clear_slurm_job_id();
+  rest_handle->clear_kubernetes_namespace();
+  rest_handle->clear_kubernetes_workload();
+  if (rest_handle->ByteSizeLong() == 0) rest.clear_handle();
   row.record_bytes = Serialize(rest);
   return row;
 }
@@ -51,8 +58,9 @@ absl::StatusOr<v1::CheckRecord> FromCheckRow(absl::string_view check_id,
   if (!record.ParseFromArray(record_bytes.data(), static_cast<int>(record_bytes.size()))) {
     return Corrupt(check_id, "record");
   }
-  // An empty handle stays unset, as it was put.
-  if (handle.ByteSizeLong() > 0) *record.mutable_handle() = handle;
+  // The columns' fields over what the bytes kept; an empty handle stays
+  // unset, as it was put.
+  if (handle.ByteSizeLong() > 0) record.mutable_handle()->MergeFrom(handle);
   return record;
 }
 

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -17,8 +18,10 @@
 #include "admission/peak_wording.h"
 #include "common/valid_utf8.h"
 #include "estimator/unmodelled_settings.h"
+#include "feedback/report_limits.h"
 #include "jobscript/check_request.h"
 #include "service/status_mapping.h"
+#include "webhook/check_id_patch.h"
 
 namespace oomguard::webhook {
 namespace {
@@ -79,6 +82,8 @@ struct Answer {
   std::string message;  // status.message when denied.
   std::vector<std::string> warnings;
   std::vector<std::pair<std::string, std::string>> audit;
+  // A JSONPatch's operations (mutating answers only); null for none.
+  json patch;
 };
 
 std::string ReviewJson(const std::string& uid, const Answer& answer) {
@@ -89,6 +94,11 @@ std::string ReviewJson(const std::string& uid, const Answer& answer) {
     response["status"] = {{"code", 403}, {"reason", "Forbidden"}, {"message", answer.message}};
   }
   if (!answer.warnings.empty()) response["warnings"] = answer.warnings;
+  if (answer.patch.is_array() && !answer.patch.empty()) {
+    response["patchType"] = "JSONPatch";
+    response["patch"] =
+        absl::Base64Escape(answer.patch.dump(-1, ' ', false, json::error_handler_t::replace));
+  }
   if (!answer.audit.empty()) {
     ordered_json audit = ordered_json::object();
     for (const auto& [key, value] : answer.audit) audit[key] = value;
@@ -174,9 +184,29 @@ void AddVerdict(const v1::CheckResponse& r, const WorkloadJob& job, absl::string
   }
 }
 
+// The job's handle, for finding its pods' measurements later: none for a
+// dry run, or before the object has a name (generateName).
+v1::JobHandle HandleOf(const json& object, WorkloadKind kind, const AdmissionOutcome& outcome) {
+  v1::JobHandle handle;
+  if (outcome.dry_run) return handle;
+  std::string name = outcome.name;
+  if (name.empty() && object.is_object()) {
+    if (auto it = object.find("metadata"); it != object.end()) name = StringField(*it, "name");
+  }
+  if (name.empty() || outcome.namespace_name.empty()) return handle;
+  handle.set_kubernetes_namespace(outcome.namespace_name);
+  handle.set_kubernetes_workload(name);
+  handle.set_kubernetes_kind(std::string(WorkloadKindName(kind)));
+  // The API server has checked the names; a handle it would not take is
+  // dropped, never the check.
+  if (!feedback::ValidateJobHandle(handle).ok()) handle.Clear();
+  return handle;
+}
+
 // Judges one object of a kind the webhook knows.
 Answer Judge(const json& request, const json& object, WorkloadKind kind, const GpuCatalog& catalog,
-             absl::Time deadline, CheckFunction check, AdmissionOutcome* outcome) {
+             absl::Time deadline, CheckFunction check, AdmissionMode mode,
+             AdmissionOutcome* outcome) {
   Answer answer;
   const std::string subject = Subject(request, object, WorkloadKindName(kind));
   auto cannot_judge = [&](const absl::Status& status) {
@@ -200,7 +230,7 @@ Answer Judge(const json& request, const json& object, WorkloadKind kind, const G
   v1::CheckResponse response;
   absl::Status status;
   try {
-    status = check(*check_request, deadline, &response);
+    status = check(*check_request, HandleOf(object, kind, *outcome), deadline, &response);
   } catch (const std::exception& e) {
     status = absl::InternalError(absl::StrCat("unexpected exception: ", e.what()));
   }
@@ -228,7 +258,9 @@ Answer Judge(const json& request, const json& object, WorkloadKind kind, const G
   outcome->judged = true;
   outcome->verdict = response.verdict();
   outcome->peak_bytes = response.peak_device_bytes();
+  outcome->check_id = response.check_id();
   AddVerdict(response, *job, subject, &answer);
+  if (!response.check_id().empty()) answer.audit.emplace_back("check-id", response.check_id());
   if (!response.unmodelled_settings().empty()) {
     // Judged anyway (the server's --judge_unmodelled): the verdict is of the
     // job without these settings, and says so first.
@@ -259,6 +291,10 @@ Answer Judge(const json& request, const json& object, WorkloadKind kind, const G
     answer.warnings.insert(answer.warnings.begin(), Warning(absl::StrCat("oomguard: ", note)));
   }
   for (std::string& w : job->warnings) answer.warnings.push_back(Warning(w));
+  if (mode == AdmissionMode::kMutate && answer.allowed && !response.check_id().empty()) {
+    answer.patch = CheckIdPatch(object, *job, response.check_id());
+    outcome->patched = !answer.patch.empty();
+  }
   return answer;
 }
 
@@ -303,7 +339,7 @@ absl::StatusOr<v1::CheckRequest> CheckRequestFor(const WorkloadJob& job,
 }
 
 AdmissionAnswer ReviewAdmission(absl::string_view body, const GpuCatalog& catalog,
-                                absl::Time deadline, CheckFunction check) {
+                                absl::Time deadline, CheckFunction check, AdmissionMode mode) {
   AdmissionAnswer result;
   AdmissionOutcome& outcome = result.outcome;
   auto refuse = [&](const std::string& message) {
@@ -356,7 +392,7 @@ AdmissionAnswer ReviewAdmission(absl::string_view body, const GpuCatalog& catalo
     answer.warnings.push_back(
         absl::StrCat("oomguard could not check this object: ", outcome.reason));
   } else {
-    answer = Judge(request, *object, *workload, catalog, deadline, check, &outcome);
+    answer = Judge(request, *object, *workload, catalog, deadline, check, mode, &outcome);
   }
   outcome.allowed = answer.allowed;
   result.body = ReviewJson(outcome.uid, answer);

@@ -1,6 +1,9 @@
-// The Kubernetes validating admission webhook without the HTTP: an
-// admission.k8s.io/v1 AdmissionReview (JSON, as the API server posts it) in,
-// the AdmissionReview answer out. webhook_server.h serves it over HTTPS.
+// The Kubernetes admission webhook without the HTTP: an admission.k8s.io/v1
+// AdmissionReview (JSON, as the API server posts it) in, the AdmissionReview
+// answer out. webhook_server.h serves it over HTTPS, validating (POST
+// /validate) or mutating (POST /mutate): both judge alike; a mutating answer
+// that admits a judged job whose check has an id (a server with a store)
+// also carries the JSONPatch of check_id_patch.h (patchType "JSONPatch").
 //
 // A CREATE of a Pod, batch/v1 Job, Kubeflow PyTorchJob or JobSet that
 // launches Megatron-LM (webhook_workload.h) becomes a CheckRequest, run by
@@ -24,7 +27,11 @@
 // - Not a launch (or another operation, kind, or oomguard.io/skip): allowed
 //   silently.
 // Every answer echoes `request.uid` and carries `auditAnnotations` (verdict,
-// peak, GPU; or why it was not judged). A body that is not an
+// peak, GPU and the check id when there is one; or why it was not judged).
+// The check is given the job's handle (its namespace, name and kind, how
+// oomguard finds the pods' measurements later) unless the request is a dry
+// run (no pods will run) or the object has no name yet (`generateName`: the
+// API server names it after the mutating webhooks). A body that is not an
 // admission.k8s.io/v1 AdmissionReview with a `request.uid` gets HTTP 400.
 // Any input is safe: size bounded by the server, nesting deeper than
 // kMaxJsonDepth refused, wrong types reported by path.
@@ -42,6 +49,7 @@
 #include "absl/types/span.h"
 #include "admission/gpu_catalog.h"
 #include "oomguard/v1/admission.pb.h"
+#include "oomguard/v1/feedback.pb.h"
 #include "webhook/webhook_workload.h"
 
 namespace oomguard::webhook {
@@ -51,9 +59,14 @@ inline constexpr int kMaxJsonDepth = 64;
 // Longest warning sent; the API server may truncate longer ones.
 inline constexpr size_t kMaxWarningBytes = 256;
 
-// One Check, in-process (RequestHandlers::RunCheck in the server).
-using CheckFunction = absl::FunctionRef<absl::Status(
-    const v1::CheckRequest& request, absl::Time deadline, v1::CheckResponse* response)>;
+// One Check, in-process (RequestHandlers::RunCheck in the server), kept
+// with `handle` when the server keeps checks.
+using CheckFunction =
+    absl::FunctionRef<absl::Status(const v1::CheckRequest& request, const v1::JobHandle& handle,
+                                   absl::Time deadline, v1::CheckResponse* response)>;
+
+// Validating answers allow or deny; mutating ones also patch (see above).
+enum class AdmissionMode { kValidate, kMutate };
 
 // What happened, for metrics and the log.
 struct AdmissionOutcome {
@@ -72,6 +85,10 @@ struct AdmissionOutcome {
   bool dry_run = false;
   // Why it was not judged or could not be; empty when judged.
   std::string reason;
+  // The check's id (empty without a store), and whether the answer patched
+  // the object with it.
+  std::string check_id;
+  bool patched = false;
 };
 
 struct AdmissionAnswer {
@@ -85,7 +102,8 @@ struct AdmissionAnswer {
 // server's, so that --gpu_catalog entries count); `check` runs with
 // `deadline`.
 AdmissionAnswer ReviewAdmission(absl::string_view body, const GpuCatalog& catalog,
-                                absl::Time deadline, CheckFunction check);
+                                absl::Time deadline, CheckFunction check,
+                                AdmissionMode mode = AdmissionMode::kValidate);
 
 // The CheckRequest of a judged workload. InvalidArgument for an unknown GPU
 // (naming where the name came from and the known ones).

@@ -7,6 +7,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "common/status_macros.h"
 
 namespace oomguard::webhook {
@@ -17,8 +18,10 @@ JsonNode JsonNode::Get(absl::string_view key) const {
   const bool plain = !key.empty() && std::all_of(key.begin(), key.end(), [](char c) {
     return absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '_';
   });
-  JsonNode child{nullptr, plain ? absl::StrCat(path, path.empty() ? "" : ".", key)
-                                : absl::StrCat(path, "[\"", key, "\"]")};
+  JsonNode child{nullptr,
+                 plain ? absl::StrCat(path, path.empty() ? "" : ".", key)
+                       : absl::StrCat(path, "[\"", key, "\"]"),
+                 absl::StrCat(pointer, "/", absl::StrReplaceAll(key, {{"~", "~0"}, {"/", "~1"}}))};
   if (value != nullptr && value->is_object()) {
     auto it = value->find(key);
     if (it != value->end() && !it->is_null()) child.value = &*it;
@@ -28,7 +31,7 @@ JsonNode JsonNode::Get(absl::string_view key) const {
 
 JsonNode JsonNode::At(size_t i) const {
   return JsonNode{value != nullptr && value->is_array() ? &(*value)[i] : nullptr,
-                  absl::StrCat(path, "[", i, "]")};
+                  absl::StrCat(path, "[", i, "]"), absl::StrCat(pointer, "/", i)};
 }
 
 std::string ShowJson(const json& value) {

@@ -19,16 +19,18 @@
 
 namespace oomguard::webhook {
 
-// A JSON value (nullptr: absent or null) and its path, for messages.
+// A JSON value (nullptr: absent or null), its path, for messages, and its
+// JSON Pointer (RFC 6901: "/spec/containers/0"), for a JSONPatch (RFC 6902).
 struct JsonNode {
   const nlohmann::json* value = nullptr;
   std::string path;
+  std::string pointer;  // "" for the document itself.
 
   explicit operator bool() const { return value != nullptr; }
 
   // The member `key` of an object (absent when this is not an object);
   // its path is `path.key`, or `path["key"]` for keys that are not plain
-  // identifiers.
+  // identifiers; its pointer `pointer/key` with '~' and '/' escaped.
   JsonNode Get(absl::string_view key) const;
 
   // The element `i` of a list (absent when this is not a list; `i` must be

@@ -146,6 +146,7 @@ absl::StatusOr<PodScan> ScanPodSpec(const JsonNode& spec, const Deadline& deadli
     OOMGUARD_RETURN_IF_ERROR(ExpectObject(container));
     OOMGUARD_ASSIGN_OR_RETURN(const uint64_t gpus, ContainerGpus(container));
     scan.total_gpus += gpus;
+    if (gpus > 0) scan.gpu_container_pointers.push_back(container.pointer);
     size_t budget = kMaxExpandedBytes;
     OOMGUARD_ASSIGN_OR_RETURN(auto env, ReadEnv(container, budget));
     OOMGUARD_ASSIGN_OR_RETURN(const std::vector<std::string> command,
@@ -192,6 +193,7 @@ absl::StatusOr<PodScan> ScanPodSpec(const JsonNode& spec, const Deadline& deadli
     if (++scan.launches > 1) continue;
     scan.launch = true;
     scan.container = where;
+    scan.launch_pointer = container.pointer;
     scan.launch_gpus = gpus;
     scan.env = std::move(env);
     scan.script = *std::move(script);

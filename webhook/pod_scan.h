@@ -48,9 +48,18 @@ struct PodScan {
   std::string gpu_product;
   std::string gpu_product_source;
 
+  // JSON Pointers (json_node.h) of the launching container and of the
+  // containers that request GPUs, in `containers` order.
+  std::string launch_pointer;
+  std::vector<std::string> gpu_container_pointers;
+
   // The GPUs of one pod that are training ranks: the launching
   // container's when there is one (sidecars are not ranks), else all.
   uint64_t PodGpus() const { return launch ? launch_gpus : total_gpus; }
+  // The containers those GPUs belong to (JSON Pointers), by the same rule.
+  std::vector<std::string> TrainingContainers() const {
+    return launch ? std::vector<std::string>{launch_pointer} : gpu_container_pointers;
+  }
 };
 
 // Reads a PodSpec. InvalidArgument naming the field path and value for a

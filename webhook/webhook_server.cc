@@ -109,7 +109,10 @@ absl::StatusOr<std::unique_ptr<WebhookServer>> WebhookServer::Start(WebhookServe
   httplib::Server& http = *server->server_;
   WebhookServer* self = server.get();
   http.Post("/validate", [self](const httplib::Request& request, httplib::Response& response) {
-    self->HandleValidate(request, response);
+    self->HandleReview(request, response, AdmissionMode::kValidate);
+  });
+  http.Post("/mutate", [self](const httplib::Request& request, httplib::Response& response) {
+    self->HandleReview(request, response, AdmissionMode::kMutate);
   });
   http.Get("/healthz", [](const httplib::Request&, httplib::Response& response) {
     response.set_content("ok\n", "text/plain");
@@ -124,14 +127,17 @@ absl::StatusOr<std::unique_ptr<WebhookServer>> WebhookServer::Start(WebhookServe
   return server;
 }
 
-void WebhookServer::HandleValidate(const httplib::Request& request, httplib::Response& response) {
+void WebhookServer::HandleReview(const httplib::Request& request, httplib::Response& response,
+                                 AdmissionMode mode) {
   const absl::Time start = absl::Now();
   const absl::Time deadline = start + CheckBudget(request, options_.check_timeout);
   const AdmissionAnswer answer = ReviewAdmission(
       request.body, catalog_, deadline,
-      [this](const v1::CheckRequest& check, absl::Time check_deadline, v1::CheckResponse* checked) {
-        return RunCheck(check, check_deadline, checked);
-      });
+      [this](const v1::CheckRequest& check, const v1::JobHandle& handle, absl::Time check_deadline,
+             v1::CheckResponse* checked) {
+        return RunCheck(check, handle, check_deadline, checked);
+      },
+      mode);
   response.status = answer.http_status;
   response.set_content(
       answer.body, answer.http_status == 200 ? "application/json" : "text/plain; charset=utf-8");
@@ -159,6 +165,9 @@ void WebhookServer::HandleValidate(const httplib::Request& request, httplib::Res
   if (o.judged) {
     fields.emplace_back("verdict", absl::StripPrefix(v1::Verdict_Name(o.verdict), "VERDICT_"));
     fields.emplace_back("peak_bytes", absl::StrCat(o.peak_bytes));
+    if (!o.check_id.empty()) fields.emplace_back("check_id", o.check_id);
+    if (mode == AdmissionMode::kMutate)
+      fields.emplace_back("patched", o.patched ? "true" : "false");
   } else if (!o.reason.empty()) {
     fields.emplace_back("reason", o.reason);
   }
@@ -166,11 +175,11 @@ void WebhookServer::HandleValidate(const httplib::Request& request, httplib::Res
   WriteLogLine(FormatEventLine("admission", fields, absl::Now()));
 }
 
-absl::Status WebhookServer::RunCheck(const v1::CheckRequest& check, absl::Time deadline,
-                                     v1::CheckResponse* checked) {
+absl::Status WebhookServer::RunCheck(const v1::CheckRequest& check, const v1::JobHandle& handle,
+                                     absl::Time deadline, v1::CheckResponse* checked) {
   OOMGUARD_RETURN_IF_ERROR(check_turns_.Acquire(deadline));
   const absl::Cleanup release = [this] { check_turns_.Release(); };
-  return handlers_->RunCheck(check, deadline, checked);
+  return handlers_->RunCheck(check, deadline, checked, handle);
 }
 
 void WebhookServer::Stop() {

@@ -7,6 +7,10 @@
 //                   (service/request_handlers.h, as the HTTP/JSON API calls
 //                   them); counted in the metrics as method="Webhook",
 //                   transport="http" and logged as msg=admission.
+//   POST /mutate    the same review, judged alike, whose answer admitting a
+//                   checked job also patches the check's id into it
+//                   (check_id_patch.h), for a MutatingWebhookConfiguration;
+//                   a cluster registers one of the two, never both.
 //   GET  /healthz   "ok".
 //
 // TLS (1.2 or later) from PEM files, re-read when they change (checked at
@@ -33,6 +37,7 @@
 #include "net/server_tls.h"
 #include "service/metrics.h"
 #include "service/request_handlers.h"
+#include "webhook/admission_webhook.h"
 
 namespace httplib {
 struct Request;
@@ -93,11 +98,12 @@ class WebhookServer {
  private:
   WebhookServer(WebhookServerOptions options, GpuCatalog catalog,
                 service::RequestHandlers* handlers, service::ServiceMetrics* metrics);
-  void HandleValidate(const httplib::Request& request, httplib::Response& response);
-  // The in-process Check, once one of the `threads` turns is free
-  // (DeadlineExceeded when none is by `deadline`).
-  absl::Status RunCheck(const v1::CheckRequest& check, absl::Time deadline,
-                        v1::CheckResponse* checked);
+  void HandleReview(const httplib::Request& request, httplib::Response& response,
+                    AdmissionMode mode);
+  // The in-process Check, kept with `handle`, once one of the `threads`
+  // turns is free (DeadlineExceeded when none is by `deadline`).
+  absl::Status RunCheck(const v1::CheckRequest& check, const v1::JobHandle& handle,
+                        absl::Time deadline, v1::CheckResponse* checked);
 
   const WebhookServerOptions options_;
   const GpuCatalog catalog_;

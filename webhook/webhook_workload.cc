@@ -94,7 +94,7 @@ WorkloadJob NotJudged(std::string reason) {
 
 absl::StatusOr<WorkloadJob> ReadWorkload(const json& object_json, WorkloadKind kind,
                                          const Deadline& deadline) {
-  const JsonNode object{&object_json, ""};
+  const JsonNode object{&object_json, "", ""};
   if (!object_json.is_object()) {
     return absl::InvalidArgumentError(
         absl::StrCat("object = ", ShowJson(object_json), ": expected an object"));
@@ -134,6 +134,15 @@ absl::StatusOr<WorkloadJob> ReadWorkload(const json& object_json, WorkloadKind k
   WorkloadJob job;
   job.judge = true;
   job.container = launch->container;
+  job.pod_metadata.push_back(metadata.pointer);
+  for (size_t i = 0; i < groups.size(); ++i) {
+    if (groups[i].metadata.pointer != metadata.pointer) {
+      job.pod_metadata.push_back(groups[i].metadata.pointer);
+    }
+    for (std::string& container : pods.scans[i].TrainingContainers()) {
+      job.training_containers.push_back(std::move(container));
+    }
+  }
   for (const std::string& word : script.unresolved) {
     if (MayChangeMemory(word)) job.unresolved.push_back(word);
   }

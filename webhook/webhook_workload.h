@@ -85,6 +85,12 @@ struct WorkloadJob {
   std::vector<std::string> unresolved;
   // For the submitter (count mismatches, several launches).
   std::vector<std::string> warnings;
+  // Where a mutating answer puts the check id (check_id_patch.h), as JSON
+  // Pointers into the object: the metadata of the object and of each pod
+  // template (present or not), and each pod group's training containers
+  // (PodScan::TrainingContainers: the ones whose GPUs are counted).
+  std::vector<std::string> pod_metadata;
+  std::vector<std::string> training_containers;
 };
 
 // Reads `object` (an AdmissionRequest's `object`) of kind `kind`.

@@ -6,7 +6,8 @@
 // usable memory, and a module tree per rank. In RL mode the job is an RL
 // step's config (rl_step.js builds it and draws the phases). Loaded as a file
 // (the page's Content-Security-Policy allows no inline script); nothing comes
-// from elsewhere.
+// from elsewhere. At /#check=ID it shows a kept check's record instead
+// (check_record.js).
 "use strict";
 
 const GiB = 1024 * 1024 * 1024;
@@ -160,8 +161,9 @@ function jobSource(state) {
   return source;
 }
 
+// POSTs `body`; without one, a GET.
 async function callApi(path, body) {
-  const reply = await fetch(path, {
+  const reply = await fetch(path, body === undefined ? {} : {
     method: "POST",
     headers: { "Content-Type": "application/json" },
     body: JSON.stringify(body),
@@ -424,6 +426,7 @@ async function submit() {
     const estimate = rl ? null : await callApi("/v1/estimate", { job, moduleTree: true }).catch(() => null);
     $("error").hidden = true;
     showVerdict(check);
+    showCheckLink(check);
     showRecommendations(check);
     showAlternatives(check);
     if (rl) {
@@ -459,7 +462,10 @@ async function main() {
   for (const radio of document.querySelectorAll("input[name=mode]")) radio.addEventListener("change", showMode);
   await fillChoices();
   const state = stateFromFragment();
-  if (state) {
+  if (state && state.check !== undefined) {
+    // A check's record (check_record.js), not a job.
+    await showCheckRecord(state.check);
+  } else if (state) {
     writeForm(state);
     submit();
   }

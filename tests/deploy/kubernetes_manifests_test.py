@@ -75,9 +75,44 @@ class Manifests(unittest.TestCase):
                 self.assertIn("apiVersion", d, name)
 
     def test_kustomization_lists_every_manifest(self):
-        k = one("Kustomization")
+        (k,) = load(os.path.join(K8S, "kustomization.yaml"))
         top = {n for n in os.listdir(K8S) if n.endswith(".yaml") and n != "kustomization.yaml"}
         self.assertEqual(set(k["resources"]), top)
+
+    def test_mutating_component_swaps_the_webhook_for_the_mutating_one(self):
+        """mutating/: /mutate in place of /validate, never both."""
+        (c,) = load(os.path.join(K8S, "mutating", "kustomization.yaml"))
+        self.assertEqual(c["kind"], "Component")
+        self.assertEqual(c["resources"], ["mutating-webhook.yaml"])
+        (patch,) = c["patches"]
+        deleted = yaml.safe_load(patch["patch"])
+        self.assertEqual(deleted["$patch"], "delete")
+        validating = one("ValidatingWebhookConfiguration")
+        self.assertEqual((deleted["kind"], deleted["apiVersion"], deleted["metadata"]["name"]),
+                         (validating["kind"], validating["apiVersion"],
+                          validating["metadata"]["name"]))
+        # Off unless the base's kustomization enables it (commented there).
+        with open(os.path.join(K8S, "kustomization.yaml")) as f:
+            self.assertIn("# components:\n#   - mutating\n", f.read())
+        (k,) = load(os.path.join(K8S, "kustomization.yaml"))
+        self.assertNotIn("components", k)
+        mutating = one("MutatingWebhookConfiguration")
+        (v,) = validating["webhooks"]
+        (m,) = mutating["webhooks"]
+        self.assertEqual(m["name"], "mutate.oomguard.io")
+        self.assertEqual(m["clientConfig"]["service"]["path"], "/mutate")
+        # One check per object: never called again after another webhook.
+        self.assertEqual(m["reinvocationPolicy"], "Never")
+        # Everything else as the validating webhook's (test_webhook_configuration).
+        same = lambda w: {k: v for k, v in w.items() if k not in ("name", "reinvocationPolicy")}
+        m_rest, v_rest = same(m), same(v)
+        m_rest["clientConfig"] = dict(m["clientConfig"], service=dict(
+            m["clientConfig"]["service"], path="/validate"))
+        self.assertEqual(m_rest, v_rest)
+        self.assertEqual(mutating["metadata"], validating["metadata"])
+        with open(os.path.join(K8S, "README.md")) as f:
+            readme = f.read()
+        self.assertIn("**instead of** `/validate`, never both", readme)
 
     def test_deployment_is_hardened(self):
         d = one("Deployment")
@@ -218,6 +253,33 @@ class Dockerfile(unittest.TestCase):
         self.assertLessEqual(set(subdirs) - {"bench"}, copied)
 
 
+@unittest.skipUnless(shutil.which("kubectl"), "kubectl not installed")
+class Kustomize(unittest.TestCase):
+    def render(self, root):
+        out = subprocess.run(["kubectl", "kustomize", root], check=True, capture_output=True,
+                             text=True).stdout
+        return [d for d in yaml.safe_load_all(out) if d is not None]
+
+    def test_one_webhook_configuration_either_way(self):
+        """As shipped: the validating webhook; with the component: the mutating one only."""
+        kinds = lambda docs: sorted(d["kind"] for d in docs if d["kind"].endswith("WebhookConfiguration"))
+        self.assertEqual(kinds(self.render(K8S)), ["ValidatingWebhookConfiguration"])
+        with tempfile.TemporaryDirectory() as tmp:
+            copy = os.path.join(tmp, "kubernetes")
+            shutil.copytree(K8S, copy)
+            path = os.path.join(copy, "kustomization.yaml")
+            with open(path) as f:
+                text = f.read()
+            with open(path, "w") as f:
+                f.write(text.replace("# components:\n#   - mutating\n", "components:\n  - mutating\n"))
+            docs = self.render(copy)
+            self.assertEqual(kinds(docs), ["MutatingWebhookConfiguration"])
+            (m,) = [d for d in docs if d["kind"] == "MutatingWebhookConfiguration"]
+            self.assertEqual(m["webhooks"][0]["clientConfig"]["service"]["path"], "/mutate")
+            # Everything else as shipped.
+            self.assertEqual(len(docs), len(self.render(K8S)))
+
+
 @unittest.skipUnless(shutil.which("openssl"), "openssl CLI not installed")
 class MakeCerts(unittest.TestCase):
     def test_makes_a_chain_the_ca_bundle_verifies(self):
@@ -229,10 +291,11 @@ class MakeCerts(unittest.TestCase):
             (secret,) = load(os.path.join(out, "secret.yaml"))
             self.assertEqual(secret["type"], "kubernetes.io/tls")
             self.assertEqual(secret["metadata"]["name"], "oomguard-webhook-tls")
-            (cfg,) = load(os.path.join(out, "validating-webhook.yaml"))
-            bundle = base64.b64decode(cfg["webhooks"][0]["clientConfig"]["caBundle"])
-            self.assertEqual(bundle, ca)
-            self.assertNotIn("annotations", cfg["metadata"])
+            for config in ("validating-webhook.yaml", "mutating-webhook.yaml"):
+                (cfg,) = load(os.path.join(out, config))
+                bundle = base64.b64decode(cfg["webhooks"][0]["clientConfig"]["caBundle"])
+                self.assertEqual(bundle, ca, config)
+                self.assertNotIn("annotations", cfg["metadata"], config)
             crt = os.path.join(out, "served.crt")
             with open(crt, "wb") as f:
                 f.write(base64.b64decode(secret["data"]["tls.crt"]))

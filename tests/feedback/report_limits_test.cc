@@ -93,6 +93,15 @@ TEST(ReportLimitsTest, HandlesAreSafeInALabelMatcher) {
   ExpectInvalid(r, "handle.kubernetes_workload: \"Llama-70B\" is not a Kubernetes name");
   r.mutable_handle()->set_kubernetes_workload("llama-70b.pretrain");
   EXPECT_TRUE(ValidateReport(r).ok());
+  r.mutable_handle()->set_kubernetes_kind("PyTorchJob");
+  EXPECT_TRUE(ValidateReport(r).ok());
+  r.mutable_handle()->set_kubernetes_kind("pytorchjob\"}");
+  ExpectInvalid(r, "handle.kubernetes_kind: \"pytorchjob\\\"}\" is not a Kubernetes kind");
+  r.mutable_handle()->set_kubernetes_kind("Job");
+  r.mutable_handle()->clear_kubernetes_namespace();
+  r.mutable_handle()->clear_kubernetes_workload();
+  r.mutable_handle()->set_slurm_job_id("1234");
+  ExpectInvalid(r, "handle.kubernetes_kind: names the kind of no kubernetes_workload");
 }
 
 }  // namespace

@@ -709,7 +709,8 @@ TEST_F(HttpApiTest, ServesThePageWithStrictHeaders) {
               StartsWith("default-src 'self'; script-src 'self';"));
   EXPECT_EQ(page->get_header_value("X-Content-Type-Options"), "nosniff");
   EXPECT_THAT(page->body, HasSubstr("<script src=\"/rl_step.js\""));
-  for (const char* path : {"/page.js", "/rl_step.js"}) {
+  EXPECT_THAT(page->body, HasSubstr("<script src=\"/check_record.js\""));
+  for (const char* path : {"/page.js", "/rl_step.js", "/check_record.js"}) {
     httplib::Result script = client_->Get(path);
     ASSERT_TRUE(script) << path;
     EXPECT_EQ(script->status, 200) << path;

@@ -16,7 +16,12 @@ by term as the server's answer (POST /v1/check, asked directly too) itemises
 them, the usable line, the upper bounds, the binding phase, the terms with
 their keys in a table and on hover, the host memory, the notes, a link that
 reproduces it, and a bad key's error naming the field; slime's shipped
-argument line split into words as a shell would. Every file the page loaded came from the server.
+argument line split into words as a shell would. Then a check the server kept (it runs with an
+SQLite store): the answer links its record; the record at /#check=ID after two reports (Megatron's
+log lines on ranks of both pipeline stages, one over the bound; a DCGM device) shows, per stage,
+the estimate beside the largest measured peak, the error and the bound, the device measurement
+against the largest stage, and the reports; an unknown id shows the error. Every file the page
+loaded came from the server.
 Saves a screenshot of the answer, of the error and of the RL answer to
 --out-dir and prints their paths.
 
@@ -49,11 +54,11 @@ def find_browser():
     return browser, driver, None
 
 
-def start_server(binary, log_path):
+def start_server(binary, log_path, flags=()):
     log = open(log_path, "w")
     server = subprocess.Popen(
         [binary, "--grpc_address=127.0.0.1:0", "--metrics_address=", "--http_address=127.0.0.1:0",
-         "--threads=2"], stdout=log, stderr=subprocess.STDOUT)
+         "--threads=2", *flags], stdout=log, stderr=subprocess.STDOUT)
     deadline = time.time() + 15
     while time.time() < deadline:
         with open(log_path) as f:
@@ -73,6 +78,101 @@ def post_json(port, path, body):
                                      headers={"Content-Type": "application/json"})
     with urllib.request.urlopen(request, timeout=30) as reply:
         return json.load(reply)
+
+
+def get_json(port, path):
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=30) as reply:
+        return json.load(reply)
+
+
+def gib(n):
+    """page.js's gib(): GiB with 0, 1 or 2 decimals."""
+    g = n / 2**30
+    return f"{g:.{0 if n >= 100 * 2**30 else 1 if n >= 10 * 2**30 else 2}f} GiB"
+
+
+def error_percent(estimate, measured):
+    """check_record.js's errorPercent(): (estimate - measured) / measured."""
+    e = 100 * (estimate - measured) / measured
+    return ("+" if e >= 0 else "") + f"{e:.1f}%"
+
+
+def check_record_mode(page, wait, port, out_dir):
+    """A kept check's record at /#check=ID: measured beside the estimate."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as ready
+
+    # The page's last check (llama3-8b, TP 2 PP 2 on 8 GPUs) was kept: its
+    # answer links the record.
+    link = page.find_element(By.ID, "check-link-a")
+    assert page.find_element(By.ID, "check-link").is_displayed()
+    check_id = link.text
+    assert re.fullmatch(r"[0-9a-f]{32}", check_id), check_id
+    assert link.get_attribute("href").endswith(f"#check={check_id}"), link.get_attribute("href")
+
+    before = get_json(port, f"/v1/checks/{check_id}")
+    stages = before["estimate"]
+    assert [s.get("ppRank", 0) for s in stages] == [0, 1], stages
+    per_stage = before["gpusPerPipelineStage"]
+    assert per_stage == 4, before
+    # Megatron's log: ranks 0 and 1 on stage 0 (under the bound), rank 4 on
+    # stage 1 (over it); DCGM: one device without a rank.
+    alloc0 = int(stages[0]["peakAllocatedBytes"])
+    upper1 = int(stages[1]["peakAllocatedUpperBytes"])
+    measured = {0: alloc0 * 9 // 10, 1: alloc0 * 8 // 10, per_stage: upper1 + 2**30}
+    post_json(port, "/v1/report", {
+        "checkId": check_id, "source": "MEASUREMENT_SOURCE_MEGATRON_LOG", "outcome": "JOB_OUTCOME_RAN",
+        "ranks": [{"rank": r, "maxAllocatedBytes": str(b)} for r, b in measured.items()]})
+    device_used = 70 * 2**30
+    post_json(port, "/v1/report", {
+        "checkId": check_id, "source": "MEASUREMENT_SOURCE_DCGM",
+        "ranks": [{"device": "llama-0/3", "deviceUsedBytes": str(device_used)}]})
+    record = get_json(port, f"/v1/checks/{check_id}")
+    assert len(record["reports"]) == 2, record
+
+    link.click()
+    wait.until(ready.visibility_of_element_located((By.ID, "record")))
+    assert not page.find_element(By.ID, "job-form").is_displayed()
+    assert not page.find_element(By.ID, "result").is_displayed()
+    assert page.find_element(By.ID, "record-id").text == check_id
+    rows = page.find_elements(By.CSS_SELECTOR, "#record-stages tr.stage")
+    assert len(rows) == 2, len(rows)
+    for row, estimate in zip(rows, record["estimate"]):
+        stage = estimate.get("ppRank", 0)
+        cell = lambda name: row.find_element(By.CSS_SELECTOR, f"td.{name}").text
+        est, upper = int(estimate["peakAllocatedBytes"]), int(estimate["peakAllocatedUpperBytes"])
+        peak = max(b for r, b in measured.items() if r // per_stage == stage)
+        assert cell("est-allocated") == f"{gib(est)} (at most {gib(upper)})", cell("est-allocated")
+        assert cell("meas-allocated") == gib(peak), (stage, cell("meas-allocated"))
+        assert cell("err-allocated") == error_percent(est, peak), (stage, cell("err-allocated"))
+        assert cell("bound-allocated") == ("under the bound" if peak <= upper else "OVER the bound")
+        assert cell("ranks-measured") == str(sum(1 for r in measured if r // per_stage == stage))
+        # Megatron's log line has no device figure.
+        assert cell("meas-device") == "—", cell("meas-device")
+    assert rows[0].find_element(By.CSS_SELECTOR, "td.bound-allocated").text == "under the bound"
+    assert rows[1].find_element(By.CSS_SELECTOR, "td.bound-allocated").text == "OVER the bound"
+    # The device, against the largest stage's device estimate.
+    (device,) = page.find_elements(By.CSS_SELECTOR, "#record-devices tr.device")
+    largest = max(record["estimate"], key=lambda s: int(s["peakDeviceBytes"]))
+    assert device.find_element(By.CSS_SELECTOR, "td.meas-device").text == gib(device_used)
+    assert device.find_element(By.CSS_SELECTOR, "td.err-device").text == \
+        error_percent(int(largest["peakDeviceBytes"]), device_used)
+    reports = page.find_elements(By.CSS_SELECTOR, "#record-reports tr.report")
+    assert [r.find_elements(By.TAG_NAME, "td")[1].text for r in reports] == ["megatron log", "dcgm"], \
+        [r.text for r in reports]
+    facts = page.find_element(By.ID, "record-facts").text
+    assert "Outcome\nran" in facts and "Cluster\npage-test" in facts, facts
+    assert not page.find_element(By.ID, "error").is_displayed()
+    shot = os.path.join(out_dir, "http_page_test_record.png")
+    page.save_screenshot(shot)
+    print(f"screenshot: {shot}")
+
+    # An id nobody kept: the error, no record.
+    page.get(f"http://127.0.0.1:{port}/#check={'0' * 32}")
+    wait.until(ready.visibility_of_element_located((By.ID, "error")))
+    assert not page.find_element(By.ID, "record").is_displayed()
+    error = page.find_element(By.ID, "error").text
+    assert "0" * 32 in error, error
 
 
 def check_rl_mode(page, wait, port, args):
@@ -268,7 +368,11 @@ def main():
         example = f.read()
     os.makedirs(args.out_dir, exist_ok=True)
     work = tempfile.mkdtemp(prefix="oomguard_page_test_")
-    server, port = start_server(args.server_binary, os.path.join(work, "server.log"))
+    # The server keeps its checks (a record per check, reports taken
+    # without credentials on loopback).
+    server, port = start_server(args.server_binary, os.path.join(work, "server.log"),
+                                (f"--store=sqlite:{work}/checks.db", "--cluster=page-test",
+                                 "--allow_unauthenticated_reports"))
     options = webdriver.ChromeOptions()
     options.binary_location = browser
     for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
@@ -420,6 +524,9 @@ def main():
         assert page.find_element(By.ID, "verdict").text.startswith("oomguard: "), \
             page.find_element(By.ID, "verdict").text
 
+        check_record_mode(page, wait, port, args.out_dir)
+        page.get(url)
+        wait.until(lambda p: p.find_element(By.TAG_NAME, "body").get_attribute("data-ready") == "true")
         check_rl_mode(page, wait, port, args)
 
         # Every file the page loaded came from the server itself.
@@ -430,7 +537,8 @@ def main():
 
         # Nothing the page did broke its Content-Security-Policy.
         problems = [e["message"] for e in page.get_log("browser")
-                    if e["level"] == "SEVERE" and "400" not in e["message"]]
+                    if e["level"] == "SEVERE" and "400" not in e["message"]
+                    and "404" not in e["message"]]
         assert not problems, problems
     finally:
         page.quit()
@@ -438,7 +546,7 @@ def main():
         server.wait(timeout=15)
         shutil.rmtree(work, ignore_errors=True)
     print("ok: 8 bars, capacity line, verdict, recommendations, alternatives, hover, trees, link, "
-          "field error, script, RL phases")
+          "field error, script, check record, RL phases")
     return 0
 
 

@@ -5,7 +5,10 @@
 // expansion, skips) and hostile input.
 #include "webhook/admission_webhook.h"
 
+#include <stdlib.h>
+
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <initializer_list>
 #include <nlohmann/json.hpp>
@@ -13,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "absl/time/clock.h"
@@ -22,6 +26,8 @@
 #include "jobspec/megatron_args.h"
 #include "service/metrics.h"
 #include "service/request_handlers.h"
+#include "store/check_store.h"
+#include "store/store_url.h"
 #include "tests/jobscript/job_script_test_util.h"
 #include "tests/testing/service_test_jobs.h"
 #include "webhook/webhook_workload.h"
@@ -44,7 +50,50 @@ json Load(const std::string& name) {
 
 class WebhookAdmissionTest : public ::testing::Test {
  protected:
-  WebhookAdmissionTest() : metrics_("test"), service_(Config(), &metrics_) {}
+  WebhookAdmissionTest()
+      : metrics_("test"),
+        service_(Config(), &metrics_),
+        dir_(MakeDir()),
+        store_(OpenStore(dir_)),
+        keeping_(KeepingConfig(store_.get()), &metrics_) {}
+
+  // The open store's files go with the directory (unlinked, still open).
+  ~WebhookAdmissionTest() override { std::filesystem::remove_all(dir_); }
+
+  static std::string MakeDir() {
+    std::string dir = absl::StrCat(::testing::TempDir(), "/admission_webhook_test_XXXXXX");
+    EXPECT_NE(mkdtemp(dir.data()), nullptr);
+    return dir;
+  }
+
+  // A store of checks in `dir`, as `oomguard serve --store sqlite:...`
+  // opens.
+  static std::unique_ptr<store::CheckStore> OpenStore(const std::string& dir) {
+    absl::StatusOr<store::StoreUrl> url =
+        store::ParseStoreUrl(absl::StrCat("sqlite:", dir, "/checks.db"));
+    EXPECT_TRUE(url.ok()) << url.status();
+    absl::StatusOr<std::unique_ptr<store::CheckStore>> opened =
+        store::OpenCheckStore(*url, store::StoreOptions());
+    EXPECT_TRUE(opened.ok()) << opened.status();
+    return opened.ok() ? *std::move(opened) : nullptr;
+  }
+
+  static service::ServiceConfig KeepingConfig(store::CheckStore* store) {
+    service::ServiceConfig config = Config();
+    config.store = store;
+    config.cluster = "test";
+    return config;
+  }
+
+  // The record the server kept of check `id`.
+  v1::CheckRecord Kept(const std::string& id) {
+    EXPECT_TRUE(store_->Flush().ok());
+    v1::GetCheckRequest request;
+    request.set_check_id(id);
+    absl::StatusOr<v1::CheckRecord> record = keeping_.GetCheck(request, absl::InfiniteFuture());
+    EXPECT_TRUE(record.ok()) << record.status();
+    return record.ok() ? *std::move(record) : v1::CheckRecord();
+  }
 
   static service::ServiceConfig Config() {
     service::ServiceConfig config;
@@ -57,20 +106,25 @@ class WebhookAdmissionTest : public ::testing::Test {
     return config;
   }
 
-  webhook::AdmissionAnswer ReviewText(const std::string& body,
-                                      absl::Time deadline = absl::InfiniteFuture()) {
+  webhook::AdmissionAnswer ReviewText(
+      const std::string& body, absl::Time deadline = absl::InfiniteFuture(),
+      webhook::AdmissionMode mode = webhook::AdmissionMode::kValidate) {
     if (deadline == absl::InfiniteFuture()) deadline = absl::Now() + absl::Seconds(30);
     return webhook::ReviewAdmission(
         body, catalog_, deadline,
-        [&](const v1::CheckRequest& request, absl::Time d, v1::CheckResponse* response) {
-          return service_.RunCheck(request, d, response);
-        });
+        [&](const v1::CheckRequest& request, const v1::JobHandle& handle, absl::Time d,
+            v1::CheckResponse* response) {
+          last_handle_ = handle;
+          return (keep_checks_ ? keeping_ : service_).RunCheck(request, d, response, handle);
+        },
+        mode);
   }
 
   // Reviews `review`; the answer's AdmissionReview, checked for the fields
   // every answer must have (uid echoed, apiVersion/kind, `allowed`).
-  json Review(const json& review, absl::Time deadline = absl::InfiniteFuture()) {
-    last_ = ReviewText(review.dump(), deadline);
+  json Review(const json& review, absl::Time deadline = absl::InfiniteFuture(),
+              webhook::AdmissionMode mode = webhook::AdmissionMode::kValidate) {
+    last_ = ReviewText(review.dump(), deadline, mode);
     EXPECT_EQ(last_.http_status, 200) << last_.body;
     json answer = json::parse(last_.body);
     EXPECT_EQ(answer["apiVersion"], "admission.k8s.io/v1");
@@ -94,10 +148,27 @@ class WebhookAdmissionTest : public ::testing::Test {
   service::ServiceMetrics metrics_;
   service::RequestHandlers service_;
   GpuCatalog catalog_ = GpuCatalog::Builtin();
+  // A server with a store: ids and records.
+  std::string dir_;
+  std::unique_ptr<store::CheckStore> store_;
+  service::RequestHandlers keeping_;
   webhook::AdmissionAnswer last_;
+  // The handle the last check was given; whether checks are kept (by
+  // `keeping_`).
+  v1::JobHandle last_handle_;
+  bool keep_checks_ = false;
 };
 
 json& PodSpecOf(json& review) { return review["request"]["object"]["spec"]; }
+
+// The DeepSeek-V3 smoke Pod's container running `script` with bash -ec; the
+// container, for its env.
+json& RunScript(json& review, const std::string& script) {
+  json& container = PodSpecOf(review)["containers"][0];
+  container["command"] = json::array({"/bin/bash", "-ec"});
+  container["args"] = json::array({script});
+  return container;
+}
 
 // The DeepSeek-V3 smoke Pod (8 GPUs) with `extra` after its arguments.
 json DeepSeekPodWith(std::initializer_list<const char*> extra) {
@@ -411,9 +482,8 @@ TEST_F(WebhookAdmissionTest, ServerThatJudgesUnmodelledFlagsSaysSoInTheVerdict) 
   const webhook::AdmissionAnswer answer = webhook::ReviewAdmission(
       DeepSeekPodWith({"--tp-comm-overlap-cfg", "/cfg/x.yaml"}).dump(), catalog_,
       absl::Now() + absl::Seconds(30),
-      [&](const v1::CheckRequest& request, absl::Time d, v1::CheckResponse* response) {
-        return judging.RunCheck(request, d, response);
-      });
+      [&](const v1::CheckRequest& request, const v1::JobHandle&, absl::Time d,
+          v1::CheckResponse* response) { return judging.RunCheck(request, d, response); });
   ASSERT_EQ(answer.http_status, 200) << answer.body;
   const json r = json::parse(answer.body)["response"];
   EXPECT_EQ(r["allowed"], false);
@@ -531,14 +601,13 @@ TEST_F(WebhookAdmissionTest, KubernetesReferencesAreExpandedFromLiteralEnv) {
 
 TEST_F(WebhookAdmissionTest, ShellScriptsSeeTheContainerEnv) {
   json review = Load("pod_deepseek_v3_8gpu.json");
-  json& container = PodSpecOf(review)["containers"][0];
-  container["command"] = json::array({"/bin/bash", "-ec"});
-  container["args"] =
-      json::array({"torchrun --nproc-per-node 8 /workspace/Megatron-LM/pretrain_gpt.py "
-                   "--expert-model-parallel-size $EP --seq-length 4096 --micro-batch-size "
-                   "${MBS} "
-                   "--recompute-granularity $RECOMPUTE "
-                   "--use-distributed-optimizer --data-path $DATA_PATH/$(date +%s)"});
+  json& container =
+      RunScript(review,
+                "torchrun --nproc-per-node 8 /workspace/Megatron-LM/pretrain_gpt.py "
+                "--expert-model-parallel-size $EP --seq-length 4096 --micro-batch-size "
+                "${MBS} "
+                "--recompute-granularity $RECOMPUTE "
+                "--use-distributed-optimizer --data-path $DATA_PATH/$(date +%s)");
   container["env"] = json::array({{{"name", "EP"}, {"value", "8"}},
                                   {{"name", "MBS"}, {"value", "1"}},
                                   {{"name", "RECOMPUTE"}, {"value", "selective"}},
@@ -700,12 +769,13 @@ TEST_F(WebhookAdmissionTest, HostileShapesNeverCrash) {
       json review = base;
       review[p] = value;
       // A canned verdict: this is about reading the review, not estimating.
-      const webhook::AdmissionAnswer answer = webhook::ReviewAdmission(
-          review.dump(), catalog_, absl::InfiniteFuture(),
-          [](const v1::CheckRequest&, absl::Time, v1::CheckResponse* response) {
-            response->set_verdict(v1::VERDICT_FITS);
-            return absl::OkStatus();
-          });
+      const webhook::AdmissionAnswer answer =
+          webhook::ReviewAdmission(review.dump(), catalog_, absl::InfiniteFuture(),
+                                   [](const v1::CheckRequest&, const v1::JobHandle&, absl::Time,
+                                      v1::CheckResponse* response) {
+                                     response->set_verdict(v1::VERDICT_FITS);
+                                     return absl::OkStatus();
+                                   });
       ASSERT_TRUE(answer.http_status == 200 || answer.http_status == 400) << p.to_string();
       if (answer.http_status == 200) {
         EXPECT_TRUE(json::parse(answer.body)["response"].contains("allowed")) << p.to_string();
@@ -755,6 +825,134 @@ TEST(WebhookHelpersTest, CheckRequestIsBuiltFromTheLaunchWithTheResolvedGpu) {
               AllOf(StartsWith("spec.nodeSelector[\"nvidia.com/gpu.product\"] = "
                                "\"Tesla-P100-SXM2-16GB\": "),
                     HasSubstr("set annotation oomguard.io/gpu")));
+}
+
+// --- POST /mutate: the check id carried to the job ---
+
+// The JSONPatch of a mutating answer, decoded.
+json PatchOf(const json& response) {
+  EXPECT_EQ(response["patchType"], "JSONPatch");
+  std::string patch;
+  EXPECT_TRUE(absl::Base64Unescape(response["patch"].get<std::string>(), &patch));
+  return json::parse(patch);
+}
+
+// The check id an answer names (audit annotation check-id), checked for
+// its form.
+std::string CheckIdOf(const json& response) {
+  const std::string id = response["auditAnnotations"].value("check-id", "");
+  EXPECT_THAT(id, ::testing::MatchesRegex("[0-9a-f]{32}"));
+  return id;
+}
+
+TEST_F(WebhookAdmissionTest, MutatingAnswerPatchesTheIdIntoAnAdmittedJob) {
+  keep_checks_ = true;
+  const json review = Load("job_llama3_8b_8gpu.json");
+  const json r = Review(review, absl::InfiniteFuture(), webhook::AdmissionMode::kMutate);
+  EXPECT_EQ(r["allowed"], true);
+  EXPECT_EQ(r["auditAnnotations"]["verdict"], "FITS");
+  const std::string id = CheckIdOf(r);
+  EXPECT_EQ(last_.outcome.check_id, id);
+  EXPECT_TRUE(last_.outcome.patched);
+  // The patch is check_id_patch's for the object; applied, the pods carry
+  // the id (check_id_patch_test checks the operations one by one).
+  const json& object = review["request"]["object"];
+  const json patched = object.patch(PatchOf(r));
+  const json& pod_template = patched["spec"]["template"];
+  EXPECT_EQ(pod_template["metadata"]["annotations"]["oomguard.io/check-id"], id);
+  EXPECT_EQ(pod_template["spec"]["containers"][0]["env"].back(),
+            (json{{"name", "OOMGUARD_CHECK_ID"}, {"value", id}}));
+  EXPECT_EQ(pod_template["spec"]["containers"][0]["terminationMessagePolicy"],
+            "FallbackToLogsOnError");
+  // The check was kept with the job's handle.
+  const v1::CheckRecord record = Kept(id);
+  EXPECT_EQ(record.check_id(), id);
+  EXPECT_EQ(record.verdict(), v1::VERDICT_FITS);
+  EXPECT_EQ(record.num_gpus(), 8u);
+  EXPECT_EQ(record.handle().kubernetes_namespace(), "llm-training");
+  EXPECT_EQ(record.handle().kubernetes_workload(), "llama3-8b-sft");
+  EXPECT_EQ(record.handle().kubernetes_kind(), "Job");
+  EXPECT_TRUE(record.handle().slurm_job_id().empty());
+}
+
+TEST_F(WebhookAdmissionTest, ValidatingAnswerNamesTheIdButNeverPatches) {
+  keep_checks_ = true;
+  const json r = Review(Load("job_llama3_8b_8gpu.json"));
+  EXPECT_EQ(r["allowed"], true);
+  const std::string id = CheckIdOf(r);
+  EXPECT_FALSE(r.contains("patch"));
+  EXPECT_FALSE(r.contains("patchType"));
+  EXPECT_FALSE(last_.outcome.patched);
+  // The handle is kept all the same: the DCGM reader finds the pods by it.
+  EXPECT_EQ(Kept(id).handle().kubernetes_workload(), "llama3-8b-sft");
+}
+
+TEST_F(WebhookAdmissionTest, MutatingAnswerWithoutAnIdOrDenyingDoesNotPatch) {
+  // A server without a store: no id, nothing to carry.
+  const json fits = Review(Load("job_llama3_8b_8gpu.json"), absl::InfiniteFuture(),
+                           webhook::AdmissionMode::kMutate);
+  EXPECT_EQ(fits["allowed"], true);
+  EXPECT_FALSE(fits.contains("patch"));
+  EXPECT_FALSE(fits["auditAnnotations"].contains("check-id"));
+  // A denied job is not created: no patch, though its check was kept.
+  keep_checks_ = true;
+  const json denied = Review(Load("pod_deepseek_v3_8gpu.json"), absl::InfiniteFuture(),
+                             webhook::AdmissionMode::kMutate);
+  EXPECT_EQ(denied["allowed"], false);
+  EXPECT_FALSE(denied.contains("patch"));
+  EXPECT_EQ(Kept(CheckIdOf(denied)).verdict(), v1::VERDICT_DOES_NOT_FIT);
+  // Not judged (no launch): no check, no patch.
+  const json skipped = Review(Load("pod_not_training.json"), absl::InfiniteFuture(),
+                              webhook::AdmissionMode::kMutate);
+  EXPECT_EQ(skipped["allowed"], true);
+  EXPECT_FALSE(skipped.contains("patch"));
+}
+
+TEST_F(WebhookAdmissionTest, DeniedJobAdmittedForUnresolvedWordsIsPatched) {
+  // --recompute-granularity $RECOMPUTE, known only at run time: the denial
+  // is not enforced, the job runs, so its id goes with it.
+  keep_checks_ = true;
+  json review = Load("pod_deepseek_v3_8gpu.json");
+  RunScript(review,
+            "torchrun --nproc-per-node 8 /workspace/Megatron-LM/pretrain_gpt.py "
+            "--expert-model-parallel-size 8 --seq-length 4096 --micro-batch-size 1 "
+            "--recompute-granularity $RECOMPUTE --use-distributed-optimizer");
+  const json r = Review(review, absl::InfiniteFuture(), webhook::AdmissionMode::kMutate);
+  EXPECT_EQ(r["allowed"], true);
+  EXPECT_EQ(r["auditAnnotations"]["verdict"], "DOES_NOT_FIT");
+  const std::string id = CheckIdOf(r);
+  const json patched = review["request"]["object"].patch(PatchOf(r));
+  EXPECT_EQ(patched["metadata"]["annotations"]["oomguard.io/check-id"], id);
+  EXPECT_EQ(patched["spec"]["containers"][0]["env"].back()["value"], id);
+  EXPECT_EQ(Kept(id).handle().kubernetes_kind(), "Pod");
+}
+
+TEST_F(WebhookAdmissionTest, DryRunsAndUnnamedObjectsAreKeptWithoutAHandle) {
+  keep_checks_ = true;
+  json dry_run = Load("job_llama3_8b_8gpu.json");
+  dry_run["request"]["dryRun"] = true;
+  const json r = Review(dry_run, absl::InfiniteFuture(), webhook::AdmissionMode::kMutate);
+  // Still patched: a dry run shows the object as it would be created.
+  EXPECT_TRUE(r.contains("patch"));
+  EXPECT_EQ(last_handle_.ByteSizeLong(), 0u) << last_handle_.ShortDebugString();
+  EXPECT_EQ(Kept(CheckIdOf(r)).handle().ByteSizeLong(), 0u);
+
+  // generateName: the API server names the object after the mutating
+  // webhooks, so the pods' names are not known yet.
+  json unnamed = Load("job_llama3_8b_8gpu.json");
+  unnamed["request"].erase("name");
+  unnamed["request"]["object"]["metadata"].erase("name");
+  unnamed["request"]["object"]["metadata"]["generateName"] = "llama3-8b-sft-";
+  last_handle_.set_kubernetes_workload("left-over");
+  const json generated = Review(unnamed, absl::InfiniteFuture(), webhook::AdmissionMode::kMutate);
+  EXPECT_EQ(last_handle_.ByteSizeLong(), 0u) << last_handle_.ShortDebugString();
+  EXPECT_TRUE(generated.contains("patch"));
+
+  // The name from the object when the request leaves it out.
+  json object_named = Load("job_llama3_8b_8gpu.json");
+  object_named["request"].erase("name");
+  Review(object_named, absl::InfiniteFuture(), webhook::AdmissionMode::kMutate);
+  EXPECT_EQ(last_handle_.kubernetes_workload(), "llama3-8b-sft");
 }
 
 }  // namespace

@@ -21,12 +21,16 @@ using ::testing::Optional;
 TEST(JsonNodeTest, PathsNameEveryField) {
   const json object = json::parse(R"({"spec": {"containers": [
       {"resources": {"limits": {"nvidia.com/gpu": "8"}}}], "gone": null}})");
-  const JsonNode root{&object, ""};
+  const JsonNode root{&object, "", ""};
   const JsonNode gpus =
       root.Get("spec").Get("containers").At(0).Get("resources").Get("limits").Get("nvidia.com/gpu");
   ASSERT_TRUE(gpus);
   EXPECT_EQ(gpus.path, "spec.containers[0].resources.limits[\"nvidia.com/gpu\"]");
   EXPECT_EQ(*gpus.value, "8");
+  // The JSON Pointer (RFC 6901) of the same field, '/' escaped as "~1".
+  EXPECT_EQ(gpus.pointer, "/spec/containers/0/resources/limits/nvidia.com~1gpu");
+  EXPECT_EQ(object.at(json::json_pointer(gpus.pointer)), "8");
+  EXPECT_EQ(root.Get("a~b/c").pointer, "/a~0b~1c");
   // Null, absent, and members of something that is not an object: absent,
   // still with their path.
   EXPECT_FALSE(root.Get("spec").Get("gone"));
@@ -39,7 +43,7 @@ TEST(JsonNodeTest, PathsNameEveryField) {
 
 TEST(JsonNodeTest, WrongTypesNameThePathAndTheValue) {
   const json object = json::parse(R"({"spec": [1, 2], "name": 5, "args": ["a", 1]})");
-  const JsonNode root{&object, ""};
+  const JsonNode root{&object, "", ""};
   EXPECT_TRUE(ExpectObject(root.Get("missing")).ok());
   EXPECT_TRUE(ExpectArray(root.Get("spec")).ok());
   EXPECT_EQ(ExpectObject(root.Get("spec")).message(), "spec = [1,2]: expected an object");

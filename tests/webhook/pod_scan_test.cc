@@ -68,7 +68,7 @@ TEST(PodScanTest, DoublingEnvReferencesAreRefusedNotExpanded) {
                                    {"env", env},
                                    {"resources", {{"limits", {{"nvidia.com/gpu", 8}}}}}}})}};
   ASSERT_LT(spec.dump().size(), 4096u);
-  const absl::StatusOr<PodScan> scan = ScanPodSpec(JsonNode{&spec, "spec"});
+  const absl::StatusOr<PodScan> scan = ScanPodSpec(JsonNode{&spec, "spec", "/spec"});
   EXPECT_EQ(scan.status().code(), absl::StatusCode::kInvalidArgument);
   // V0..V19 produce 2^20 - 1 bytes of the container's 1 MiB; V20 (2^20
   // bytes) would pass it.
@@ -94,7 +94,7 @@ TEST(PodScanTest, TheLaunchingContainerAmongSidecars) {
         {"key": "nvidia.com/gpu.product", "operator": "In", "values": ["NVIDIA-H100-80GB-HBM3"]}
       ]}]}}}
   })json");
-  absl::StatusOr<PodScan> scan = ScanPodSpec(JsonNode{&spec, "spec"});
+  absl::StatusOr<PodScan> scan = ScanPodSpec(JsonNode{&spec, "spec", "/spec"});
   ASSERT_TRUE(scan.ok()) << scan.status();
   ASSERT_TRUE(scan->launch);
   EXPECT_EQ(scan->container, "spec.containers[1] (\"trainer\")");
@@ -119,7 +119,7 @@ TEST(PodScanTest, ANodeSelectorPinsTheProductAndNoLaunchCountsEveryGpu) {
                    {"name": "b", "resources": {"limits": {"nvidia.com/gpu": "2"}}}],
     "nodeSelector": {"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-80GB"}
   })");
-  absl::StatusOr<PodScan> scan = ScanPodSpec(JsonNode{&spec, "spec"});
+  absl::StatusOr<PodScan> scan = ScanPodSpec(JsonNode{&spec, "spec", "/spec"});
   ASSERT_TRUE(scan.ok()) << scan.status();
   EXPECT_FALSE(scan->launch);
   EXPECT_EQ(scan->PodGpus(), 4u);
@@ -131,7 +131,7 @@ TEST(PodScanTest, WithoutACommandTheArgumentIsAScript) {
   const json spec = json::parse(R"({"containers": [{"name": "t",
       "args": ["torchrun pretrain_gpt.py --micro-batch-size $MBS"],
       "env": [{"name": "MBS", "value": "4"}]}]})");
-  absl::StatusOr<PodScan> scan = ScanPodSpec(JsonNode{&spec, "spec"});
+  absl::StatusOr<PodScan> scan = ScanPodSpec(JsonNode{&spec, "spec", "/spec"});
   ASSERT_TRUE(scan.ok()) << scan.status();
   ASSERT_TRUE(scan->launch);
   EXPECT_THAT(scan->script.megatron_args, ElementsAre("--micro-batch-size", "4"));
@@ -141,16 +141,16 @@ TEST(PodScanTest, MalformedFieldsAreNamed) {
   json spec = json::parse(R"({"containers": [{"name": "t",
       "command": ["torchrun", "pretrain_gpt.py"],
       "resources": {"limits": {"nvidia.com/gpu": "8.5"}}}]})");
-  EXPECT_EQ(ScanPodSpec(JsonNode{&spec, "spec"}).status().message(),
+  EXPECT_EQ(ScanPodSpec(JsonNode{&spec, "spec", "/spec"}).status().message(),
             "spec.containers[0].resources.limits[\"nvidia.com/gpu\"] = \"8.5\": not a whole "
             "number of GPUs in [0, 4096]");
   spec["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] = 8;
   spec["containers"][0]["command"] = json::array({"bash", "-c", "torchrun pretrain_gpt.py \"x"});
-  EXPECT_THAT(std::string(ScanPodSpec(JsonNode{&spec, "spec"}).status().message()),
+  EXPECT_THAT(std::string(ScanPodSpec(JsonNode{&spec, "spec", "/spec"}).status().message()),
               AllOf(StartsWith("spec.containers[0] (\"t\") command/args: line 1: "),
                     HasSubstr("unterminated double quote")));
   spec["containers"][0]["env"] = json::array({{{"name", 3}}});
-  EXPECT_EQ(ScanPodSpec(JsonNode{&spec, "spec"}).status().message(),
+  EXPECT_EQ(ScanPodSpec(JsonNode{&spec, "spec", "/spec"}).status().message(),
             "spec.containers[0].env[0].name = 3: expected a string");
 }
 

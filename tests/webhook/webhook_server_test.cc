@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
@@ -131,9 +132,67 @@ TEST_F(WebhookServerTest, HealthzAndOtherPaths) {
   r = client->Get("/validate");
   ASSERT_TRUE(r);
   EXPECT_NE(r->status, 200);
+  // /mutate reads a review as /validate does; other paths are not served.
   r = client->Post("/mutate", "{}", "application/json");
   ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 400);
+  EXPECT_EQ(r->body, "apiVersion = \"\": expected \"admission.k8s.io/v1\"\n");
+  r = client->Post("/convert", "{}", "application/json");
+  ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 404);
+}
+
+TEST_F(WebhookServerTest, MutateCarriesTheKeptChecksIdToTheJob) {
+  server::ServerOptions options = Options();
+  options.store_url = absl::StrCat("sqlite:", dir_, "/checks.db");
+  Start(options);
+  auto client = Client();
+  const std::string review = ReadAdmissionData("pytorchjob_deepseek_v3_1024gpu.json");
+  httplib::Result result = client->Post("/mutate?timeout=3s", review, "application/json");
+  ASSERT_TRUE(result) << httplib::to_string(result.error());
+  ASSERT_EQ(result->status, 200);
+  const json answer = json::parse(result->body)["response"];
+  EXPECT_EQ(answer["allowed"], true);
+  ASSERT_EQ(answer["patchType"], "JSONPatch");
+  const std::string id = answer["auditAnnotations"]["check-id"];
+  std::string patch;
+  ASSERT_TRUE(absl::Base64Unescape(answer["patch"].get<std::string>(), &patch));
+  // Applied as the API server applies it: Master and Worker pods carry it.
+  const json patched = json::parse(review)["request"]["object"].patch(json::parse(patch));
+  for (const char* type : {"Master", "Worker"}) {
+    const json& pod = patched["spec"]["pytorchReplicaSpecs"][type]["template"];
+    EXPECT_EQ(pod["metadata"]["annotations"]["oomguard.io/check-id"], id) << type;
+    EXPECT_EQ(pod["spec"]["containers"][0]["env"].back()["value"], id) << type;
+  }
+  // The record the server kept, with the job's handle.
+  ASSERT_TRUE(server_->handlers().store()->Flush().ok());
+  v1::GetCheckRequest get;
+  get.set_check_id(id);
+  absl::StatusOr<v1::CheckRecord> record =
+      server_->handlers().GetCheck(get, absl::InfiniteFuture());
+  ASSERT_TRUE(record.ok()) << record.status();
+  EXPECT_EQ(record->verdict(), v1::VERDICT_FITS_WITH_SETTINGS);
+  EXPECT_EQ(record->num_gpus(), 1024u);
+  EXPECT_EQ(record->handle().kubernetes_namespace(), "llm-training");
+  EXPECT_EQ(record->handle().kubernetes_workload(), "dsv3-pretrain");
+  EXPECT_EQ(record->handle().kubernetes_kind(), "PyTorchJob");
+}
+
+TEST_F(WebhookServerTest, MutateJudgesLikeValidate) {
+  Start();
+  auto client = Client();
+  for (const char* name : {"pod_deepseek_v3_8gpu.json", "job_llama3_8b_8gpu.json"}) {
+    SCOPED_TRACE(name);
+    const std::string review = ReadAdmissionData(name);
+    httplib::Result validated = client->Post("/validate", review, "application/json");
+    httplib::Result mutated = client->Post("/mutate", review, "application/json");
+    ASSERT_TRUE(validated && mutated);
+    ASSERT_EQ(mutated->status, 200);
+    // A server without a store keeps no checks: no id to carry, the same
+    // answer.
+    EXPECT_EQ(mutated->body, validated->body);
+    EXPECT_FALSE(json::parse(mutated->body)["response"].contains("patch"));
+  }
 }
 
 TEST_F(WebhookServerTest, BadAndOversizedBodiesAreRefused) {

@@ -25,7 +25,8 @@ TEST(WorkloadKindsTest, KindsAreMatchedByGroupAndKind) {
 
 TEST(WorkloadKindsTest, PodGroupsOfEachKind) {
   const json pod = json::parse(R"({"metadata": {}, "spec": {}})");
-  absl::StatusOr<std::vector<PodGroup>> groups = PodGroups(JsonNode{&pod, ""}, WorkloadKind::kPod);
+  absl::StatusOr<std::vector<PodGroup>> groups =
+      PodGroups(JsonNode{&pod, "", ""}, WorkloadKind::kPod);
   ASSERT_TRUE(groups.ok()) << groups.status();
   ASSERT_EQ(groups->size(), 1u);
   EXPECT_EQ((*groups)[0].pods, 1u);
@@ -35,7 +36,7 @@ TEST(WorkloadKindsTest, PodGroupsOfEachKind) {
   // All ranks run at once: parallelism, capped by completions.
   const json job = json::parse(R"({"spec": {"parallelism": 4, "completions": 2,
                                             "template": {"spec": {}}}})");
-  groups = PodGroups(JsonNode{&job, ""}, WorkloadKind::kJob);
+  groups = PodGroups(JsonNode{&job, "", ""}, WorkloadKind::kJob);
   ASSERT_TRUE(groups.ok()) << groups.status();
   ASSERT_EQ(groups->size(), 1u);
   EXPECT_EQ((*groups)[0].pods, 2u);
@@ -44,7 +45,7 @@ TEST(WorkloadKindsTest, PodGroupsOfEachKind) {
   const json pytorch = json::parse(R"({"spec": {"pytorchReplicaSpecs": {
       "Worker": {"replicas": 3, "template": {"spec": {}}},
       "Master": {"template": {"spec": {}}}}}})");
-  groups = PodGroups(JsonNode{&pytorch, ""}, WorkloadKind::kPyTorchJob);
+  groups = PodGroups(JsonNode{&pytorch, "", ""}, WorkloadKind::kPyTorchJob);
   ASSERT_TRUE(groups.ok()) << groups.status();
   ASSERT_EQ(groups->size(), 2u);
   EXPECT_EQ((*groups)[0].spec.path, "spec.pytorchReplicaSpecs.Master.template.spec");
@@ -53,7 +54,7 @@ TEST(WorkloadKindsTest, PodGroupsOfEachKind) {
 
   const json jobset = json::parse(R"({"spec": {"replicatedJobs": [
       {"replicas": 2, "template": {"spec": {"parallelism": 3, "template": {"spec": {}}}}}]}})");
-  groups = PodGroups(JsonNode{&jobset, ""}, WorkloadKind::kJobSet);
+  groups = PodGroups(JsonNode{&jobset, "", ""}, WorkloadKind::kJobSet);
   ASSERT_TRUE(groups.ok()) << groups.status();
   ASSERT_EQ(groups->size(), 1u);
   EXPECT_EQ((*groups)[0].pods, 6u);
@@ -63,10 +64,10 @@ TEST(WorkloadKindsTest, PodGroupsOfEachKind) {
 TEST(WorkloadKindsTest, BadCountsAreNamed) {
   const json pytorch = json::parse(R"({"spec": {"pytorchReplicaSpecs": {
       "Worker": {"replicas": "3", "template": {"spec": {}}}}}})");
-  EXPECT_EQ(PodGroups(JsonNode{&pytorch, ""}, WorkloadKind::kPyTorchJob).status().message(),
+  EXPECT_EQ(PodGroups(JsonNode{&pytorch, "", ""}, WorkloadKind::kPyTorchJob).status().message(),
             "spec.pytorchReplicaSpecs.Worker.replicas = \"3\": expected a whole number");
   const json job = json::parse(R"({"spec": {"parallelism": 1000001}})");
-  EXPECT_EQ(PodGroups(JsonNode{&job, ""}, WorkloadKind::kJob).status().message(),
+  EXPECT_EQ(PodGroups(JsonNode{&job, "", ""}, WorkloadKind::kJob).status().message(),
             "spec.parallelism = 1000001: must be in [0, 1000000]");
 }
 

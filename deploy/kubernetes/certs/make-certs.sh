@@ -5,6 +5,8 @@
 #                     (EC P-256, $DAYS days, default 365), signed by the CA
 #   secret.yaml       the Secret oomguard-webhook-tls holding them
 #   validating-webhook.yaml  ../validating-webhook.yaml with caBundle filled
+#   mutating-webhook.yaml    ../mutating/mutating-webhook.yaml, the same
+#                            (apply one of the two, ../README.md)
 #
 # Usage: make-certs.sh [OUT_DIR]   (default ./oomguard-certs; env NAMESPACE,
 # SERVICE, DAYS change the defaults oomguard, oomguard, 365). Then:
@@ -63,11 +65,14 @@ data:
   tls.key: $(b64 "$out/tls.key")
 YAML
 
-# caBundle filled in; the cert-manager annotation dropped.
-sed -E -e "s|^( *caBundle: ).*|\\1$(b64 "$out/ca.crt")|" \
-       -e '/^  annotations:$/{N;/inject-ca-from/d}' \
-       -e "s|^( *namespace: )oomguard$|\\1${namespace}|" \
-       -e "s|^( *name: )oomguard$|\\1${service}|" \
-  "$here/../validating-webhook.yaml" > "$out/validating-webhook.yaml"
+# caBundle filled in; the cert-manager annotation dropped. Both webhook
+# configurations: apply one of them (../README.md).
+for config in validating-webhook.yaml mutating/mutating-webhook.yaml; do
+  sed -E -e "s|^( *caBundle: ).*|\\1$(b64 "$out/ca.crt")|" \
+         -e '/^  annotations:$/{N;/inject-ca-from/d}' \
+         -e "s|^( *namespace: )oomguard$|\\1${namespace}|" \
+         -e "s|^( *name: )oomguard$|\\1${service}|" \
+    "$here/../$config" > "$out/$(basename "$config")"
+done
 
-echo "wrote $out/{ca.crt,ca.key,tls.crt,tls.key,secret.yaml,validating-webhook.yaml} for ${host}"
+echo "wrote $out/{ca.crt,ca.key,tls.crt,tls.key,secret.yaml,validating-webhook.yaml,mutating-webhook.yaml} for ${host}"
