@@ -34,26 +34,28 @@ struct Peak {
   uint64_t point = 0, upper = 0;
 };
 
-Peak RankPeakOf(uint32_t pp_rank, uint64_t point, uint64_t upper, bool compare_upper) {
-  return Peak{pp_rank, compare_upper ? upper : point, point, upper};
+Peak RankPeakOf(uint32_t pp_rank, uint64_t point, uint64_t upper, const AdmissionOptions& options) {
+  return Peak{pp_rank, ComparedBytes(point, upper, options), point, upper};
 }
 
-absl::StatusOr<Peak> WorstPeak(const v1::EstimateReport& report, bool compare_upper) {
+absl::StatusOr<Peak> WorstPeak(const v1::EstimateReport& report, const AdmissionOptions& options) {
   if (report.ranks().empty()) return absl::InternalError("the estimate has no ranks");
   std::optional<Peak> worst;
   for (const v1::RankReport& r : report.ranks()) {
     const Peak p =
-        RankPeakOf(r.pp_rank(), r.peak_device_bytes(), r.peak_device_upper_bytes(), compare_upper);
+        RankPeakOf(r.pp_rank(), r.peak_device_bytes(), r.peak_device_upper_bytes(), options);
     if (!worst || p.bytes > worst->bytes) worst = p;
   }
   return *worst;
 }
 
-Peak WorstPeak(const PeakEstimate& peaks, bool compare_upper) {
-  const int64_t worst = peaks.WorstRank(compare_upper);
+// The widening multiplies every compared bound alike, so the worst rank is
+// the estimator's.
+Peak WorstPeak(const PeakEstimate& peaks, const AdmissionOptions& options) {
+  const int64_t worst = peaks.WorstRank(options.compare_upper_bound);
   const RankPeak& r = peaks.ranks[worst];
   return RankPeakOf(static_cast<uint32_t>(worst), r.peak_device_bytes, r.peak_device_upper_bytes,
-                    compare_upper);
+                    options);
 }
 
 // The job's own estimate: its report (empty without `with_report`), its
@@ -95,12 +97,12 @@ class BudgetedEstimator {
       const absl::StatusOr<PeakEstimate> peaks = Peaks(job);
       if (Stopped(peaks.status())) return peaks.status();
       if (!peaks.ok()) return std::nullopt;
-      return WorstPeak(*peaks, options_.compare_upper_bound);
+      return WorstPeak(*peaks, options_);
     }
     absl::StatusOr<v1::EstimateReport> report = Report(job);
     if (Stopped(report.status())) return report.status();
     if (!report.ok()) return std::nullopt;
-    OOMGUARD_ASSIGN_OR_RETURN(const Peak peak, WorstPeak(*report, options_.compare_upper_bound));
+    OOMGUARD_ASSIGN_OR_RETURN(const Peak peak, WorstPeak(*report, options_));
     return peak;
   }
 
@@ -191,13 +193,13 @@ absl::StatusOr<BaseEstimate> EstimateBase(const v1::JobSpec& job, const Admissio
   BaseEstimate base;
   if (fast_peaks && !options.with_report) {
     OOMGUARD_ASSIGN_OR_RETURN(const PeakEstimate peaks, estimator.Peaks(job));
-    base.worst = WorstPeak(peaks, options.compare_upper_bound);
+    base.worst = WorstPeak(peaks, options);
     base.over_limit = RankOverLimit(peaks);
     return base;
   }
   OOMGUARD_ASSIGN_OR_RETURN(base.report, estimator.Report(job));
   base.has_report = true;
-  OOMGUARD_ASSIGN_OR_RETURN(base.worst, WorstPeak(base.report, options.compare_upper_bound));
+  OOMGUARD_ASSIGN_OR_RETURN(base.worst, WorstPeak(base.report, options));
   base.over_limit = RankOverLimit(base.report);
   return base;
 }
@@ -244,7 +246,7 @@ std::string Summary(const v1::CheckResponse& r, const v1::GpuSpec& gpu,
     absl::StrAppend(&s, "; also, as given it will not start: ", incompatible.front()->reason(),
                     " (fix: ", incompatible.front()->setting(), ")");
   }
-  return absl::StrCat(s, ".");
+  return absl::StrCat(s, ".", WideningSentence(r));
 }
 
 }  // namespace

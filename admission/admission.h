@@ -17,6 +17,9 @@
 #ifndef OOMGUARD_ADMISSION_ADMISSION_H_
 #define OOMGUARD_ADMISSION_ADMISSION_H_
 
+#include <cstdint>
+#include <string>
+
 #include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "common/deadline.h"
@@ -48,6 +51,16 @@ struct AdmissionOptions {
   // judged (Unimplemented, naming each setting; NotJudgedUnmodelled in
   // estimator/unmodelled_settings.h).
   bool judge_unmodelled = false;
+  // The cluster's widening of the bound learned from its own measured jobs
+  // (feedback/bound_widening.h), in [0, 1]: with compare_upper_bound, every
+  // compared upper bound is x (1 + learned_widening), rounded up (never
+  // below the estimator's bound); a compared point estimate is not widened.
+  // 0: none. The response states it and its basis (CheckResponse.
+  // learned_widening*), and so does the summary.
+  double learned_widening = 0;
+  // Its basis: the measured jobs it was learned from, the cluster.
+  uint32_t learned_widening_jobs = 0;
+  std::string learned_widening_cluster;
 };
 
 // The estimator a check calls (Estimate() without the module tree, within

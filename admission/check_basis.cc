@@ -3,6 +3,7 @@
 
 #include <cmath>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "admission/peak_wording.h"
@@ -24,7 +25,23 @@ absl::Status ValidateCheckInputs(const v1::GpuSpec& gpu, const AdmissionOptions&
     return absl::InvalidArgumentError(
         absl::StrCat("gpu memory_bytes = ", gpu.memory_bytes(), ": must be at most 2^50 (1 PiB)"));
   }
+  if (!(options.learned_widening >= 0 && options.learned_widening <= 1)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("learned_widening = ", options.learned_widening, ": must be in [0, 1]"));
+  }
   return ValidateUpperBoundCoverage(options.upper_bound_coverage, "upper_bound_coverage");
+}
+
+double AppliedWidening(const AdmissionOptions& options) {
+  return options.compare_upper_bound ? options.learned_widening : 0.0;
+}
+
+uint64_t ComparedBytes(uint64_t point, uint64_t upper, const AdmissionOptions& options) {
+  if (!options.compare_upper_bound) return point;
+  const double widening = options.learned_widening;
+  if (widening <= 0) return upper;
+  // Bounds are at most 2^50 and widening at most 1: the product fits.
+  return static_cast<uint64_t>(std::ceil(static_cast<double>(upper) * (1.0 + widening)));
 }
 
 uint64_t UsableBytes(const v1::GpuSpec& gpu, double safety_margin) {
@@ -35,19 +52,35 @@ uint64_t UsableBytes(const v1::GpuSpec& gpu, double safety_margin) {
 void SetComparedPeak(uint32_t pp_rank, uint64_t point, uint64_t upper, const v1::GpuSpec& gpu,
                      const AdmissionOptions& options, v1::CheckResponse* out) {
   const uint64_t usable = UsableBytes(gpu, options.safety_margin);
-  const uint64_t compared = options.compare_upper_bound ? upper : point;
+  const uint64_t compared = ComparedBytes(point, upper, options);
   out->set_worst_pp_rank(pp_rank);
   out->set_peak_device_bytes(point);
   out->set_peak_device_upper_bytes(upper);
   out->set_peak_bound(options.compare_upper_bound ? v1::PEAK_BOUND_UPPER : v1::PEAK_BOUND_POINT);
   out->set_compared_peak_bytes(compared);
   out->set_upper_bound_coverage(options.upper_bound_coverage);
-  out->set_compared_peak_label(ComparedPeakLabel(out->peak_bound(), options.upper_bound_coverage));
+  const double widening = AppliedWidening(options);
+  out->set_compared_peak_label(
+      ComparedPeakLabel(out->peak_bound(), options.upper_bound_coverage, widening));
+  if (widening > 0) {
+    out->set_learned_widening(widening);
+    out->set_learned_widening_jobs(options.learned_widening_jobs);
+    out->set_learned_widening_cluster(options.learned_widening_cluster);
+  }
   out->set_capacity_bytes(gpu.memory_bytes());
   out->set_usable_bytes(usable);
   out->set_headroom_bytes(static_cast<int64_t>(usable) - static_cast<int64_t>(compared));
   out->set_safety_margin(options.safety_margin);
   out->set_gpu_name(gpu.name());
+}
+
+std::string WideningSentence(const v1::CheckResponse& r) {
+  if (r.learned_widening() <= 0) return "";
+  return absl::StrFormat(
+      " The %s is widened by %s, learned from %d measured jobs of cluster \"%s\".",
+      ComparedPeakLabel(v1::PEAK_BOUND_UPPER, r.upper_bound_coverage()),
+      WideningPercent(r.learned_widening()), r.learned_widening_jobs(),
+      absl::CHexEscape(r.learned_widening_cluster()));
 }
 
 v1::Recommendation MeasuredRecommendation(v1::Recommendation::Kind kind, std::string id,

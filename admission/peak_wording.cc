@@ -19,6 +19,16 @@ std::string ComparedPeakLabel(v1::PeakBound bound, double coverage) {
   return absl::StrFormat("%g%% bound", 100 * coverage);
 }
 
+std::string ComparedPeakLabel(v1::PeakBound bound, double coverage, double widening) {
+  std::string label = ComparedPeakLabel(bound, coverage);
+  if (bound != v1::PEAK_BOUND_POINT && widening > 0) {
+    absl::StrAppend(&label, " + ", WideningPercent(widening), " learned");
+  }
+  return label;
+}
+
+std::string WideningPercent(double widening) { return absl::StrFormat("%.1f%%", 100 * widening); }
+
 std::string LabelledPeak(uint64_t bytes, const v1::CheckResponse& r) {
   return absl::StrCat(FormatBytes(static_cast<double>(bytes)), " (", r.compared_peak_label(), ")");
 }

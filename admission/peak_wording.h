@@ -21,6 +21,14 @@ std::string FormatBytes(double bytes);
 // estimate".
 std::string ComparedPeakLabel(v1::PeakBound bound, double coverage);
 
+// The same with the bound widened by a cluster's learned `widening`
+// (AdmissionOptions.learned_widening): "95% bound + 5.2% learned" when
+// widening > 0 and the bound is compared.
+std::string ComparedPeakLabel(v1::PeakBound bound, double coverage, double widening);
+
+// A widening as the verdict words it: 0.052 -> "5.2%".
+std::string WideningPercent(double widening);
+
 // `bytes` of a peak compared as in `r`: "272.2 GiB (95% bound)".
 std::string LabelledPeak(uint64_t bytes, const v1::CheckResponse& r);
 

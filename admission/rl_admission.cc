@@ -43,14 +43,14 @@ struct Binding {
 
 // The largest compared peak of any phase's rank; ties: the earlier phase,
 // the lower rank. InternalError for a report without a phase or rank.
-absl::StatusOr<Binding> BindingOf(const v1::RlStepReport& report, bool compare_upper) {
+absl::StatusOr<Binding> BindingOf(const v1::RlStepReport& report, const AdmissionOptions& options) {
   std::optional<Binding> best;
   for (int p = 0; p < report.phases_size(); ++p) {
     const v1::RlPhaseReport& phase = report.phases(p);
     for (int r = 0; r < phase.ranks_size(); ++r) {
       const v1::RlPhaseRank& rank = phase.ranks(r);
       const uint64_t compared =
-          compare_upper ? rank.peak_device_upper_bytes() : rank.peak_device_bytes();
+          ComparedBytes(rank.peak_device_bytes(), rank.peak_device_upper_bytes(), options);
       if (!best || compared > best->compared) {
         best = Binding{
             p,       r, rank.pp_rank(), rank.peak_device_bytes(), rank.peak_device_upper_bytes(),
@@ -396,8 +396,8 @@ struct Measured {
 class BudgetedStepEstimator {
  public:
   BudgetedStepEstimator(RlEstimateFunction estimate, const RlStepOptions& options,
-                        bool compare_upper)
-      : estimate_(estimate), options_(options), compare_upper_(compare_upper) {}
+                        const AdmissionOptions& admission)
+      : estimate_(estimate), options_(options), admission_(admission) {}
 
   absl::StatusOr<v1::RlStepReport> Report(const v1::RlJobSpec& job, const RlStepOptions& options) {
     if (options_.deadline.Passed()) {
@@ -422,7 +422,7 @@ class BudgetedStepEstimator {
 
   absl::StatusOr<Measured> Measure(const v1::RlStepReport& report) const {
     Measured m;
-    OOMGUARD_ASSIGN_OR_RETURN(m.binding, BindingOf(report, compare_upper_));
+    OOMGUARD_ASSIGN_OR_RETURN(m.binding, BindingOf(report, admission_));
     m.phase = report.phases(m.binding.phase).phase();
     if (const v1::RlPhaseReport* failing = FailingPhase(report)) m.failure = failing->failure();
     return m;
@@ -431,7 +431,7 @@ class BudgetedStepEstimator {
  private:
   RlEstimateFunction estimate_;
   const RlStepOptions& options_;
-  bool compare_upper_;
+  const AdmissionOptions& admission_;
   int runs_ = 0;
 };
 
@@ -634,7 +634,7 @@ std::string RlSummary(const v1::RlJobSpec& job, const v1::RlStepReport& step, co
     absl::StrAppend(&s, "; also, as given it will not start: ", incompatible.front()->reason(),
                     " (fix: ", incompatible.front()->setting(), ")");
   }
-  return absl::StrCat(s, ".");
+  return absl::StrCat(s, ".", WideningSentence(r));
 }
 
 // The unmodelled settings of an RL job carried by a JobSpec, for the one
@@ -670,7 +670,7 @@ absl::StatusOr<v1::CheckResponse> CheckRlJob(const v1::RlJobSpec& job_spec, cons
   step_options.upper_bound_coverage = options.upper_bound_coverage;
   step_options.actor_report = options.with_report;
   step_options.deadline = options.deadline;
-  BudgetedStepEstimator estimator(estimate, step_options, options.compare_upper_bound);
+  BudgetedStepEstimator estimator(estimate, step_options, options);
 
   std::string qualifier;
   if (job.unmodelled_settings_size() > 0) {

@@ -78,6 +78,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(ServerOptions options) {
         std::thread(&Server::MaintainStore, server.get(), options.store_maintenance_interval);
   }
   options.service.store = server->store_.get();
+  options.dcgm.cluster = options.service.cluster;
   options.service.version = OOMGUARD_VERSION;
   const GpuCatalog webhook_catalog = options.service.catalog;
   options.http.tls = {.cert_chain = options.tls_cert_pem,
@@ -89,6 +90,16 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(ServerOptions options) {
   server->metrics_ = std::make_unique<ServiceMetrics>(OOMGUARD_VERSION);
   server->service_ =
       std::make_unique<OomguardService>(std::move(options.service), server->metrics_.get());
+  if (!options.dcgm.prometheus_url.empty()) {
+    service::RequestHandlers* const handlers = &server->service_->handlers();
+    absl::StatusOr<std::unique_ptr<service::DcgmReader>> reader = service::DcgmReader::Create(
+        std::move(options.dcgm), server->store_.get(),
+        [handlers](const v1::ReportRequest& report, absl::Time deadline) {
+          return handlers->Report(report, service::kDcgmReporter, deadline).status();
+        });
+    if (!reader.ok()) return reader.status();
+    server->dcgm_ = *std::move(reader);
+  }
 
   // Both must run before the builder exists.
   grpc::EnableDefaultHealthCheckService(true);
@@ -139,6 +150,8 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(ServerOptions options) {
     if (!http.ok()) return http.status();
     server->http_ = *std::move(http);
   }
+  // Last: its first round runs at once, on a server that is up.
+  if (server->dcgm_ != nullptr) server->dcgm_->Start();
   return server;
 }
 
@@ -158,6 +171,8 @@ void Server::MaintainStore(absl::Duration interval) {
 void Server::Shutdown(absl::Duration grace) {
   if (shut_down_) return;
   shut_down_ = true;
+  // First: a query in flight is cut off, and no report comes after.
+  if (dcgm_ != nullptr) dcgm_->Stop();
   if (server_ == nullptr) {  // Start failed before the gRPC server existed.
     StopStore();
     return;

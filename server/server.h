@@ -3,7 +3,8 @@
 // build the gRPC server (the Oomguard service,
 // health, reflection, TLS, thread pool, size limit), the /metrics endpoint,
 // the optional Kubernetes admission webhook (webhook_server.h), the optional
-// HTTP/JSON API and web page (http/http_api_server.h), and a graceful
+// HTTP/JSON API and web page (http/http_api_server.h), the optional DCGM
+// reader (service/dcgm_reader.h, --prometheus_url), and a graceful
 // shutdown that drains in-flight calls within a deadline.
 #ifndef OOMGUARD_SERVER_SERVER_H_
 #define OOMGUARD_SERVER_SERVER_H_
@@ -20,6 +21,7 @@
 #include "oomguard/v1/service.grpc.pb.h"
 #include "prometheus/exposer.h"
 #include "service/call_loop.h"
+#include "service/dcgm_reader.h"
 #include "service/metrics.h"
 #include "service/oomguard_service.h"
 #include "store/check_store.h"
@@ -58,6 +60,11 @@ struct ServerOptions {
   store::StoreOptions store;
   // How often the store's retention is applied (the first time at start).
   absl::Duration store_maintenance_interval = absl::Hours(1);
+  // The DCGM reader (service/dcgm_reader.h); off while dcgm.prometheus_url
+  // is empty; needs the store. It reads the records of service.cluster
+  // (its own cluster field is set from it) and reports through the
+  // service's Report handler.
+  service::DcgmReaderOptions dcgm;
 };
 
 class Server {
@@ -107,6 +114,7 @@ class Server {
   std::unique_ptr<prometheus::Exposer> exposer_;
   std::unique_ptr<webhook::WebhookServer> webhook_;  // Uses service_ and metrics_.
   std::unique_ptr<http::HttpApiServer> http_;        // Uses service_'s handlers.
+  std::unique_ptr<service::DcgmReader> dcgm_;        // Uses service_'s handlers, store_.
   int grpc_port_ = 0;
   int metrics_port_ = 0;
   int threads_ = 0;

@@ -5,6 +5,8 @@
 #include <map>
 #include <string>
 
+#include "feedback/model_family.h"
+
 namespace oomguard::service {
 namespace {
 
@@ -25,8 +27,10 @@ v1::CheckRecord CheckRecordOf(const ResolvedJob& job, const v1::CheckResponse& r
   record.set_gpu_name(response.gpu_name());
   record.set_usable_bytes(response.usable_bytes());
   record.set_verdict(response.verdict());
+  record.set_learned_widening(response.learned_widening());
   if (!job.rl) {
     *record.mutable_job_spec() = job.spec;
+    record.set_family(feedback::ModelFamily(job.spec));
     const v1::EstimateReport& report = response.report();
     SetLayout(report.num_gpus(), report.pipeline_parallel(), record);
     for (const v1::RankReport& rank : report.ranks()) {
@@ -43,6 +47,7 @@ v1::CheckRecord CheckRecordOf(const ResolvedJob& job, const v1::CheckResponse& r
   // allocator's peaks are the actor update's (in the answer with its
   // report), the device's each stage's largest phase.
   *record.mutable_rl_job_spec() = *job.rl;
+  record.set_family(feedback::ModelFamily(*job.rl));
   const v1::ParallelismSpec& actor = job.rl->actor().parallelism();
   SetLayout(actor.num_gpus(),
             actor.has_pipeline_model_parallel_size() ? actor.pipeline_model_parallel_size() : 1,

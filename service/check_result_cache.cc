@@ -18,6 +18,10 @@ void AppendGpuAndOptions(const v1::GpuSpec& gpu, const AdmissionOptions& options
   // belongs here too); %a: doubles exactly (hexadecimal).
   absl::StrAppendFormat(&key, "%a|%a|%d%d%d", options.safety_margin, options.upper_bound_coverage,
                         options.compare_upper_bound, options.with_report, options.judge_unmodelled);
+  // The learned widening and its basis, which the response states.
+  absl::StrAppendFormat(&key, "|%a|%d|%d:%s", options.learned_widening,
+                        options.learned_widening_jobs, options.learned_widening_cluster.size(),
+                        options.learned_widening_cluster);
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 #include "admission/admission.h"
@@ -108,6 +109,20 @@ RequestHandlers::RequestHandlers(ServiceConfig config, ServiceMetrics* metrics)
       {"check_result", check_results_.enabled(), [this] { return check_results_.Stats(); }},
       {"plan", plan_cache_.enabled(), [this] { return plan_cache_.Stats(); }}});
   for (const v1::GpuSpec& gpu : config_.catalog.gpus()) *gpus_.add_gpus() = gpu;
+  if (config_.store != nullptr) {
+    if (metrics_ != nullptr) {
+      feedback_metrics_ = std::make_unique<FeedbackMetrics>(*metrics_->registry());
+    }
+    learned_widening_ = std::make_unique<LearnedWidening>(
+        *config_.store, config_.cluster, config_.learned_widening, feedback_metrics_.get());
+    learned_widening_->Start();
+  }
+}
+
+std::string RequestHandlers::CheckCacheKey(const std::string& request_bytes) const {
+  if (learned_widening_ == nullptr) return request_bytes;
+  return absl::StrCat(request_bytes,
+                      absl::StrFormat("|widening %a", learned_widening_->Current().widening));
 }
 
 grpc::Status RequestHandlers::Handle(
@@ -250,6 +265,12 @@ absl::Status RequestHandlers::ComputeCheck(const v1::CheckRequest& request, absl
         options.upper_bound_coverage,
         Coverage(policy.upper_bound_coverage(), "policy.upper_bound_coverage"));
   }
+  if (learned_widening_ != nullptr) {
+    learned_widening_->ApplyTo(policy.has_learned_widening()
+                                   ? std::optional<bool>(policy.learned_widening())
+                                   : std::nullopt,
+                               options);
+  }
   std::string key;
   if (check_results_.enabled()) {
     key = job.rl ? CheckResultKey(*job.rl, gpu, options) : CheckResultKey(job.spec, gpu, options);
@@ -283,7 +304,8 @@ absl::Status RequestHandlers::ComputeCheck(const v1::CheckRequest& request, absl
 absl::StatusOr<ResponseCache::Entry> RequestHandlers::Check(const std::string& request_bytes,
                                                             absl::Time deadline,
                                                             CallOutcome& outcome) {
-  std::optional<ResponseCache::Entry> cached = check_cache_.Find(request_bytes);
+  const std::string key = CheckCacheKey(request_bytes);
+  std::optional<ResponseCache::Entry> cached = check_cache_.Find(key);
   if (!cached) {
     v1::CheckRequest parsed;
     OOMGUARD_RETURN_IF_ERROR(ParseRequest(request_bytes, parsed));
@@ -293,7 +315,7 @@ absl::StatusOr<ResponseCache::Entry> RequestHandlers::Check(const std::string& r
     OOMGUARD_RETURN_IF_ERROR(ComputeCheck(parsed, deadline, &checked, record.get()));
     cached = ResponseCache::Entry{grpc::Slice(checked.SerializeAsString()), checked.verdict(),
                                   checked.peak_device_bytes(), std::move(record)};
-    check_cache_.Insert(request_bytes, *cached);
+    check_cache_.Insert(key, *cached);
   }
   outcome.verdict = cached->verdict;
   outcome.peak_bytes = cached->peak_bytes;
@@ -331,6 +353,18 @@ absl::StatusOr<v1::ReportResponse> RequestHandlers::Report(const v1::ReportReque
   stored.set_oom_phase(request.oom_phase());
   stored.set_detail(request.detail());
   OOMGUARD_RETURN_IF_ERROR(config_.store->AddReport(request.check_id(), stored, request.handle()));
+  if (feedback_metrics_ != nullptr) {
+    // Read after the write: the reports before this one are the record's
+    // before it (RecordBeforeReport). A failed read costs the metrics this
+    // report, never the report, which is stored.
+    absl::StatusOr<v1::CheckRecord> after = config_.store->GetCheck(request.check_id());
+    if (after.ok()) {
+      feedback_metrics_->Observe(RecordBeforeReport(*std::move(after), stored), stored);
+    } else {
+      WriteLogLine(FormatEventLine("report not observed in the metrics",
+                                   {{"error", after.status().ToString()}}, absl::Now()));
+    }
+  }
   v1::ReportResponse response;
   response.set_check_id(request.check_id());
   response.set_ranks_stored(static_cast<uint32_t>(request.ranks_size()));

@@ -26,6 +26,8 @@
 #include "planner/planner.h"
 #include "service/cache_metrics.h"
 #include "service/check_result_cache.h"
+#include "service/feedback_metrics.h"
+#include "service/learned_widening.h"
 #include "service/metrics.h"
 #include "service/report_auth.h"
 #include "service/response_cache.h"
@@ -66,6 +68,11 @@ struct ServiceConfig {
   // Who may Report (--report_tokens_file, mutual TLS,
   // --allow_unauthenticated_reports).
   ReportAuthOptions report_auth;
+  // With a store: the cluster's widening of the bound learned from its
+  // measured jobs (--learned_widening, --learned_widening_max;
+  // learned_widening.h), relearned in the background and applied to a Check
+  // where it or the request's Policy.learned_widening says.
+  LearnedWideningOptions learned_widening;
 };
 
 // What a handler reports for the metrics and the log.
@@ -119,7 +126,8 @@ class RequestHandlers {
   // are stored under, or Unauthenticated (report_auth.h).
   absl::StatusOr<std::string> AuthenticateReporter(const CallerCredentials& credentials) const;
   // Stores `request` (feedback::ValidateReport's rule) from `reporter` with
-  // the record of its check; returns once it is durable. InvalidArgument
+  // the record of its check; returns once it is durable, then observes it in
+  // the feedback metrics (feedback_metrics.h). InvalidArgument
   // naming the bad field, NotFound for an unknown check id,
   // FailedPrecondition without a store. The caller authenticates (RPC
   // Report: AuthenticateReporter; oomguard's own readers name themselves).
@@ -162,8 +170,16 @@ class RequestHandlers {
   // all the same, without an id: a report could not find it).
   std::string StoreCheck(v1::CheckRecord record, const v1::JobHandle& handle) const;
 
+  // The Check response cache's key: the request's bytes, and with a store
+  // the widening learned now, which a cached answer must not outlive.
+  std::string CheckCacheKey(const std::string& request_bytes) const;
+
   const ServiceConfig config_;
   ServiceMetrics* const metrics_;
+  // With a store: what came back against the estimate, in /metrics, and
+  // the learned widening (before the caches, which read nothing of them).
+  std::unique_ptr<FeedbackMetrics> feedback_metrics_;
+  std::unique_ptr<LearnedWidening> learned_widening_;
   ResponseCache check_cache_;
   // Filled by the const RunCheck; thread-safe.
   mutable CheckResultCache check_results_;

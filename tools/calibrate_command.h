@@ -14,6 +14,12 @@ namespace oomguard {
 // tests/data/calibration/megatron_ci_h100.jsonl and
 // h100_single_gpu_sweep.csv (relative to the working directory). Returns the exit code (2 when a
 // file cannot be read); `out` gets the table, `err` one error message.
+//
+// `--store URL [--cluster NAME]` instead prints the cluster's own table from
+// the checks a server kept (store_calibration.h; every cluster's without
+// --cluster); exit 2 when the store cannot be read (a sqlite file that is
+// not there included: it is read, never created) or an argument is not one
+// of these.
 int RunCalibrateCommand(const std::vector<std::string>& args, std::string& out, std::string& err);
 
 }  // namespace oomguard

@@ -206,6 +206,13 @@ CaseResult EvaluateCase(const CalibrationCase& c) {
   return r;
 }
 
+double Median(std::vector<double> values) {
+  if (values.empty()) return 0.0;
+  std::sort(values.begin(), values.end());
+  const size_t n = values.size();
+  return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
+}
+
 CalibrationSummary Summarise(const std::vector<CaseResult>& results) {
   CalibrationSummary s;
   std::vector<double> st, pk, dev;
@@ -232,14 +239,9 @@ CalibrationSummary Summarise(const std::vector<CaseResult>& results) {
       device_width += r.device_upper_width();
     }
   }
-  auto median = [](std::vector<double> v) {
-    if (v.empty()) return 0.0;
-    std::sort(v.begin(), v.end());
-    return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
-  };
-  s.static_median = median(st);
+  s.static_median = Median(st);
   s.static_worst = st.empty() ? 0 : *std::max_element(st.begin(), st.end());
-  s.peak_median = median(pk);
+  s.peak_median = Median(pk);
   s.peak_worst = pk.empty() ? 0 : *std::max_element(pk.begin(), pk.end());
   s.peak_cases = static_cast<int>(pk.size());
   if (!pk.empty()) {
@@ -247,7 +249,7 @@ CalibrationSummary Summarise(const std::vector<CaseResult>& results) {
     s.upper_mean_width = width / pk.size();
   }
   s.device_cases = static_cast<int>(dev.size());
-  s.device_median = median(dev);
+  s.device_median = Median(dev);
   if (!dev.empty()) {
     s.device_coverage = static_cast<double>(device_covered) / dev.size();
     s.device_mean_width = device_width / dev.size();

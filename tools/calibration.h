@@ -69,6 +69,10 @@ struct CalibrationSummary {
   double device_coverage = 0, device_mean_width = 0;
 };
 
+// The median of `values` (the mean of the middle two for an even count); 0
+// for none.
+double Median(std::vector<double> values);
+
 // A case counts toward the targets when it has a known GPU count and is
 // not excluded.
 CalibrationSummary Summarise(const std::vector<CaseResult>& results);

@@ -22,6 +22,7 @@
 #include "absl/time/clock.h"
 #include "common/flag_file.h"
 #include "common/status_macros.h"
+#include "feedback/bound_widening.h"
 #include "server/server.h"
 #include "service/protobuf_log.h"
 #include "service/request_log.h"
@@ -131,6 +132,19 @@ absl::StatusOr<ServerOptions> OptionsFromFlags() {
         options.service.report_auth.tokens,
         service::ParseReportTokens(tokens, absl::StrCat("report_tokens_file = ", tokens_path)));
   }
+  options.dcgm.prometheus_url = absl::GetFlag(FLAGS_prometheus_url);
+  options.dcgm.interval = absl::GetFlag(FLAGS_dcgm_interval);
+
+  const std::string learned_widening = absl::GetFlag(FLAGS_learned_widening);
+  if (learned_widening != "on" && learned_widening != "off") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("learned_widening = \"", learned_widening, "\": must be off or on"));
+  }
+  options.service.learned_widening.apply_by_default = learned_widening == "on";
+  options.service.learned_widening.widening.max_widening =
+      absl::GetFlag(FLAGS_learned_widening_max);
+  OOMGUARD_RETURN_IF_ERROR(
+      feedback::ValidateWideningOptions(options.service.learned_widening.widening));
 
   const std::string catalog_path = absl::GetFlag(FLAGS_gpu_catalog);
   absl::StatusOr<std::string> catalog_text = ReadFlagFile("gpu_catalog", catalog_path);

@@ -118,6 +118,22 @@ ABSL_FLAG(bool, allow_unauthenticated_reports, false,
           "Take reports without credentials (reporter \"unauthenticated\"). Otherwise a report "
           "without a token of --report_tokens_file or a client certificate is refused "
           "UNAUTHENTICATED (HTTP 401).");
+ABSL_FLAG(std::string, prometheus_url, "",
+          "Base URL (http[s]://host:port[/prefix]) of the Prometheus that scrapes the DCGM "
+          "exporter. With --store, the server reads from it the peak framebuffer use "
+          "(DCGM_FI_DEV_FB_USED, max_over_time) of each GPU of the stored checks' Slurm jobs "
+          "(label hpc_job) and Kubernetes workloads (labels namespace, pod) and adds it to "
+          "their records as a DCGM report when it rose. Empty: not read.");
+ABSL_FLAG(absl::Duration, dcgm_interval, absl::Minutes(1),
+          "Time between two reads of the GPUs' peaks from --prometheus_url (>= 1s).");
+
+ABSL_FLAG(std::string, learned_widening, "off",
+          "With --store: on = widen every compared upper bound by what this cluster's own "
+          "measured jobs taught (x (1 + w), w learned from the checks' reports: at least 0, at "
+          "most --learned_widening_max, 0 until 20 jobs are measured; the verdict says so) "
+          "where a Check's policy.learned_widening is unset; off = only where it asks.");
+ABSL_FLAG(double, learned_widening_max, 0.25,
+          "The most the learned widening widens the bound, in [0, 1].");
 
 namespace oomguard {
 

@@ -41,6 +41,10 @@ ABSL_DECLARE_FLAG(std::string, store);
 ABSL_DECLARE_FLAG(std::string, cluster);
 ABSL_DECLARE_FLAG(std::string, report_tokens_file);
 ABSL_DECLARE_FLAG(bool, allow_unauthenticated_reports);
+ABSL_DECLARE_FLAG(std::string, prometheus_url);
+ABSL_DECLARE_FLAG(absl::Duration, dcgm_interval);
+ABSL_DECLARE_FLAG(std::string, learned_widening);
+ABSL_DECLARE_FLAG(double, learned_widening_max);
 
 namespace oomguard {
 

@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
+#include "admission/check_basis.h"
 #include "admission/gpu_catalog.h"
 #include "estimator/reported_count.h"
 #include "gmock/gmock.h"
@@ -27,6 +28,7 @@ using ::testing::Contains;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
+using ::testing::Not;
 using ::testing::StartsWith;
 
 constexpr uint64_t kGiB = uint64_t{1} << 30;
@@ -153,6 +155,81 @@ TEST(AdmissionTest, UpperBoundDecidesUnlessThePolicySaysPoint) {
   EXPECT_EQ(point->compared_peak_label(), "point estimate");
   EXPECT_THAT(point->summary(),
               HasSubstr("peaks at 100.0 GiB (point estimate; 95% bound 103.0 GiB)"));
+}
+
+// The cluster's learned widening multiplies every compared upper bound: the
+// 100 GiB bound x 1.25 = 125 GiB does not fit 120 GiB as it is; expandable
+// segments bring it to 94 x 1.25 = 117.5 GiB, which fits. The estimator's
+// bound itself stays as it is, and the summary says what was widened.
+TEST(AdmissionTest, TheLearnedWideningWidensEveryComparedBound) {
+  AdmissionOptions options;
+  options.learned_widening = 0.25;
+  options.learned_widening_jobs = 40;
+  options.learned_widening_cluster = "prod";
+  absl::StatusOr<v1::CheckResponse> r = CheckJob(MoeJob(), Gpu(120), options, FakeEstimate);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->peak_device_upper_bytes(), 100 * kGiB);
+  EXPECT_EQ(r->compared_peak_bytes(), 125 * kGiB);
+  EXPECT_EQ(r->headroom_bytes(), -static_cast<int64_t>(5 * kGiB));
+  EXPECT_EQ(r->verdict(), v1::VERDICT_FITS_WITH_SETTINGS);
+  ASSERT_EQ(r->recommendations_size(), 1);
+  EXPECT_EQ(r->recommendations(0).peak_device_bytes_after(), 117 * kGiB + kGiB / 2);
+  EXPECT_DOUBLE_EQ(r->learned_widening(), 0.25);
+  EXPECT_EQ(r->learned_widening_jobs(), 40u);
+  EXPECT_EQ(r->learned_widening_cluster(), "prod");
+  EXPECT_EQ(r->compared_peak_label(), "95% bound + 25.0% learned");
+  EXPECT_THAT(r->summary(), HasSubstr("peaks at 125.0 GiB (95% bound + 25.0% learned; point "
+                                      "estimate 100.0 GiB) of 120.0 GiB usable"));
+  EXPECT_THAT(r->summary(), ::testing::EndsWith(". The 95% bound is widened by 25.0%, learned "
+                                                "from 40 measured jobs of cluster \"prod\"."));
+
+  // Without it the same job fits as it is.
+  absl::StatusOr<v1::CheckResponse> plain = CheckJob(MoeJob(), Gpu(120), {}, FakeEstimate);
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  EXPECT_EQ(plain->verdict(), v1::VERDICT_FITS);
+  EXPECT_EQ(plain->learned_widening(), 0.0);
+  EXPECT_THAT(plain->summary(), Not(HasSubstr("widened")));
+}
+
+// A widened bound is rounded up to whole bytes: never below the product.
+TEST(AdmissionTest, TheWidenedBoundRoundsUp) {
+  AdmissionOptions options;
+  options.learned_widening = 0.1;
+  // 3 x 1.1 = 3.3000000000000003 rounds up to 4.
+  EXPECT_EQ(ComparedBytes(1, 3, options), 4u);
+  // 1.1 is not a binary fraction: 100 GiB x 1.1 lands a byte above.
+  EXPECT_EQ(ComparedBytes(1, 100 * kGiB, options), 110 * kGiB + 1);
+  options.learned_widening = 0.25;
+  EXPECT_EQ(ComparedBytes(1, 100 * kGiB, options), 125 * kGiB);
+  options.learned_widening = 0;
+  EXPECT_EQ(ComparedBytes(1, 3, options), 3u);
+}
+
+// The widening is of the bound: a compared point estimate is not widened,
+// and the response says none was applied.
+TEST(AdmissionTest, APointEstimateComparedIsNotWidened) {
+  AdmissionOptions options;
+  options.compare_upper_bound = false;
+  options.learned_widening = 0.25;
+  options.learned_widening_jobs = 40;
+  absl::StatusOr<v1::CheckResponse> r = CheckJob(MoeJob(), Gpu(120), options, FakeEstimate);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->compared_peak_bytes(), 100 * kGiB);
+  EXPECT_EQ(r->verdict(), v1::VERDICT_FITS);
+  EXPECT_EQ(r->learned_widening(), 0.0);
+  EXPECT_EQ(r->learned_widening_jobs(), 0u);
+  EXPECT_EQ(r->compared_peak_label(), "point estimate");
+  EXPECT_THAT(r->summary(), Not(HasSubstr("widened")));
+}
+
+TEST(AdmissionTest, AWideningOutsideItsRangeIsInvalidArgument) {
+  for (double widening : {-0.01, 1.5, std::numeric_limits<double>::quiet_NaN()}) {
+    AdmissionOptions options;
+    options.learned_widening = widening;
+    absl::StatusOr<v1::CheckResponse> r = CheckJob(MoeJob(), Gpu(120), options, FakeEstimate);
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << widening;
+    EXPECT_THAT(r.status().message(), HasSubstr("learned_widening = ")) << widening;
+  }
 }
 
 TEST(AdmissionTest, CoverageOutsideItsRangeIsInvalidArgument) {

@@ -321,14 +321,18 @@ TEST(RlAdmissionTest, PointEstimateCompared) {
 // A 10 % margin: 72 GiB usable. With budgets of 4096 tokens everywhere and
 // the engine at 0.35 the step peaks in generation at 40 + 28 = 68 (bound
 // 69): fits, 3 GiB headroom.
-TEST(RlAdmissionTest, FitsWithinTheMargin) {
+v1::RlJobSpec SmallBudgetsJob() {
   v1::RlJobSpec job = VerlJob();
   job.mutable_actor()->mutable_training()->set_seq_length(4096);
   job.mutable_log_prob()->set_max_tokens_per_microbatch(4096);
   job.mutable_rollout()->set_memory_fraction(0.35);
+  return job;
+}
+
+TEST(RlAdmissionTest, FitsWithinTheMargin) {
   AdmissionOptions options;
   options.safety_margin = 0.1;
-  absl::StatusOr<v1::CheckResponse> r = Check(job, options);
+  absl::StatusOr<v1::CheckResponse> r = Check(SmallBudgetsJob(), options);
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->verdict(), v1::VERDICT_FITS);
   EXPECT_EQ(r->usable_bytes(), 72 * kGiB);
@@ -339,6 +343,28 @@ TEST(RlAdmissionTest, FitsWithinTheMargin) {
   EXPECT_THAT(r->summary(), HasSubstr("(engine budget 28.0 GiB) of 72.0 GiB usable on "
                                       "H100-SXM-80GB (80.0 GiB less 10% kept free), 3.0 GiB "
                                       "headroom."));
+}
+
+// The same step with the cluster's learned widening of 4 %: the binding
+// bound 69 GiB x 1.04 = 71.76 GiB, still under 72: fits, 0.24 GiB headroom,
+// and the summary says the bound was widened.
+TEST(RlAdmissionTest, TheLearnedWideningWidensTheBindingBound) {
+  AdmissionOptions options;
+  options.safety_margin = 0.1;
+  options.learned_widening = 0.04;
+  options.learned_widening_jobs = 25;
+  options.learned_widening_cluster = "a";
+  absl::StatusOr<v1::CheckResponse> r = Check(SmallBudgetsJob(), options);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->verdict(), v1::VERDICT_FITS);
+  // 69 x 2^30 x 1.04 = 77,051,713,290.24 bytes, rounded up.
+  EXPECT_EQ(r->compared_peak_bytes(), 77'051'713'291u);
+  EXPECT_EQ(r->peak_device_upper_bytes(), 69 * kGiB);
+  EXPECT_DOUBLE_EQ(r->learned_widening(), 0.04);
+  EXPECT_THAT(r->summary(), StartsWith("Fits: generation peaks at 71.8 GiB (95% bound + 4.0% "
+                                       "learned; point estimate 68.0 GiB)"));
+  EXPECT_THAT(r->summary(), ::testing::EndsWith("headroom. The 95% bound is widened by 4.0%, "
+                                                "learned from 25 measured jobs of cluster \"a\"."));
 }
 
 // The engine at 0.2 has 16 GiB for 16 GiB of weights and 4 of KV: it cannot

@@ -3,8 +3,10 @@
 
     /usr/bin/python3 tests/deploy/metric_names_test.py --server-binary BUILD/tools/oomguard_server_for_test
 
-Starts the built `oomguard serve` on loopback, makes a few calls, scrapes its
-/metrics, and checks that deploy/grafana/oomguard.json and
+Starts the built `oomguard serve` on loopback (with an SQLite store, so that
+checks are kept and reports taken), makes a few calls and reports what two
+admitted jobs used (one of them died of CUDA OOM), scrapes its /metrics, and
+checks that deploy/grafana/oomguard.json and
 deploy/prometheus/rules/oomguard.rules.yml
   - name only metrics the server exports (plus Prometheus' `up` and the
     rules' own recording rules), group and match only labels it exports,
@@ -25,13 +27,9 @@ import math
 import os
 import re
 import shutil
-import subprocess
 import sys
 import tempfile
-import time
 import unittest
-import urllib.parse
-import urllib.request
 
 sys.dont_write_bytecode = True  # No __pycache__ in the source tree.
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -39,6 +37,7 @@ SOURCE_DIR = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(SOURCE_DIR, "tests", "testing"))
 sys.path.insert(1, os.path.join(SOURCE_DIR, "clients", "python"))
 
+import prometheus_server  # pylint: disable=wrong-import-position
 import python_client_server  # pylint: disable=wrong-import-position
 
 _MISSING = [m for m in ("grpc", "yaml") if importlib.util.find_spec(m) is None]
@@ -66,21 +65,28 @@ PROMQL_KEYWORDS = {"by", "without", "on", "ignoring", "group_left", "group_right
 
 # The Check caches' series (service/cache_metrics.h).
 CACHE_FAMILIES = ("oomguard_cache_lookups_total", "oomguard_cache_entries", "oomguard_cache_bytes")
+# The feedback loop's series (service/feedback_metrics.h).
+FEEDBACK_FAMILIES = ("oomguard_feedback_reports_total", "oomguard_estimate_error_ratio_bucket",
+                     "oomguard_measured_peaks_total", "oomguard_measured_peaks_under_bound_total",
+                     "oomguard_admitted_then_oom_total", "oomguard_learned_bound_widening_ratio")
 
 OPTIONS = None
 SERVER = None
+STORE_DIR = None
 SCRAPE = None  # Exposition of the server: {metric name: {label: set(values)}}.
 
 # Calls made before the scrape: one Check that fits, one that does not, one
-# invalid Check, one Estimate, ListGpus and ListPresets.
+# invalid Check, one Estimate, ListGpus and ListPresets; then two more Checks
+# that fit (over HTTP/JSON), what their jobs used (report_feedback) and, for
+# the second, a CUDA OOM.
 LLAMA_FITS = ("--tensor-model-parallel-size 1 --use-distributed-optimizer --seq-length 4096 "
               "--micro-batch-size 1 --recompute-granularity full --recompute-method uniform "
               "--recompute-num-layers 1")
 DEEPSEEK_8 = "--expert-model-parallel-size 8 --seq-length 4096 --micro-batch-size 1"
 
 
-def make_calls(address):
-    with Client(address, timeout=10.0) as client:
+def make_calls(server):
+    with Client(server.address, timeout=10.0) as client:
         verdicts = [
             client.check(args=LLAMA_FITS, num_gpus=8, preset="llama3-8b").verdict,
             client.check(args=DEEPSEEK_8, num_gpus=8, preset="deepseek-v3").verdict,
@@ -94,6 +100,26 @@ def make_calls(address):
         client.estimate(args=LLAMA_FITS, num_gpus=8, preset="llama3-8b")
         client.list_gpus()
         client.list_presets()
+    report_feedback(server)
+
+
+def report_feedback(server):
+    """Two admitted checks and their reports: the first ran (its rank 0's
+    allocator peak from Megatron's log, a GPU's device peak from DCGM), the
+    second died of CUDA OOM (the admitted-then-OOM counter)."""
+    check = {"job": {"megatron": {"preset": "llama3-8b", "numGpus": 8, "args": LLAMA_FITS}},
+             "gpuName": "H100-SXM-80GB"}
+    ran, oom = (server.http_json("POST", "/v1/check", check) for _ in range(2))
+    assert ran["verdict"] == oom["verdict"] == "VERDICT_FITS", (ran["verdict"], oom["verdict"])
+    for report in (
+            {"checkId": ran["checkId"], "source": "MEASUREMENT_SOURCE_MEGATRON_LOG",
+             "outcome": "JOB_OUTCOME_RAN", "ranks": [{"rank": 0, "maxAllocatedBytes": str(30 << 30)}]},
+            {"checkId": ran["checkId"], "source": "MEASUREMENT_SOURCE_DCGM",
+             "ranks": [{"device": "node1/0", "deviceUsedBytes": str(40 << 30)}]},
+            {"checkId": oom["checkId"], "source": "MEASUREMENT_SOURCE_MEGATRON_LOG",
+             "outcome": "JOB_OUTCOME_CUDA_OOM",
+             "detail": "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB."}):
+        server.http_json("POST", "/v1/report", report)
 
 
 def parse_exposition(text):
@@ -195,14 +221,18 @@ def load_rules():
 
 
 def setUpModule():  # pylint: disable=invalid-name
-    global SERVER, SCRAPE  # pylint: disable=global-statement
-    SERVER = python_client_server.Server(OPTIONS.server_binary)
-    make_calls(SERVER.address)
+    global SERVER, SCRAPE, STORE_DIR  # pylint: disable=global-statement
+    STORE_DIR = tempfile.mkdtemp(prefix="oomguard-store-")
+    SERVER = python_client_server.Server(OPTIONS.server_binary, extra_flags=[
+        f"--store=sqlite:{STORE_DIR}/checks.db", "--allow_unauthenticated_reports",
+        "--http_address=127.0.0.1:0"])
+    make_calls(SERVER)
     SCRAPE = parse_exposition(SERVER.metrics())
 
 
 def tearDownModule():  # pylint: disable=invalid-name
     SERVER.close()
+    shutil.rmtree(STORE_DIR, ignore_errors=True)
 
 
 class ExportedNamesTest(unittest.TestCase):
@@ -243,8 +273,14 @@ class ExportedNamesTest(unittest.TestCase):
     def test_scrape_has_the_documented_metrics(self):
         for name in ("oomguard_requests_total", "oomguard_request_duration_seconds_bucket",
                      "oomguard_verdicts_total", "oomguard_estimated_peak_bytes_bucket",
-                     "oomguard_build_info") + CACHE_FAMILIES:
+                     "oomguard_build_info") + CACHE_FAMILIES + FEEDBACK_FAMILIES:
             self.assertIn(name, SCRAPE)
+        self.assertEqual(SCRAPE["oomguard_feedback_reports_total"]["source"],
+                         {"megatron_log", "dcgm"})
+        self.assertEqual(SCRAPE["oomguard_feedback_reports_total"]["outcome"],
+                         {"ran", "unspecified", "cuda_oom"})
+        self.assertEqual(SCRAPE["oomguard_measured_peaks_total"]["measure"], {"allocated", "device"})
+        self.assertEqual(SCRAPE["oomguard_admitted_then_oom_total"]["family"], {"dense"})
         for name in CACHE_FAMILIES:  # The server's defaults enable all three.
             self.assertEqual(SCRAPE[name]["cache"], {"response", "check_result", "plan"})
         self.assertEqual(SCRAPE["oomguard_cache_lookups_total"]["result"], {"hit", "miss"})
@@ -271,7 +307,7 @@ class ExportedNamesTest(unittest.TestCase):
         # Every metric the server exports is on the dashboard.
         for family in ("oomguard_requests_total", "oomguard_request_duration_seconds_bucket",
                        "oomguard_verdicts_total", "oomguard_estimated_peak_bytes_bucket",
-                       "oomguard_build_info") + CACHE_FAMILIES:
+                       "oomguard_build_info") + CACHE_FAMILIES + FEEDBACK_FAMILIES:
             self.assertIn(family, used)
 
     def test_dashboard_structure(self):
@@ -299,7 +335,9 @@ class ExportedNamesTest(unittest.TestCase):
         self.assertEqual(len(ids), len(set(ids)))
         for want in ("Request rate by method and code", "Error ratio",
                      "Latency p50 / p90 / p99 by method", "Verdict mix",
-                     "Estimated worst-rank peak distribution", "Build info"):
+                     "Estimated worst-rank peak distribution", "Build info",
+                     "Measured against the estimate", "Admitted jobs that ran out of GPU memory",
+                     "Measured peaks under the bound"):
             self.assertIn(want, titles)
         heatmap = next(p for p in dashboard["panels"] if p["type"] == "heatmap")
         self.assertEqual(heatmap["targets"][0]["format"], "heatmap")
@@ -319,7 +357,8 @@ class ExportedNamesTest(unittest.TestCase):
         alerts = {rule["alert"] for rule in load_rules() if "alert" in rule}
         self.assertEqual(alerts, {"OomguardDown", "OomguardTargetMissing",
                                   "OomguardHighErrorRate", "OomguardLatencySLO",
-                                  "OomguardRejectionSpike", "OomguardAdmissionTrafficStopped"})
+                                  "OomguardRejectionSpike", "OomguardAdmissionTrafficStopped",
+                                  "OomguardAdmittedJobRanOutOfMemory"})
         with open(RULES_TEST, encoding="utf-8") as f:
             tests = yaml.safe_load(f)["tests"]
         firing, quiet = set(), set()
@@ -338,84 +377,36 @@ class LivePrometheusTest(unittest.TestCase):
         if not os.access(OPTIONS.prometheus, os.X_OK):
             raise unittest.SkipTest(f"{OPTIONS.prometheus} is not installed")
         cls.dir = tempfile.mkdtemp(prefix="oomguard-prom-")
-        config = os.path.join(cls.dir, "prometheus.yml")
-        with open(config, "w", encoding="utf-8") as f:
-            f.write("global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
-                    f"rule_files:\n  - {RULES}\n"
-                    "scrape_configs:\n  - job_name: oomguard\n    static_configs:\n"
-                    f"      - targets: ['127.0.0.1:{SERVER.metrics_port}']\n")
-        cls.port = python_client_server.free_port()
-        cls.log = open(os.path.join(cls.dir, "prometheus.log"), "w", encoding="utf-8")
-        cls.prometheus = subprocess.Popen(
-            [OPTIONS.prometheus, f"--config.file={config}",
-             f"--storage.tsdb.path={cls.dir}/data", f"--web.listen-address=127.0.0.1:{cls.port}"],
-            stdout=cls.log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        cls.prometheus = prometheus_server.PrometheusServer(
+            OPTIONS.prometheus, cls.dir, rule_files=[RULES],
+            scrape_configs="  - job_name: oomguard\n    static_configs:\n"
+                           f"      - targets: ['127.0.0.1:{SERVER.metrics_port}']\n")
         try:
             # A first scrape, so that the counters' increase after it shows in rate().
-            cls.wait_for('up{job="oomguard"} == 1')
-            make_calls(SERVER.address)
-            cls.wait_for("job:oomguard_verdicts_rejected:ratio_rate5m > 0")
-            cls.wait_for("job:oomguard_estimated_peak_bytes:p50_rate1h > 0")
+            cls.prometheus.wait_for('up{job="oomguard"} == 1')
+            make_calls(SERVER)
+            cls.prometheus.wait_for("job:oomguard_verdicts_rejected:ratio_rate5m > 0")
+            # Two admitted jobs died of CUDA OOM, one per round of calls: the
+            # first created the counter's series at 1 before the first scrape.
+            cls.prometheus.wait_for("job_family_gpu:oomguard_admitted_then_oom:increase7d == 2")
+            cls.prometheus.wait_for(
+                'ALERTS{alertname="OomguardAdmittedJobRanOutOfMemory",alertstate="firing"}')
+            cls.prometheus.wait_for("job:oomguard_estimated_peak_bytes:p50_rate1h > 0")
         except Exception:
             cls.tearDownClass()
             raise
 
     @classmethod
     def tearDownClass(cls):
-        if cls.prometheus.poll() is None:
-            cls.prometheus.terminate()
-            try:
-                cls.prometheus.wait(20)
-            except subprocess.TimeoutExpired:
-                cls.prometheus.kill()
-                cls.prometheus.wait()
-        cls.log.close()
+        cls.prometheus.close()
         shutil.rmtree(cls.dir, ignore_errors=True)
-
-    @classmethod
-    def api(cls, path, **params):
-        url = f"http://127.0.0.1:{cls.port}/api/v1/{path}"
-        if params:
-            url += "?" + urllib.parse.urlencode(params)
-        try:
-            with urllib.request.urlopen(url, timeout=5) as reply:
-                return json.load(reply)
-        except urllib.error.HTTPError as error:
-            body = error.read().decode("utf-8", "replace")
-            try:
-                return json.loads(body)
-            except ValueError:  # E.g. "Service Unavailable" while Prometheus starts.
-                return {"status": "error", "errorType": f"HTTP {error.code}", "error": body}
-
-    @classmethod
-    def query(cls, expr):
-        reply = cls.api("query", query=expr)
-        if reply.get("status") != "success":
-            raise AssertionError(f"{expr}: {reply.get('errorType')}: {reply.get('error')}")
-        return reply["data"]["result"]
-
-    @classmethod
-    def wait_for(cls, expr, timeout=60.0):  # Generous: CI machines are loaded.
-        deadline = time.monotonic() + timeout
-        last = None
-        while time.monotonic() < deadline:
-            if cls.prometheus.poll() is not None:
-                break
-            try:
-                if cls.query(expr):
-                    return
-            except (OSError, AssertionError) as error:
-                last = error
-            time.sleep(0.2)
-        with open(cls.log.name, encoding="utf-8") as f:
-            raise AssertionError(f"no result for {expr} ({last}); prometheus log:\n{f.read()}")
 
     def values(self, expr):
         return {tuple(sorted((k, v) for k, v in r["metric"].items() if k != "__name__")):
-                float(r["value"][1]) for r in self.query(expr)}
+                float(r["value"][1]) for r in self.prometheus.query(expr)}
 
     def test_every_rule_evaluates(self):
-        groups = self.api("rules")["data"]["groups"]
+        groups = self.prometheus.api("rules")["data"]["groups"]
         rules = [rule for group in groups for rule in group["rules"]]
         self.assertEqual(len(rules), len(load_rules()))
         for rule in rules:
@@ -430,10 +421,10 @@ class LivePrometheusTest(unittest.TestCase):
         # Only OK and INVALID_ARGUMENT happened: no server errors.
         self.assertEqual(self.values("job:oomguard_request_errors:ratio_rate5m"),
                          {(("job", "oomguard"),): 0.0})
-        # One FITS and one DOES_NOT_FIT per round of calls.
+        # Three FITS and one DOES_NOT_FIT per round of calls.
         for window in ("5m", "1d"):
             (ratio,) = self.values(f"job:oomguard_verdicts_rejected:ratio_rate{window}").values()
-            self.assertAlmostEqual(ratio, 0.5, places=6, msg=window)
+            self.assertAlmostEqual(ratio, 0.25, places=6, msg=window)
         p99 = self.values('job_method:oomguard_request_duration_seconds:p99_rate5m{method="Check"}')
         (latency,) = p99.values()
         self.assertTrue(0 < latency <= 1, latency)
@@ -444,23 +435,46 @@ class LivePrometheusTest(unittest.TestCase):
         for rule in load_rules():
             if "record" in rule:
                 with self.subTest(rule=rule["record"]):
-                    self.assertTrue(self.query(rule["record"]), "no data")
+                    self.assertTrue(self.prometheus.query(rule["record"]), "no data")
 
-    def test_no_alert_fires(self):
-        self.assertEqual(self.query("ALERTS"), [])
+    def test_recorded_feedback(self):
+        (oom,) = self.values("job_family_gpu:oomguard_admitted_then_oom:increase7d").items()
+        self.assertEqual(dict(oom[0])["job"], "oomguard")
+        self.assertEqual(dict(oom[0])["family"], "dense")
+        self.assertEqual(oom[1], 2)
+        (under,) = self.values("job:oomguard_measured_peaks_under_bound:ratio_rate7d").values()
+        self.assertTrue(0 <= under <= 1, under)
+        reports = self.values("job_source_outcome:oomguard_feedback_reports:increase1d")
+        self.assertEqual({(dict(k)["source"], dict(k)["outcome"]) for k in reports},
+                         {("megatron_log", "ran"), ("dcgm", "unspecified"),
+                          ("megatron_log", "cuda_oom")})
+
+    def test_only_the_admitted_then_oom_alert_fires(self):
+        alerts = self.prometheus.query("ALERTS")
+        self.assertEqual([(a["metric"]["alertname"], a["metric"]["alertstate"],
+                           a["metric"]["job"], a["metric"]["family"]) for a in alerts],
+                         [("OomguardAdmittedJobRanOutOfMemory", "firing", "oomguard", "dense")])
+
+    def test_dashboard_counts_both_admitted_jobs_that_ran_out_of_memory(self):
+        with open(DASHBOARD, encoding="utf-8") as f:
+            dashboard = json.load(f)
+        (expr,) = [e for t, e in dashboard_targets(dashboard)
+                   if t == "Admitted jobs that ran out of GPU memory"]
+        result = self.prometheus.query(substitute_grafana_variables(expr))
+        self.assertEqual([float(r["value"][1]) for r in result], [2])
 
     def test_dashboard_queries_return_data(self):
         with open(DASHBOARD, encoding="utf-8") as f:
             dashboard = json.load(f)
         for title, expr in dashboard_targets(dashboard):
             with self.subTest(panel=title, expr=expr):
-                result = self.query(substitute_grafana_variables(expr))
+                result = self.prometheus.query(substitute_grafana_variables(expr))
                 self.assertTrue(result, "no data")
                 values = [float(r["value"][1]) for r in result]
                 self.assertTrue(any(not math.isnan(v) for v in values), values)
         for name, selector, label in dashboard_variable_queries(dashboard):
             with self.subTest(variable=name):
-                result = self.query(substitute_grafana_variables(selector))
+                result = self.prometheus.query(substitute_grafana_variables(selector))
                 self.assertIn("oomguard", {r["metric"].get("job") for r in result})
                 self.assertTrue(all(label in r["metric"] for r in result), result)
 

@@ -160,13 +160,19 @@ TEST(CheckResultKeyTest, EqualForEqualInputsAndDistinctOtherwise) {
   point.compare_upper_bound = false;
   coverage.upper_bound_coverage = 0.99;
   brief.with_report = false;
+  AdmissionOptions widened = options, widened_jobs = options, widened_cluster = options;
+  widened.learned_widening = 0.05;
+  widened_jobs.learned_widening_jobs = 21;
+  widened_cluster.learned_widening_cluster = "b";
   AdmissionOptions deadline = options;
   deadline.deadline = Deadline(absl::InfinitePast());
   EXPECT_EQ(CheckResultKey(job, gpu, deadline), key);  // The deadline changes no answer.
   for (const std::string& other :
        {CheckResultKey(other_job, gpu, options), CheckResultKey(job, other_gpu, options),
         CheckResultKey(job, gpu, margin), CheckResultKey(job, gpu, point),
-        CheckResultKey(job, gpu, coverage), CheckResultKey(job, gpu, brief)}) {
+        CheckResultKey(job, gpu, coverage), CheckResultKey(job, gpu, brief),
+        CheckResultKey(job, gpu, widened), CheckResultKey(job, gpu, widened_jobs),
+        CheckResultKey(job, gpu, widened_cluster)}) {
     EXPECT_NE(other, key);
   }
 }

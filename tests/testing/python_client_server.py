@@ -5,6 +5,7 @@ the gRPC and the metrics listener, ports read back from the
 the test's own: stopped by its PID (SIGTERM, then SIGKILL).
 """
 
+import json
 import os
 import re
 import signal
@@ -39,12 +40,15 @@ class Server:
                  *extra_flags]
         self.process = subprocess.Popen(argv, stdout=self.log, stderr=subprocess.STDOUT,
                                         stdin=subprocess.DEVNULL)
-        self.grpc_port = self.metrics_port = None
+        self.grpc_port = self.metrics_port = self.http_port = None
         deadline = time.monotonic() + start_timeout
         while time.monotonic() < deadline:
-            match = re.search(r"msg=listening grpc_port=(\d+) metrics_port=(\d+)", self.output())
+            match = re.search(r"msg=listening grpc_port=(\d+) metrics_port=(\d+).* http_port=(\d+)",
+                              self.output())
             if match:
                 self.grpc_port, self.metrics_port = int(match.group(1)), int(match.group(2))
+                # 0 without --http_address.
+                self.http_port = int(match.group(3)) or None
                 return
             if self.process.poll() is not None:
                 break
@@ -59,6 +63,17 @@ class Server:
     def output(self):
         with open(self.log.name, encoding="utf-8", errors="replace") as f:
             return f.read()
+
+    def http_json(self, method, path, body=None, timeout=10.0):
+        """The JSON answer of the HTTP/JSON API (--http_address) to `method`
+        `path` with the JSON `body`; urllib.error.HTTPError for a status
+        other than 2xx."""
+        data = None if body is None else json.dumps(body).encode()
+        request = urllib.request.Request(f"http://127.0.0.1:{self.http_port}{path}", data=data,
+                                         method=method,
+                                         headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=timeout) as reply:
+            return json.load(reply)
 
     def metrics(self, timeout=5.0):
         url = f"http://127.0.0.1:{self.metrics_port}/metrics"

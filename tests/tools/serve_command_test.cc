@@ -110,7 +110,11 @@ TEST_F(ServeProcessTest, HelpDocumentsEveryFlag) {
                            "--store",
                            "--cluster",
                            "--report_tokens_file",
-                           "--allow_unauthenticated_reports"}) {
+                           "--allow_unauthenticated_reports",
+                           "--learned_widening",
+                           "--learned_widening_max",
+                           "--prometheus_url",
+                           "--dcgm_interval"}) {
     EXPECT_THAT(output, HasSubstr(flag));
   }
   EXPECT_THAT(output, HasSubstr("SIGTERM"));
@@ -154,6 +158,13 @@ TEST_F(ServeProcessTest, BadFlagValuesStopStartUp) {
                  "--http_max_connections_per_source=-1"});
   EXPECT_EQ(code, 2);
   EXPECT_THAT(output, HasSubstr("http max_connections_per_source = -1: must be >= 1"));
+
+  std::tie(code, output) = RunToExit({"--learned_widening=yes", "--metrics_address="});
+  EXPECT_EQ(code, 2);
+  EXPECT_THAT(output, HasSubstr("learned_widening = \"yes\": must be off or on"));
+  std::tie(code, output) = RunToExit({"--learned_widening_max=1.5", "--metrics_address="});
+  EXPECT_EQ(code, 2);
+  EXPECT_THAT(output, HasSubstr("learned_widening_max = 1.5: must be in [0, 1]"));
 
   std::tie(code, output) = RunToExit({"--no_such_flag"});
   EXPECT_NE(code, 0);
