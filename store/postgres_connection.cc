@@ -133,9 +133,13 @@ class PostgresConnection : public SqlConnection {
   absl::Status Check(const PGresult* result, absl::string_view what) {
     const ExecStatusType status = PQresultStatus(result);
     if (status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK) return absl::OkStatus();
-    return absl::UnavailableError(absl::StrCat(
+    absl::Status error = absl::UnavailableError(absl::StrCat(
         "--store ", server_, ": ", absl::StripTrailingAsciiWhitespace(PQerrorMessage(connection_)),
         " (in: ", what.substr(0, 60), ")"));
+    // A lost connection (the server restarted): connect again for the next
+    // call; this one fails.
+    if (PQstatus(connection_) == CONNECTION_BAD) PQreset(connection_);
+    return error;
   }
 
   const std::string server_;
