@@ -12,6 +12,8 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "common/deterministic_bytes.h"
 #include "common/status_macros.h"
 #include "http/json_transcoding.h"
@@ -31,15 +33,26 @@ namespace {
 class JsonRequest final : public service::CallRequest {
  public:
   JsonRequest(const google::protobuf::Message& prototype, absl::string_view verb,
-              absl::string_view body)
-      : prototype_(prototype), no_body_(verb == "GET"), body_(body) {}
+              const ApiCall& call)
+      : prototype_(prototype), no_body_(verb == "GET"), call_(call) {}
 
+  // A GET's request is its path parameters' fields (each a string field of
+  // the request, the table's routes say which).
   absl::Status Parse(google::protobuf::Message& request) const override {
-    if (no_body_) {
-      request.Clear();
-      return absl::OkStatus();
+    if (!no_body_) return ParseJsonBody(call_.body, request);
+    request.Clear();
+    for (const PathField& path_field : call_.path_fields) {
+      const google::protobuf::FieldDescriptor* field =
+          request.GetDescriptor()->FindFieldByName(std::string(path_field.field));
+      if (field == nullptr || field->type() != google::protobuf::FieldDescriptor::TYPE_STRING ||
+          field->is_repeated()) {
+        return absl::InternalError(absl::StrCat("path parameter {", path_field.field,
+                                                "}: not a string field of ",
+                                                request.GetTypeName()));
+      }
+      request.GetReflection()->SetString(&request, field, std::string(path_field.value));
     }
-    return ParseJsonBody(body_, request);
+    return absl::OkStatus();
   }
   // The same job sent as JSON or over gRPC has the same bytes (and so shares
   // its response cache entry).
@@ -48,11 +61,12 @@ class JsonRequest final : public service::CallRequest {
     OOMGUARD_RETURN_IF_ERROR(Parse(*request));
     return DeterministicBytes(*request);
   }
+  service::CallerCredentials Credentials() const override { return call_.credentials; }
 
  private:
   const google::protobuf::Message& prototype_;
   const bool no_body_;
-  const absl::string_view body_;
+  const ApiCall& call_;
 };
 
 // An RPC's responses as JSON.
@@ -89,11 +103,11 @@ class JsonResponses final : public service::CallResponses {
 // One call of `rpc`: the request body in protobuf's JSON mapping in, the
 // response's JSON out; a server stream as Envoy's gRPC-JSON transcoder maps
 // it: one JSON array of the messages, in order.
-absl::Status CallRpc(const RpcMethod& rpc, RequestHandlers& handlers, absl::string_view body,
+absl::Status CallRpc(const RpcMethod& rpc, RequestHandlers& handlers, const ApiCall& call,
                      absl::Time deadline, CallOutcome& outcome, std::string& json) {
   const google::protobuf::MethodDescriptor& declared = service::Declaration(rpc);
   google::protobuf::MessageFactory& types = *google::protobuf::MessageFactory::generated_factory();
-  const JsonRequest request(*types.GetPrototype(declared.input_type()), rpc.http.verb, body);
+  const JsonRequest request(*types.GetPrototype(declared.input_type()), rpc.http.verb, call);
   JsonResponses responses(*types.GetPrototype(declared.output_type()));
   OOMGUARD_RETURN_IF_ERROR(rpc.handler(handlers, request, deadline, outcome, responses));
   OOMGUARD_ASSIGN_OR_RETURN(std::vector<std::string> messages, std::move(responses).Take());
@@ -128,10 +142,10 @@ absl::StatusOr<v1::CheckResponse> RunCheck(RequestHandlers& handlers,
 
 // CheckScriptRequest -> {"request": the CheckRequest read from the script,
 // "response": its CheckResponse, "scriptNotes": what the reader noticed}.
-absl::Status CheckScript(RequestHandlers& handlers, absl::string_view body, absl::Time deadline,
+absl::Status CheckScript(RequestHandlers& handlers, const ApiCall& call, absl::Time deadline,
                          CallOutcome& outcome, std::string& json) {
   v1::CheckScriptRequest request;
-  OOMGUARD_RETURN_IF_ERROR(ParseJsonBody(body, request));
+  OOMGUARD_RETURN_IF_ERROR(ParseJsonBody(call.body, request));
   OOMGUARD_ASSIGN_OR_RETURN(const ScriptCheck script, ReadScriptCheck(request, Deadline(deadline)));
   OOMGUARD_ASSIGN_OR_RETURN(const v1::CheckResponse response,
                             RunCheck(handlers, script.request, deadline, outcome));
@@ -184,11 +198,10 @@ HttpAnswer MethodNotAllowed(absl::string_view method, absl::string_view path,
 ApiEndpoints::ApiEndpoints(RequestHandlers* handlers, net::CallLimiter* limiter)
     : handlers_(handlers), limiter_(limiter) {
   for (const RpcMethod& rpc : service::RpcMethods()) {
-    endpoints_.push_back({rpc.http.path, rpc.http.verb, rpc.name,
-                          [&rpc](RequestHandlers& h, absl::string_view body, absl::Time deadline,
-                                 CallOutcome& outcome, std::string& json) {
-                            return CallRpc(rpc, h, body, deadline, outcome, json);
-                          }});
+    endpoints_.push_back(
+        {rpc.http.path, rpc.http.verb, rpc.name,
+         [&rpc](RequestHandlers& h, const ApiCall& call, absl::Time deadline, CallOutcome& outcome,
+                std::string& json) { return CallRpc(rpc, h, call, deadline, outcome, json); }});
   }
   // The API's own endpoints.
   const Endpoint own[] = {
@@ -197,18 +210,38 @@ ApiEndpoints::ApiEndpoints(RequestHandlers* handlers, net::CallLimiter* limiter)
   endpoints_.insert(endpoints_.end(), std::begin(own), std::end(own));
 }
 
+std::optional<std::vector<PathField>> MatchPath(absl::string_view pattern, absl::string_view path) {
+  const std::vector<absl::string_view> want = absl::StrSplit(pattern, '/');
+  const std::vector<absl::string_view> got = absl::StrSplit(path, '/');
+  if (want.size() != got.size()) return std::nullopt;
+  std::vector<PathField> fields;
+  for (size_t i = 0; i < want.size(); ++i) {
+    absl::string_view field = want[i];
+    if (absl::ConsumePrefix(&field, "{") && absl::ConsumeSuffix(&field, "}")) {
+      if (got[i].empty()) return std::nullopt;
+      fields.push_back({field, got[i]});
+    } else if (want[i] != got[i]) {
+      return std::nullopt;
+    }
+  }
+  return fields;
+}
+
 std::optional<HttpAnswer> ApiEndpoints::Serve(const ApiRequest& request) {
   for (const Endpoint& endpoint : endpoints_) {
-    if (endpoint.path != request.path) continue;
+    std::optional<std::vector<PathField>> fields = MatchPath(endpoint.path, request.path);
+    if (!fields) continue;
     if (endpoint.http_method != request.method) {
       return MethodNotAllowed(request.method, request.path, endpoint.http_method);
     }
-    return Run(endpoint, request);
+    return Run(endpoint, request, *std::move(fields));
   }
   return std::nullopt;
 }
 
-HttpAnswer ApiEndpoints::Run(const Endpoint& endpoint, const ApiRequest& request) {
+HttpAnswer ApiEndpoints::Run(const Endpoint& endpoint, const ApiRequest& request,
+                             std::vector<PathField> path_fields) {
+  const ApiCall call{request.body, std::move(path_fields), request.credentials};
   std::string json;
   const grpc::Status status =
       handlers_->Handle(service::Call{.method = endpoint.method,
@@ -218,7 +251,7 @@ HttpAnswer ApiEndpoints::Run(const Endpoint& endpoint, const ApiRequest& request
                         [&](absl::Time deadline, CallOutcome& outcome) -> absl::Status {
                           OOMGUARD_RETURN_IF_ERROR(limiter_->Acquire(deadline));
                           const absl::Cleanup release = [this] { limiter_->Release(); };
-                          return endpoint.call(*handlers_, request.body, deadline, outcome, json);
+                          return endpoint.call(*handlers_, call, deadline, outcome, json);
                         });
   if (!status.ok()) {
     return JsonAnswer(HttpStatusOf(status.error_code()), ErrorJson(status));

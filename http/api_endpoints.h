@@ -15,6 +15,10 @@
 //   POST /v1/plan      PlanRequest     -> a JSON array of the streamed
 //                      PlanResponse messages (as Envoy's transcoder maps a
 //                      server stream): the candidates, then the summary
+//   POST /v1/report    ReportRequest   -> ReportResponse (authenticated:
+//                      `Authorization: Bearer TOKEN` or a client
+//                      certificate; 401 otherwise)
+//   GET  /v1/checks/{check_id}  CheckRecord
 //
 // A failed call answers the JSON of a google.rpc.Status under the
 // HTTP status of its code (400 naming the field, 503 overloaded, 504 past
@@ -41,6 +45,26 @@ struct ApiRequest {
   absl::string_view body = {};
   absl::Time deadline = absl::InfiniteFuture();
   absl::string_view peer = {};  // For the log.
+  // Who sent it (service/report_auth.h): the Authorization header, and the
+  // common name of the client certificate TLS verified.
+  service::CallerCredentials credentials = {};
+};
+
+// A path parameter's field and the path segment it took.
+struct PathField {
+  absl::string_view field;
+  absl::string_view value;
+};
+
+// The fields of `path` when it matches `pattern` (whose segments "{field}"
+// take any one non-empty segment); nullopt when it does not match.
+std::optional<std::vector<PathField>> MatchPath(absl::string_view pattern, absl::string_view path);
+
+// What an endpoint's call reads of its request.
+struct ApiCall {
+  absl::string_view body;
+  std::vector<PathField> path_fields;
+  const service::CallerCredentials& credentials;
 };
 
 struct HttpAnswer {
@@ -75,19 +99,21 @@ class ApiEndpoints {
   std::optional<HttpAnswer> Serve(const ApiRequest& request);
 
  private:
-  // One endpoint: its path, HTTP method, the `method` label it counts as,
-  // and the call: request body in, response JSON out.
+  // One endpoint: its path (segments "{field}" are path parameters), HTTP
+  // method, the `method` label it counts as, and the call: the request (its
+  // body, path parameters and credentials) in, response JSON out.
   struct Endpoint {
     absl::string_view path;
     absl::string_view http_method;
     absl::string_view method;
-    std::function<absl::Status(service::RequestHandlers& handlers, absl::string_view body,
+    std::function<absl::Status(service::RequestHandlers& handlers, const ApiCall& call,
                                absl::Time deadline, service::CallOutcome& outcome,
                                std::string& json)>
         call;
   };
 
-  HttpAnswer Run(const Endpoint& endpoint, const ApiRequest& request);
+  HttpAnswer Run(const Endpoint& endpoint, const ApiRequest& request,
+                 std::vector<PathField> path_fields);
 
   service::RequestHandlers* const handlers_;
   net::CallLimiter* const limiter_;

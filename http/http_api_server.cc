@@ -2,6 +2,8 @@
 #include "http/http_api_server.h"
 
 #include <httplib.h>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
 
 #include <exception>
 #include <utility>
@@ -27,6 +29,19 @@ void Send(const HttpAnswer& answer, httplib::Response& response) {
   response.status = answer.status;
   if (!answer.allow.empty()) response.set_header("Allow", answer.allow);
   response.set_content(answer.body, answer.content_type.c_str());
+}
+
+// The subject common name of the client certificate the connection's TLS
+// verified; empty without TLS, a certificate or a common name.
+std::string VerifiedClientName(const SSL* ssl) {
+  if (ssl == nullptr || SSL_get_verify_result(ssl) != X509_V_OK) return "";
+  X509* certificate = SSL_get_peer_certificate(ssl);
+  if (certificate == nullptr) return "";
+  char name[256] = {};
+  const int length = X509_NAME_get_text_by_NID(X509_get_subject_name(certificate), NID_commonName,
+                                               name, sizeof(name));
+  X509_free(certificate);
+  return length > 0 ? std::string(name, static_cast<size_t>(length)) : "";
 }
 
 }  // namespace
@@ -111,8 +126,14 @@ absl::StatusOr<std::unique_ptr<HttpApiServer>> HttpApiServer::Start(
     std::optional<HttpAnswer> answer =
         UnsupportedContentType(request.get_header_value("Content-Type"));
     if (!answer) {
-      answer =
-          self->endpoints_.Serve(ApiRequest{method, request.path, request.body, deadline, peer});
+      answer = self->endpoints_.Serve(
+          ApiRequest{method,
+                     request.path,
+                     request.body,
+                     deadline,
+                     peer,
+                     {.authorization = request.get_header_value("Authorization"),
+                      .client_identity = VerifiedClientName(request.ssl)}});
     }
     if (!answer) {
       if (const PageAsset* asset = FindPageAsset(request.path)) {

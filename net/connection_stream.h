@@ -24,6 +24,10 @@ class ConnectionStream : public httplib::Stream {
   // set up on it. Neither is owned.
   ConnectionStream(int fd, SSL* ssl) : fd_(fd), ssl_(ssl) {}
 
+  // The connection's TLS (null for plain HTTP): httplib's Request::ssl, from
+  // which a handler reads the client's certificate.
+  SSL* ssl() const { return ssl_; }
+
   // The TLS handshake (server side), by `deadline`. False when it fails or
   // is not done by then.
   bool Handshake(absl::Time deadline);

@@ -226,7 +226,8 @@ bool GuardedHttpServer::ServeRequests(ConnectionStream& stream, ConnectionList::
     stream.SetDeadlines(absl::Now() + limits_.io_timeout, limits_.io_timeout);
     bool close = false;
     answered =
-        process_request(stream, served + 1 == limits_.keep_alive_max_requests, close, nullptr);
+        process_request(stream, served + 1 == limits_.keep_alive_max_requests, close,
+                        [&stream](httplib::Request& request) { request.ssl = stream.ssl(); });
     if (!EndRequest(connection) || !answered || close) return answered;
   }
   return answered;

@@ -10,6 +10,8 @@
 #include "grpcpp/health_check_service_interface.h"
 #include "grpcpp/security/server_credentials.h"
 #include "grpcpp/server_builder.h"
+#include "service/request_log.h"
+#include "store/store_url.h"
 
 namespace oomguard::server {
 
@@ -60,6 +62,23 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(ServerOptions options) {
 
   std::unique_ptr<Server> server(new Server);
   server->threads_ = options.threads;
+  if (!options.store_url.empty()) {
+    absl::StatusOr<store::StoreUrl> url = store::ParseStoreUrl(options.store_url);
+    if (!url.ok()) return url.status();
+    absl::StatusOr<std::unique_ptr<store::CheckStore>> opened =
+        store::OpenCheckStore(*url, options.store);
+    if (!opened.ok()) return opened.status();
+    server->store_ = *std::move(opened);
+    if (options.store_maintenance_interval <= absl::ZeroDuration()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "store_maintenance_interval = ", absl::FormatDuration(options.store_maintenance_interval),
+          ": must be > 0"));
+    }
+    server->maintenance_ =
+        std::thread(&Server::MaintainStore, server.get(), options.store_maintenance_interval);
+  }
+  options.service.store = server->store_.get();
+  options.service.version = OOMGUARD_VERSION;
   const GpuCatalog webhook_catalog = options.service.catalog;
   options.http.tls = {.cert_chain = options.tls_cert_pem,
                       .key = options.tls_key_pem,
@@ -123,9 +142,26 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(ServerOptions options) {
   return server;
 }
 
+void Server::MaintainStore(absl::Duration interval) {
+  do {
+    const absl::StatusOr<int64_t> removed = store_->ApplyRetention(absl::Now());
+    if (!removed.ok()) {
+      service::WriteLogLine(service::FormatEventLine(
+          "store retention failed", {{"error", removed.status().ToString()}}, absl::Now()));
+    } else if (*removed > 0) {
+      service::WriteLogLine(service::FormatEventLine(
+          "store retention", {{"removed", absl::StrCat(*removed)}}, absl::Now()));
+    }
+  } while (!stop_maintenance_.WaitForNotificationWithTimeout(interval));
+}
+
 void Server::Shutdown(absl::Duration grace) {
   if (shut_down_) return;
   shut_down_ = true;
+  if (server_ == nullptr) {  // Start failed before the gRPC server existed.
+    StopStore();
+    return;
+  }
   server_->GetHealthCheckService()->SetServingStatus(false);
   if (webhook_ != nullptr) webhook_->Stop();
   if (http_ != nullptr) http_->Stop();
@@ -138,10 +174,22 @@ void Server::Shutdown(absl::Duration grace) {
   call_loop_.reset();
   if (webhook_ != nullptr) webhook_->Wait();
   if (http_ != nullptr) http_->Wait();
+  StopStore();
 }
 
-Server::~Server() {
-  if (server_ != nullptr) Shutdown(absl::ZeroDuration());
+void Server::StopStore() {
+  if (maintenance_.joinable()) {
+    stop_maintenance_.Notify();
+    maintenance_.join();
+  }
+  if (store_ != nullptr) {
+    if (const absl::Status flushed = store_->Flush(); !flushed.ok()) {
+      service::WriteLogLine(service::FormatEventLine("store flush at shutdown failed",
+                                                     {{"error", flushed.ToString()}}, absl::Now()));
+    }
+  }
 }
+
+Server::~Server() { Shutdown(absl::ZeroDuration()); }
 
 }  // namespace oomguard::server

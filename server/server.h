@@ -1,4 +1,6 @@
-// The server's lifecycle: build the gRPC server (the Oomguard service,
+// The server's lifecycle: open the store of checks (--store; a
+// maintenance thread applies its retention hourly; flushed at shutdown),
+// build the gRPC server (the Oomguard service,
 // health, reflection, TLS, thread pool, size limit), the /metrics endpoint,
 // the optional Kubernetes admission webhook (webhook_server.h), the optional
 // HTTP/JSON API and web page (http/http_api_server.h), and a graceful
@@ -8,8 +10,10 @@
 
 #include <memory>
 #include <string>
+#include <thread>
 
 #include "absl/status/statusor.h"
+#include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
 #include "grpcpp/server.h"
 #include "http/http_api_server.h"
@@ -18,6 +22,7 @@
 #include "service/call_loop.h"
 #include "service/metrics.h"
 #include "service/oomguard_service.h"
+#include "store/check_store.h"
 #include "webhook/webhook_server.h"
 
 namespace oomguard::server {
@@ -46,6 +51,13 @@ struct ServerOptions {
   // TLS PEMs, threads and body cap are the gRPC server's (tls_*_pem,
   // threads, max_request_bytes).
   http::HttpApiOptions http;
+  // The store of checks (store/store_url.h: sqlite:PATH or
+  // postgresql://...); empty = none. Opened at start (the server does not
+  // start when it cannot be); service.store is set to it.
+  std::string store_url;
+  store::StoreOptions store;
+  // How often the store's retention is applied (the first time at start).
+  absl::Duration store_maintenance_interval = absl::Hours(1);
 };
 
 class Server {
@@ -62,17 +74,31 @@ class Server {
   int http_port() const { return http_ ? http_->port() : 0; }           // 0 when none.
   int threads() const { return threads_; }
   service::ServiceMetrics& metrics() { return *metrics_; }
+  // The service's handlers (the in-process callers': the store's readers).
+  service::RequestHandlers& handlers() { return service_->handlers(); }
+  // The store; nullptr without --store.
+  store::CheckStore* store() { return store_.get(); }
 
   // Stops accepting calls (health turns NOT_SERVING; the webhook and the
   // HTTP API stop accepting connections), lets in-flight calls finish for up
   // to `grace`, cancels the rest, and returns when done (webhook reviews and
-  // HTTP calls in progress are answered: each is bounded by its timeout).
+  // HTTP calls in progress are answered: each is bounded by its timeout),
+  // after the store has committed every record it queued.
   void Shutdown(absl::Duration grace);
 
  private:
   Server() = default;
 
-  // Destroyed bottom-up: the loop and the server go before the handlers.
+  // Applies the store's retention every `interval` until stop_maintenance_.
+  void MaintainStore(absl::Duration interval);
+  // Stops the maintenance and waits for the store's queued writes.
+  void StopStore();
+
+  // Destroyed bottom-up: the loop and the server go before the handlers,
+  // the handlers before the store they write to.
+  std::unique_ptr<store::CheckStore> store_;
+  absl::Notification stop_maintenance_;
+  std::thread maintenance_;  // Joined at Shutdown.
   std::unique_ptr<service::ServiceMetrics> metrics_;
   std::unique_ptr<service::OomguardService> service_;
   service::AsyncOomguard async_service_;

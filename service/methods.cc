@@ -66,6 +66,28 @@ absl::Status ListGpus(RequestHandlers& handlers, const CallRequest& request, abs
   return absl::OkStatus();
 }
 
+// Authenticated (report_auth.h), then stored.
+absl::Status Report(RequestHandlers& handlers, const CallRequest& request, absl::Time deadline,
+                    CallOutcome&, CallResponses& responses) {
+  OOMGUARD_ASSIGN_OR_RETURN(const std::string reporter,
+                            handlers.AuthenticateReporter(request.Credentials()));
+  v1::ReportRequest parsed;
+  OOMGUARD_RETURN_IF_ERROR(request.Parse(parsed));
+  OOMGUARD_ASSIGN_OR_RETURN(const v1::ReportResponse stored,
+                            handlers.Report(parsed, reporter, deadline));
+  responses.Add(stored);
+  return absl::OkStatus();
+}
+
+absl::Status GetCheck(RequestHandlers& handlers, const CallRequest& request, absl::Time deadline,
+                      CallOutcome&, CallResponses& responses) {
+  v1::GetCheckRequest parsed;
+  OOMGUARD_RETURN_IF_ERROR(request.Parse(parsed));
+  OOMGUARD_ASSIGN_OR_RETURN(const v1::CheckRecord record, handlers.GetCheck(parsed, deadline));
+  responses.Add(record);
+  return absl::OkStatus();
+}
+
 // The table.
 constexpr RpcMethod kRpcMethods[] = {
     {"Estimate", &Estimate, {"POST", "/v1/estimate"}},
@@ -73,6 +95,8 @@ constexpr RpcMethod kRpcMethods[] = {
     {"Plan", &Plan, {"POST", "/v1/plan"}},
     {"ListPresets", &ListPresets, {"GET", "/v1/presets"}},
     {"ListGpus", &ListGpus, {"GET", "/v1/gpus"}},
+    {"Report", &Report, {"POST", "/v1/report"}},
+    {"GetCheck", &GetCheck, {"GET", "/v1/checks/{check_id}"}},
 };
 
 }  // namespace

@@ -24,6 +24,7 @@
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/message.h"
 #include "grpcpp/support/slice.h"
+#include "service/report_auth.h"
 
 namespace oomguard::service {
 
@@ -42,6 +43,8 @@ class CallRequest {
   // clients serialize, so that the same job sent either way shares its
   // entry).
   virtual absl::StatusOr<std::string> Bytes() const = 0;
+  // What the call carried to say who sent it (report_auth.h).
+  virtual CallerCredentials Credentials() const = 0;
 };
 
 // Where a call's answers go, in order.
@@ -62,7 +65,9 @@ using MethodHandler = absl::Status (*)(RequestHandlers& handlers, const CallRequ
 // An RPC of the HTTP/JSON API, as grpc-gateway would map it.
 struct HttpRoute {
   absl::string_view verb;  // "GET" (no body) or "POST" (the request as JSON).
-  absl::string_view path;  // "/v1/..."
+  // "/v1/...". A segment "{field}" is a path parameter: the request's
+  // string field of that name (a GET's only field), as grpc-gateway maps it.
+  absl::string_view path;
 };
 
 struct RpcMethod {

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "common/status_macros.h"
+#include "grpcpp/security/auth_context.h"
 #include "service/wire_message.h"
 
 namespace oomguard::service {
@@ -20,16 +21,34 @@ absl::Time CallDeadline(const grpc::ServerContext& context) {
 // A request as received: its bytes are the cache key as they are.
 class WireRequest final : public CallRequest {
  public:
-  explicit WireRequest(const grpc::ByteBuffer& request) : request_(request) {}
+  WireRequest(const grpc::ByteBuffer& request, const grpc::ServerContext& context)
+      : request_(request), context_(context) {}
 
   absl::Status Parse(google::protobuf::Message& request) const override {
     OOMGUARD_ASSIGN_OR_RETURN(const std::string bytes, Bytes());
     return ParseRequest(bytes, request);
   }
   absl::StatusOr<std::string> Bytes() const override { return RequestBytes(request_); }
+  // The `authorization` metadata, and the common name of the client
+  // certificate the server's mutual TLS verified.
+  CallerCredentials Credentials() const override {
+    CallerCredentials credentials;
+    const auto& metadata = context_.client_metadata();
+    if (const auto found = metadata.find("authorization"); found != metadata.end()) {
+      credentials.authorization.assign(found->second.data(), found->second.size());
+    }
+    const std::shared_ptr<const grpc::AuthContext> auth = context_.auth_context();
+    if (auth != nullptr && auth->IsPeerAuthenticated()) {
+      for (const grpc::string_ref& name : auth->FindPropertyValues("x509_common_name")) {
+        credentials.client_identity.assign(name.data(), name.size());
+      }
+    }
+    return credentials;
+  }
 
  private:
   const grpc::ByteBuffer& request_;
+  const grpc::ServerContext& context_;
 };
 
 class WireResponses final : public CallResponses {
@@ -56,7 +75,7 @@ grpc::Status OomguardService::Serve(const RpcMethod& method, grpc::ServerContext
                                     const grpc::ByteBuffer& request,
                                     std::vector<grpc::ByteBuffer>* responses) {
   const std::string peer = context.peer();
-  const WireRequest wire_request(request);
+  const WireRequest wire_request(request, context);
   WireResponses wire_responses(*responses);
   return handlers_.Handle(Call{.method = method.name,
                                .transport = Transport::kGrpc,

@@ -16,11 +16,15 @@
 #include "common/status_macros.h"
 #include "estimator/estimator.h"
 #include "estimator/rl_step.h"
+#include "feedback/report_limits.h"
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/message.h"
+#include "google/protobuf/util/time_util.h"
 #include "jobspec/presets.h"
 #include "planner/alternatives.h"
 #include "planner/gpu_performance.h"
+#include "service/check_id.h"
+#include "service/check_record.h"
 #include "service/request_log.h"
 #include "service/request_resolution.h"
 #include "service/status_mapping.h"
@@ -59,6 +63,36 @@ absl::StatusOr<double> Coverage(double coverage, absl::string_view field) {
 template <typename Report>
 void AddNotes(const std::vector<std::string>& notes, Report* report) {
   for (const std::string& note : notes) report->add_notes(note);
+}
+
+// What a check's answer without its report holds of it: its notes.
+void KeepReportNotes(v1::CheckResponse& response) {
+  v1::EstimateReport notes;
+  *notes.mutable_notes() = std::move(*response.mutable_report()->mutable_notes());
+  *response.mutable_report() = std::move(notes);
+}
+
+// The store's answer for a server without one.
+absl::Status NoStore(absl::string_view method) {
+  return absl::FailedPreconditionError(absl::StrCat(
+      method, ": this server keeps no checks; start it with --store (e.g. sqlite:PATH)"));
+}
+
+// The answer of `job`'s check as its request asked for it (the report
+// reduced to its notes where it was computed only for `record`), the
+// resolution's notes added; `record` (unless null) filled from the full one.
+void FinishCheck(const ResolvedJob& job, const v1::CheckRequest& request,
+                 const ServiceConfig& config, v1::CheckRecord* record,
+                 v1::CheckResponse* response) {
+  if (record != nullptr) {
+    *record = CheckRecordOf(job, *response, config.version, config.cluster);
+    if (request.omit_report() && !job.rl) KeepReportNotes(*response);
+  }
+  AddNotes(job.notes, response->mutable_report());
+}
+
+google::protobuf::Timestamp TimestampOf(absl::Time time) {
+  return google::protobuf::util::TimeUtil::NanosecondsToTimestamp(absl::ToUnixNanos(time));
 }
 
 }  // namespace
@@ -161,7 +195,34 @@ absl::StatusOr<v1::EstimateResponse> RequestHandlers::Estimate(const v1::Estimat
 }
 
 absl::Status RequestHandlers::RunCheck(const v1::CheckRequest& request, absl::Time deadline,
-                                       v1::CheckResponse* response) const {
+                                       v1::CheckResponse* response,
+                                       const v1::JobHandle& handle) const {
+  if (config_.store == nullptr) return ComputeCheck(request, deadline, response, nullptr);
+  if (absl::Status bad = feedback::ValidateJobHandle(handle); !bad.ok()) {
+    return WithBadField(std::move(bad), "handle");
+  }
+  v1::CheckRecord record;
+  OOMGUARD_RETURN_IF_ERROR(ComputeCheck(request, deadline, response, &record));
+  response->set_check_id(StoreCheck(std::move(record), handle));
+  return absl::OkStatus();
+}
+
+std::string RequestHandlers::StoreCheck(v1::CheckRecord record, const v1::JobHandle& handle) const {
+  std::string id = NewCheckId();
+  record.set_check_id(id);
+  *record.mutable_checked_at() = TimestampOf(absl::Now());
+  *record.mutable_handle() = handle;
+  if (absl::Status stored = config_.store->PutCheck(record); !stored.ok()) {
+    WriteLogLine(FormatEventLine("check not stored, answered without a check id",
+                                 {{"error", stored.ToString()}}, absl::Now()));
+    return "";
+  }
+  return id;
+}
+
+absl::Status RequestHandlers::ComputeCheck(const v1::CheckRequest& request, absl::Time deadline,
+                                           v1::CheckResponse* response,
+                                           v1::CheckRecord* record) const {
   OOMGUARD_ASSIGN_OR_RETURN(ResolvedJob job, ResolveJobSource(request.job(), "job"));
   OOMGUARD_ASSIGN_OR_RETURN(const v1::GpuSpec gpu, ResolveGpu(request, config_.catalog));
   if (const double margin = request.policy().safety_margin();
@@ -175,7 +236,10 @@ absl::Status RequestHandlers::RunCheck(const v1::CheckRequest& request, absl::Ti
   options.safety_margin =
       policy.has_safety_margin() ? policy.safety_margin() : config_.default_safety_margin;
   options.deadline = Deadline(deadline, &stop_);
-  options.with_report = !request.omit_report();
+  // A record holds the estimate of each stage: its report's (a Megatron
+  // job's; an RL step's phases are in its answer either way).
+  const bool keep_report = record != nullptr && !job.rl;
+  options.with_report = !request.omit_report() || keep_report;
   options.judge_unmodelled =
       policy.has_judge_unmodelled() ? policy.judge_unmodelled() : config_.default_judge_unmodelled;
   OOMGUARD_ASSIGN_OR_RETURN(
@@ -191,7 +255,7 @@ absl::Status RequestHandlers::RunCheck(const v1::CheckRequest& request, absl::Ti
     key = job.rl ? CheckResultKey(*job.rl, gpu, options) : CheckResultKey(job.spec, gpu, options);
     if (std::optional<CheckResult> found = check_results_.Find(key)) {
       *response = **found;
-      AddNotes(job.notes, response->mutable_report());
+      FinishCheck(job, request, config_, record, response);
       return absl::OkStatus();
     }
   }
@@ -211,8 +275,8 @@ absl::Status RequestHandlers::RunCheck(const v1::CheckRequest& request, absl::Ti
   if (check_results_.enabled()) {
     check_results_.Insert(key, std::make_shared<const v1::CheckResponse>(checked));
   }
-  AddNotes(job.notes, checked.mutable_report());
   *response = std::move(checked);
+  FinishCheck(job, request, config_, record, response);
   return absl::OkStatus();
 }
 
@@ -224,14 +288,62 @@ absl::StatusOr<ResponseCache::Entry> RequestHandlers::Check(const std::string& r
     v1::CheckRequest parsed;
     OOMGUARD_RETURN_IF_ERROR(ParseRequest(request_bytes, parsed));
     v1::CheckResponse checked;
-    OOMGUARD_RETURN_IF_ERROR(RunCheck(parsed, deadline, &checked));
+    std::shared_ptr<v1::CheckRecord> record;
+    if (config_.store != nullptr) record = std::make_shared<v1::CheckRecord>();
+    OOMGUARD_RETURN_IF_ERROR(ComputeCheck(parsed, deadline, &checked, record.get()));
     cached = ResponseCache::Entry{grpc::Slice(checked.SerializeAsString()), checked.verdict(),
-                                  checked.peak_device_bytes()};
+                                  checked.peak_device_bytes(), std::move(record)};
     check_cache_.Insert(request_bytes, *cached);
   }
   outcome.verdict = cached->verdict;
   outcome.peak_bytes = cached->peak_bytes;
+  if (cached->record == nullptr) return *std::move(cached);
+  // This call's check id: a message's encoding followed by a field's is the
+  // message with that field set, so the stored bytes are not parsed again.
+  v1::CheckResponse id;
+  id.set_check_id(StoreCheck(*cached->record, {}));
+  std::string stamped(reinterpret_cast<const char*>(cached->response.begin()),
+                      cached->response.size());
+  id.AppendToString(&stamped);
+  cached->response = grpc::Slice(std::move(stamped));
   return *std::move(cached);
+}
+
+absl::StatusOr<std::string> RequestHandlers::AuthenticateReporter(
+    const CallerCredentials& credentials) const {
+  return service::AuthenticateReporter(config_.report_auth, credentials);
+}
+
+absl::StatusOr<v1::ReportResponse> RequestHandlers::Report(const v1::ReportRequest& request,
+                                                           absl::string_view reporter,
+                                                           absl::Time deadline) {
+  if (config_.store == nullptr) return NoStore("Report");
+  OOMGUARD_RETURN_IF_ERROR(feedback::ValidateReport(request));
+  if (absl::Now() >= deadline) {
+    return absl::DeadlineExceededError("Report: the deadline passed before the report was stored");
+  }
+  v1::StoredReport stored;
+  *stored.mutable_received_at() = TimestampOf(absl::Now());
+  stored.set_source(request.source());
+  stored.set_reporter(std::string(reporter));
+  *stored.mutable_ranks() = request.ranks();
+  stored.set_outcome(request.outcome());
+  stored.set_oom_phase(request.oom_phase());
+  stored.set_detail(request.detail());
+  OOMGUARD_RETURN_IF_ERROR(config_.store->AddReport(request.check_id(), stored, request.handle()));
+  v1::ReportResponse response;
+  response.set_check_id(request.check_id());
+  response.set_ranks_stored(static_cast<uint32_t>(request.ranks_size()));
+  return response;
+}
+
+absl::StatusOr<v1::CheckRecord> RequestHandlers::GetCheck(const v1::GetCheckRequest& request,
+                                                          absl::Time) const {
+  if (config_.store == nullptr) return NoStore("GetCheck");
+  if (absl::Status bad = feedback::ValidateCheckId(request.check_id()); !bad.ok()) {
+    return WithBadField(std::move(bad), "check_id");
+  }
+  return config_.store->GetCheck(request.check_id());
 }
 
 absl::Status RequestHandlers::RunPlan(const v1::PlanRequest& request, absl::Time deadline,

@@ -27,7 +27,9 @@
 #include "service/cache_metrics.h"
 #include "service/check_result_cache.h"
 #include "service/metrics.h"
+#include "service/report_auth.h"
 #include "service/response_cache.h"
+#include "store/check_store.h"
 
 namespace oomguard::service {
 
@@ -53,6 +55,17 @@ struct ServiceConfig {
   // Bound of the cache of the plans behind a Check's alternatives
   // (planner/plan_cache.h); 0 disables it.
   size_t plan_cache_bytes = size_t{16} << 20;
+  // The store of checks and what came back for them (--store); must outlive
+  // the handlers. With one, every Check answered gets a check id and its
+  // record is stored; without (nullptr), no ids, and Report and GetCheck
+  // answer FAILED_PRECONDITION.
+  store::CheckStore* store = nullptr;
+  // CheckRecord.cluster (--cluster) and CheckRecord.oomguard_version.
+  std::string cluster;
+  std::string version = "unknown";
+  // Who may Report (--report_tokens_file, mutual TLS,
+  // --allow_unauthenticated_reports).
+  ReportAuthOptions report_auth;
 };
 
 // What a handler reports for the metrics and the log.
@@ -95,11 +108,29 @@ class RequestHandlers {
                                              CallOutcome& outcome);
   // The Check computation itself (resolution, then the core, whose answer
   // for a job resolved before comes from the answers cache,
-  // check_result_cache.h): no response cache, metrics or log.
-  // InvalidArgument for a bad request, DeadlineExceeded once `deadline`
-  // passes, Unavailable once the work is stopped (StopWorkAt).
+  // check_result_cache.h): no response cache, metrics or log. With a store,
+  // the check's record goes into it with `handle` (how the job's
+  // measurements are found later) and the response gets its check id.
+  // InvalidArgument for a bad request or handle, DeadlineExceeded once
+  // `deadline` passes, Unavailable once the work is stopped (StopWorkAt).
   absl::Status RunCheck(const v1::CheckRequest& request, absl::Time deadline,
-                        v1::CheckResponse* response) const;
+                        v1::CheckResponse* response, const v1::JobHandle& handle = {}) const;
+  // Who sent a Report carrying `credentials`: the reporter name its reports
+  // are stored under, or Unauthenticated (report_auth.h).
+  absl::StatusOr<std::string> AuthenticateReporter(const CallerCredentials& credentials) const;
+  // Stores `request` (feedback::ValidateReport's rule) from `reporter` with
+  // the record of its check; returns once it is durable. InvalidArgument
+  // naming the bad field, NotFound for an unknown check id,
+  // FailedPrecondition without a store. The caller authenticates (RPC
+  // Report: AuthenticateReporter; oomguard's own readers name themselves).
+  absl::StatusOr<v1::ReportResponse> Report(const v1::ReportRequest& request,
+                                            absl::string_view reporter, absl::Time deadline);
+  // The record of a check with its reports. InvalidArgument for a malformed
+  // id, NotFound for an unknown one, FailedPrecondition without a store.
+  absl::StatusOr<v1::CheckRecord> GetCheck(const v1::GetCheckRequest& request,
+                                           absl::Time deadline) const;
+  // The store (ServiceConfig::store); nullptr without one.
+  store::CheckStore* store() const { return config_.store; }
   // The Plan computation itself (resolution, then the planner): no metrics
   // or log. InvalidArgument for a bad request (naming the field),
   // ResourceExhausted beyond the planner's bound, DeadlineExceeded once
@@ -121,6 +152,16 @@ class RequestHandlers {
   void StopWorkAt(absl::Time when) { stop_.StopAt(when); }
 
  private:
+  // RunCheck's computation; with `record`, also the check's record (then
+  // the estimate is computed with its report even where the request omits
+  // it, and the answer is the same as without).
+  absl::Status ComputeCheck(const v1::CheckRequest& request, absl::Time deadline,
+                            v1::CheckResponse* response, v1::CheckRecord* record) const;
+  // Stores `record` under a new check id with the time now and `handle`;
+  // returns the id, or "" when the store refused it (the Check is answered
+  // all the same, without an id: a report could not find it).
+  std::string StoreCheck(v1::CheckRecord record, const v1::JobHandle& handle) const;
+
   const ServiceConfig config_;
   ServiceMetrics* const metrics_;
   ResponseCache check_cache_;

@@ -42,7 +42,8 @@ constexpr absl::Duration kProtobufLogInterval = absl::Minutes(1);
 constexpr char kUsage[] =
     "oomguard serve [flags]\n\n"
     "Serves the oomguard gRPC API (oomguard.v1.Oomguard: Estimate, Check, ListPresets,\n"
-    "ListGpus; grpc.health.v1.Health; server reflection), Prometheus metrics, with\n"
+    "ListGpus, and with --store Report and GetCheck; grpc.health.v1.Health; server\n"
+    "reflection), Prometheus metrics, with\n"
     "--webhook_address a Kubernetes validating admission webhook and with --http_address\n"
     "the same API as HTTP/JSON and a web page, until SIGTERM or SIGINT.";
 
@@ -116,6 +117,19 @@ absl::StatusOr<ServerOptions> OptionsFromFlags() {
     absl::StatusOr<std::string> pem = ReadFlagFile(f.name, f.path);
     if (!pem.ok()) return pem.status();
     *f.pem = *std::move(pem);
+  }
+
+  options.store_url = absl::GetFlag(FLAGS_store);
+  options.service.cluster = absl::GetFlag(FLAGS_cluster);
+  options.service.report_auth.allow_unauthenticated =
+      absl::GetFlag(FLAGS_allow_unauthenticated_reports);
+  const std::string tokens_path = absl::GetFlag(FLAGS_report_tokens_file);
+  if (!tokens_path.empty()) {
+    OOMGUARD_ASSIGN_OR_RETURN(const std::string tokens,
+                              ReadFlagFile("report_tokens_file", tokens_path));
+    OOMGUARD_ASSIGN_OR_RETURN(
+        options.service.report_auth.tokens,
+        service::ParseReportTokens(tokens, absl::StrCat("report_tokens_file = ", tokens_path)));
   }
 
   const std::string catalog_path = absl::GetFlag(FLAGS_gpu_catalog);

@@ -100,6 +100,25 @@ ABSL_FLAG(absl::Duration, http_request_timeout, absl::Seconds(10),
           "Longest time one HTTP/JSON call may take (less when its Grpc-Timeout header asks "
           "for less); a call past it gets 504.");
 
+ABSL_FLAG(std::string, store, "",
+          "Where checks and what came back for them are kept: sqlite:PATH (one server; e.g. "
+          "sqlite:/var/lib/oomguard/checks.db) or postgresql://... (replicas serving one "
+          "cluster). With it every Check's answer has a check_id, its record is kept, and the "
+          "Report and GetCheck RPCs (POST /v1/report, GET /v1/checks/{check_id}) work. Empty: "
+          "none.");
+ABSL_FLAG(std::string, cluster, "",
+          "The cluster's name, kept with every check's record (CheckRecord.cluster): replicas "
+          "sharing a store across clusters keep their errors apart.");
+ABSL_FLAG(std::string, report_tokens_file, "",
+          "File of the bearer tokens that may Report: one `NAME TOKEN` a line (# comments; "
+          "tokens of at least 16 characters); a report sent with `authorization: Bearer TOKEN` "
+          "is kept as NAME's. A client certificate verified by --tls_client_ca is accepted "
+          "too, as its common name.");
+ABSL_FLAG(bool, allow_unauthenticated_reports, false,
+          "Take reports without credentials (reporter \"unauthenticated\"). Otherwise a report "
+          "without a token of --report_tokens_file or a client certificate is refused "
+          "UNAUTHENTICATED (HTTP 401).");
+
 namespace oomguard {
 
 bool IsServeFlagsFile(absl::string_view filename) {

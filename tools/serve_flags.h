@@ -37,6 +37,10 @@ ABSL_DECLARE_FLAG(absl::Duration, webhook_header_timeout);
 ABSL_DECLARE_FLAG(std::string, http_address);
 ABSL_DECLARE_FLAG(int32_t, http_max_connections_per_source);
 ABSL_DECLARE_FLAG(absl::Duration, http_request_timeout);
+ABSL_DECLARE_FLAG(std::string, store);
+ABSL_DECLARE_FLAG(std::string, cluster);
+ABSL_DECLARE_FLAG(std::string, report_tokens_file);
+ABSL_DECLARE_FLAG(bool, allow_unauthenticated_reports);
 
 namespace oomguard {
 

@@ -1,6 +1,7 @@
 // The HTTP/JSON API's parts without a server: the endpoints with every turn
 // of the call limiter (net/call_limiter.h) taken (503, 504), the HTTP status of
-// each gRPC code, the error body, the Grpc-Timeout reading.
+// each gRPC code, the error body, the Grpc-Timeout reading, the routes'
+// path parameters.
 #include <nlohmann/json.hpp>
 
 #include "absl/time/clock.h"
@@ -125,6 +126,23 @@ TEST(HttpApiServerTest, ReadsGrpcTimeout) {
   EXPECT_EQ(GrpcTimeoutDeadline("7n", now), now + absl::Nanoseconds(7));
   for (const char* bad : {"", "S", "2", "2s", "-1S", "1234567890S"}) {
     EXPECT_EQ(GrpcTimeoutDeadline(bad, now), std::nullopt) << bad;
+  }
+}
+
+// A "{field}" segment takes one non-empty segment; the others match as
+// they are.
+TEST(ApiEndpointsTest, MatchesPathParameters) {
+  const std::optional<std::vector<PathField>> fields =
+      MatchPath("/v1/checks/{check_id}", "/v1/checks/0123abc");
+  ASSERT_TRUE(fields.has_value());
+  ASSERT_EQ(fields->size(), 1u);
+  EXPECT_EQ((*fields)[0].field, "check_id");
+  EXPECT_EQ((*fields)[0].value, "0123abc");
+  ASSERT_TRUE(MatchPath("/v1/gpus", "/v1/gpus").has_value());
+  EXPECT_TRUE(MatchPath("/v1/gpus", "/v1/gpus")->empty());
+  for (const char* other :
+       {"/v1/checks/", "/v1/checks", "/v1/checks/a/b", "/v1/check/a", "/v1/checks//"}) {
+    EXPECT_FALSE(MatchPath("/v1/checks/{check_id}", other).has_value()) << other;
   }
 }
 

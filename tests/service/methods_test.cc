@@ -8,6 +8,8 @@
 #include <string>
 #include <utility>
 
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "oomguard/v1/service.pb.h"
@@ -33,6 +35,17 @@ TEST(MethodsTest, TheTableIsServiceProto) {
     EXPECT_THAT(std::string(row->http.verb), ::testing::AnyOf("GET", "POST")) << method.name();
     EXPECT_THAT(std::string(row->http.path), ::testing::StartsWith("/v1/")) << method.name();
     EXPECT_TRUE(routes.emplace(row->http.verb, row->http.path).second) << row->http.path;
+    // A path parameter is a string field of a GET's request (the request's
+    // only source: a GET has no body).
+    for (absl::string_view segment : absl::StrSplit(row->http.path, '/')) {
+      if (!absl::ConsumePrefix(&segment, "{")) continue;
+      ASSERT_TRUE(absl::ConsumeSuffix(&segment, "}")) << row->http.path;
+      EXPECT_EQ(row->http.verb, "GET") << row->http.path;
+      const google::protobuf::FieldDescriptor* field =
+          method.input_type()->FindFieldByName(std::string(segment));
+      ASSERT_NE(field, nullptr) << row->http.path;
+      EXPECT_EQ(field->type(), google::protobuf::FieldDescriptor::TYPE_STRING) << row->http.path;
+    }
   }
 }
 
@@ -60,10 +73,11 @@ TEST(MethodsTest, MetricsHaveEverySeries) {
   EXPECT_THAT(durations, ::testing::UnorderedElementsAre(
                              "Estimate/grpc/", "Estimate/http/", "Check/grpc/", "Check/http/",
                              "Plan/grpc/", "Plan/http/", "ListPresets/grpc/", "ListPresets/http/",
-                             "ListGpus/grpc/", "ListGpus/http/", "Webhook/grpc/", "Webhook/http/"));
-  EXPECT_THAT(requests, ::testing::UnorderedElementsAre("Estimate/grpc/", "Check/grpc/",
-                                                        "Plan/grpc/", "ListPresets/grpc/",
-                                                        "ListGpus/grpc/", "Webhook/http/"));
+                             "ListGpus/grpc/", "ListGpus/http/", "Report/grpc/", "Report/http/",
+                             "GetCheck/grpc/", "GetCheck/http/", "Webhook/grpc/", "Webhook/http/"));
+  EXPECT_THAT(requests, ::testing::UnorderedElementsAre(
+                            "Estimate/grpc/", "Check/grpc/", "Plan/grpc/", "ListPresets/grpc/",
+                            "ListGpus/grpc/", "Report/grpc/", "GetCheck/grpc/", "Webhook/http/"));
 }
 
 }  // namespace

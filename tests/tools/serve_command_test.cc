@@ -89,12 +89,28 @@ class ServeProcessTest : public ::testing::Test {
 TEST_F(ServeProcessTest, HelpDocumentsEveryFlag) {
   const auto [code, output] = RunToExit({"--help"});
   EXPECT_NE(code, -1);
-  for (const char* flag :
-       {"--grpc_address", "--metrics_address", "--tls_cert", "--tls_key", "--tls_client_ca",
-        "--threads", "--max_request_bytes", "--default_safety_margin", "--gpu_catalog",
-        "--shutdown_grace", "--log_requests", "--response_cache_mb", "--check_result_cache_mb",
-        "--plan_cache_mb", "--http_address", "--http_request_timeout",
-        "--webhook_max_connections_per_source", "--http_max_connections_per_source"}) {
+  for (const char* flag : {"--grpc_address",
+                           "--metrics_address",
+                           "--tls_cert",
+                           "--tls_key",
+                           "--tls_client_ca",
+                           "--threads",
+                           "--max_request_bytes",
+                           "--default_safety_margin",
+                           "--gpu_catalog",
+                           "--shutdown_grace",
+                           "--log_requests",
+                           "--response_cache_mb",
+                           "--check_result_cache_mb",
+                           "--plan_cache_mb",
+                           "--http_address",
+                           "--http_request_timeout",
+                           "--webhook_max_connections_per_source",
+                           "--http_max_connections_per_source",
+                           "--store",
+                           "--cluster",
+                           "--report_tokens_file",
+                           "--allow_unauthenticated_reports"}) {
     EXPECT_THAT(output, HasSubstr(flag));
   }
   EXPECT_THAT(output, HasSubstr("SIGTERM"));
@@ -264,6 +280,51 @@ TEST_F(ServeProcessTest, HttpAddressServesJsonAndDrains) {
   EXPECT_THAT(server_->Output(), HasSubstr("msg=request method=ListGpus code=OK"));
   EXPECT_THAT(server_->Output(), HasSubstr("peer=http:127.0.0.1:"));
   EXPECT_THAT(server_->Output(), HasSubstr("msg=stopped"));
+}
+
+// --store, --cluster and --report_tokens_file reach the server: a Check has
+// an id, a report with the file's token is kept as its name's, and the
+// record is found with its cluster. A bad tokens file or store stops the
+// start with the file's line or the URL named.
+TEST_F(ServeProcessTest, FeedbackFlagsKeepChecksAndTakeReports) {
+  testing::WriteFile(dir_ + "/tokens", "# reporters\njobcomp 0123456789abcdef0123456789abcdef\n");
+  StartServer({absl::StrCat("--store=sqlite:", dir_, "/checks.db"), "--cluster=gpu-a",
+               absl::StrCat("--report_tokens_file=", dir_, "/tokens")});
+  v1::CheckResponse checked;
+  ASSERT_TRUE(Check(testing::Llama3With8GpusFits(), "H100-SXM-80GB", &checked).ok());
+  ASSERT_EQ(checked.check_id().size(), 32u) << checked.check_id();
+  v1::ReportRequest report;
+  report.set_check_id(checked.check_id());
+  report.set_source(v1::MEASUREMENT_SOURCE_SLURM);
+  report.set_outcome(v1::JOB_OUTCOME_RAN);
+  grpc::ClientContext context;
+  context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(10)));
+  context.AddMetadata("authorization", "Bearer 0123456789abcdef0123456789abcdef");
+  v1::ReportResponse stored;
+  const grpc::Status reported = stub_->Report(&context, report, &stored);
+  ASSERT_TRUE(reported.ok()) << reported.error_message();
+  grpc::ClientContext get_context;
+  get_context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(10)));
+  v1::GetCheckRequest get;
+  get.set_check_id(checked.check_id());
+  v1::CheckRecord record;
+  const grpc::Status got = stub_->GetCheck(&get_context, get, &record);
+  ASSERT_TRUE(got.ok()) << got.error_message();
+  EXPECT_EQ(record.cluster(), "gpu-a");
+  ASSERT_EQ(record.reports_size(), 1);
+  EXPECT_EQ(record.reports(0).reporter(), "jobcomp");
+  server_->Signal(SIGTERM);
+  EXPECT_EQ(server_->WaitForExit(kExitTimeout), 0);
+
+  testing::WriteFile(dir_ + "/bad_tokens", "jobcomp short\n");
+  auto [code, output] = RunToExit({"--metrics_address=", "--grpc_address=127.0.0.1:0",
+                                   absl::StrCat("--report_tokens_file=", dir_, "/bad_tokens")});
+  EXPECT_EQ(code, 2);
+  EXPECT_THAT(output, HasSubstr("bad_tokens line 1: the token of jobcomp has 5 characters"));
+  std::tie(code, output) =
+      RunToExit({"--metrics_address=", "--grpc_address=127.0.0.1:0", "--store=mysql://x"});
+  EXPECT_EQ(code, 2);
+  EXPECT_THAT(output, HasSubstr("--store"));
 }
 
 TEST_F(ServeProcessTest, BadHttpAddressStopsStartUp) {

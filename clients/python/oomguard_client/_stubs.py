@@ -25,7 +25,7 @@ import sys
 import tempfile
 
 PROTO_FILES = ("job.proto", "report.proto", "rl_job.proto", "rl_report.proto", "admission.proto",
-               "plan.proto", "service.proto", "error.proto")
+               "feedback.proto", "plan.proto", "service.proto", "error.proto")
 
 
 class StubsUnavailable(ImportError):
