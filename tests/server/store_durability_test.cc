@@ -101,10 +101,7 @@ TEST_F(StoreDurabilityTest, EveryAcknowledgedReportIsFoundAfterKill9) {
   std::vector<std::string> check_ids;
   std::set<std::string> acknowledged;  // The details of the reports answered OK.
   for (int n = 0; n < kChecks; ++n) {
-    v1::CheckRequest request;
-    *request.mutable_job() = testing::Llama3With8GpusFits();
-    request.set_gpu_name("H100-SXM-80GB");
-    request.set_omit_report(true);
+    const v1::CheckRequest request = testing::Llama3With8GpusCheck();
     grpc::ClientContext context;
     SetDeadline(context);
     v1::CheckResponse response;

@@ -74,10 +74,7 @@ class StoreReplicasTest : public ::testing::Test {
 
   // A Check on `replica`; its check id, once its record is committed.
   static std::string Check(Replica& replica) {
-    v1::CheckRequest request;
-    *request.mutable_job() = testing::Llama3With8GpusFits();
-    request.set_gpu_name("H100-SXM-80GB");
-    request.set_omit_report(true);
+    const v1::CheckRequest request = testing::Llama3With8GpusCheck();
     grpc::ClientContext context;
     SetDeadline(context);
     v1::CheckResponse response;
