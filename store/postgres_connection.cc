@@ -86,12 +86,29 @@ class PostgresConnection : public SqlConnection {
     return changed;
   }
 
+  // Row by row (libpq's single-row mode): a query over every record does
+  // not hold them all in memory.
   absl::Status Query(absl::string_view sql, std::initializer_list<SqlParam> params,
                      absl::FunctionRef<absl::Status(const SqlRow&)> visit) override {
-    OOMGUARD_ASSIGN_OR_RETURN(Result result, Exec(sql, params));
-    const int rows = PQntuples(result.get());
-    for (int i = 0; i < rows; ++i) OOMGUARD_RETURN_IF_ERROR(visit(PostgresRow(result.get(), i)));
-    return absl::OkStatus();
+    const Params bound(params);
+    const std::string query(sql);
+    if (!PQsendQueryParams(connection_, query.c_str(), bound.count(), nullptr, bound.values(),
+                           bound.lengths(), bound.formats(), /*resultFormat=*/1) ||
+        !PQsetSingleRowMode(connection_)) {
+      absl::Status error = Check(nullptr, sql);
+      Drain();
+      return error;
+    }
+    absl::Status status;
+    while (Result result = Result(PQgetResult(connection_))) {
+      if (!status.ok()) continue;  // Drain what is left after a failure.
+      if (PQresultStatus(result.get()) == PGRES_SINGLE_TUPLE) {
+        status = visit(PostgresRow(result.get(), 0));
+      } else {
+        status = Check(result.get(), sql);  // The end (TUPLES_OK), or an error.
+      }
+    }
+    return status;
   }
 
   absl::Status Begin() override { return Execute("BEGIN"); }
@@ -103,39 +120,62 @@ class PostgresConnection : public SqlConnection {
   }
 
  private:
-  absl::StatusOr<Result> Exec(absl::string_view sql, std::initializer_list<SqlParam> params) {
-    std::vector<std::string> text;  // The integers' text.
-    text.reserve(params.size());
-    std::vector<const char*> values;
-    std::vector<int> lengths;
-    std::vector<int> formats;
-    for (const SqlParam& param : params) {
-      if (param.kind == SqlParam::Kind::kInt64) {
-        text.push_back(absl::StrCat(param.int64));
-        values.push_back(text.back().c_str());
-        lengths.push_back(static_cast<int>(text.back().size()));
-        formats.push_back(0);
-      } else {
-        values.push_back(param.bytes.data());
-        lengths.push_back(static_cast<int>(param.bytes.size()));
-        // Text goes as binary too: its binary form is its bytes, no NUL needed.
-        formats.push_back(1);
+  // Parameters as libpq takes them: integers in text form, text and bytes
+  // in binary form (their bytes as they are: no NUL needed, none escaped).
+  class Params {
+   public:
+    explicit Params(std::initializer_list<SqlParam> params) {
+      text_.reserve(params.size());
+      for (const SqlParam& param : params) {
+        if (param.kind == SqlParam::Kind::kInt64) {
+          text_.push_back(absl::StrCat(param.int64));
+          values_.push_back(text_.back().c_str());
+          lengths_.push_back(static_cast<int>(text_.back().size()));
+          formats_.push_back(0);
+        } else {
+          values_.push_back(param.bytes.data());
+          lengths_.push_back(static_cast<int>(param.bytes.size()));
+          formats_.push_back(1);
+        }
       }
     }
+    int count() const { return static_cast<int>(values_.size()); }
+    const char* const* values() const { return values_.data(); }
+    const int* lengths() const { return lengths_.data(); }
+    const int* formats() const { return formats_.data(); }
+
+   private:
+    std::vector<std::string> text_;  // The integers' text.
+    std::vector<const char*> values_;
+    std::vector<int> lengths_;
+    std::vector<int> formats_;
+  };
+
+  absl::StatusOr<Result> Exec(absl::string_view sql, std::initializer_list<SqlParam> params) {
+    const Params bound(params);
     const std::string query(sql);
-    Result result(PQexecParams(connection_, query.c_str(), static_cast<int>(values.size()), nullptr,
-                               values.data(), lengths.data(), formats.data(),
-                               /*resultFormat=*/1));
+    Result result(PQexecParams(connection_, query.c_str(), bound.count(), nullptr, bound.values(),
+                               bound.lengths(), bound.formats(), /*resultFormat=*/1));
     OOMGUARD_RETURN_IF_ERROR(Check(result.get(), sql));
     return result;
+  }
+
+  // Reads and drops what a sent query still has to give.
+  void Drain() {
+    while (Result result = Result(PQgetResult(connection_))) {
+    }
   }
 
   absl::Status Check(const PGresult* result, absl::string_view what) {
     const ExecStatusType status = PQresultStatus(result);
     if (status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK) return absl::OkStatus();
-    return absl::UnavailableError(absl::StrCat(
+    absl::Status error = absl::UnavailableError(absl::StrCat(
         "--store ", server_, ": ", absl::StripTrailingAsciiWhitespace(PQerrorMessage(connection_)),
         " (in: ", what.substr(0, 60), ")"));
+    // A lost connection (the server restarted): connect again for the next
+    // call; this one fails.
+    if (PQstatus(connection_) == CONNECTION_BAD) PQreset(connection_);
+    return error;
   }
 
   const std::string server_;

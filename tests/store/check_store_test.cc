@@ -12,7 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "tests/store/store_test_records.h"
+#include "tests/testing/store_test_records.h"
 #include "tests/testing/postgres_server.h"
 #include "tests/testing/service_test_util.h"
 

@@ -14,7 +14,7 @@
 #include "gtest/gtest.h"
 #include "store/check_store.h"
 #include "store/schema_migrations.h"
-#include "tests/store/store_test_records.h"
+#include "tests/testing/store_test_records.h"
 #include "tests/testing/service_test_util.h"
 
 namespace oomguard::store {

@@ -30,6 +30,16 @@ inline v1::JobSource Llama3With8GpusFits() {
                         8);
 }
 
+// A Check of that job on an H100-SXM-80GB, without the per-rank report:
+// what the feedback tests check before reporting on it.
+inline v1::CheckRequest Llama3With8GpusCheck() {
+  v1::CheckRequest request;
+  *request.mutable_job() = Llama3With8GpusFits();
+  request.set_gpu_name("H100-SXM-80GB");
+  request.set_omit_report(true);
+  return request;
+}
+
 // The same job as its whole Megatron-LM command line (no preset).
 inline std::string Llama3With8GpusCommandLine() {
   return "--num-layers 32 --hidden-size 4096 --ffn-hidden-size 14336 "

@@ -1,7 +1,7 @@
-// Records and reports for the store's tests: a check record as the server
+// Records and reports for the store's tests and bench: a check record as the server
 // writes one (a small GPT job, two pipeline stages), and reports of N ranks.
-#ifndef OOMGUARD_TESTS_STORE_STORE_TEST_RECORDS_H_
-#define OOMGUARD_TESTS_STORE_STORE_TEST_RECORDS_H_
+#ifndef OOMGUARD_TESTS_TESTING_STORE_TEST_RECORDS_H_
+#define OOMGUARD_TESTS_TESTING_STORE_TEST_RECORDS_H_
 
 #include <cstdint>
 #include <string>
@@ -77,4 +77,4 @@ inline v1::StoredReport TestReport(int ranks, v1::JobOutcome outcome, absl::Time
 
 }  // namespace oomguard::testing
 
-#endif  // OOMGUARD_TESTS_STORE_STORE_TEST_RECORDS_H_
+#endif  // OOMGUARD_TESTS_TESTING_STORE_TEST_RECORDS_H_
