@@ -60,7 +60,7 @@ struct AdmissionOptions {
   double learned_widening = 0;
   // Its basis: the measured jobs it was learned from, the cluster.
   uint32_t learned_widening_jobs = 0;
-  std::string learned_widening_cluster;
+  std::string learned_widening_cluster = {};
 };
 
 // The estimator a check calls (Estimate() without the module tree, within

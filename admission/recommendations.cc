@@ -42,10 +42,6 @@ bool GraphsAllowFullRecompute(const v1::JobSpec& j) {
          (impl == v1::CUDA_GRAPH_IMPL_LOCAL && modules.size() == 1 &&
           modules[0] == "full_iteration");
 }
-bool HasRecompute(const v1::JobSpec& j) {
-  const v1::RecomputeGranularity g = j.recompute().granularity();
-  return g == v1::RECOMPUTE_GRANULARITY_SELECTIVE || g == v1::RECOMPUTE_GRANULARITY_FULL;
-}
 
 // Turns off the ParallelismSpec switch at `path` (read by `is_set`, written by
 // `set`) where `conflict` says Megatron-Core refuses it, saying why; nullopt

@@ -30,15 +30,15 @@ struct JobChange {
     std::string why;         // Why, in parentheses after it; may be empty.
   };
   // Environment settings ("NCCL_GRAPH_REGISTER=0").
-  std::vector<std::string> environment;
+  std::vector<std::string> environment = {};
   // The fields set, by path, in the order shown; each written as the flags
   // that give it its value in the changed job. A field may be named that
   // kept its value, to say the whole setting ("--recompute-granularity
   // selective" with the modules).
-  std::vector<std::string_view> fields;
+  std::vector<std::string_view> fields = {};
   // What would do instead, in parentheses after the fields; may be empty.
-  std::string alternative;
-  std::vector<Dropped> dropped;
+  std::string alternative = {};
+  std::vector<Dropped> dropped = {};
 };
 
 // The setting `change` shows, written from `changed`, the job after it:

@@ -19,10 +19,10 @@ namespace oomguard::service {
 // What a call carried to say who sent it.
 struct CallerCredentials {
   // The `authorization` metadata or header as received; empty when none.
-  std::string authorization;
+  std::string authorization = {};
   // The subject common name of the client certificate the transport's
   // mutual TLS verified; empty without one.
-  std::string client_identity;
+  std::string client_identity = {};
 };
 
 struct ReportToken {
@@ -39,7 +39,7 @@ absl::StatusOr<std::vector<ReportToken>> ParseReportTokens(absl::string_view con
                                                            absl::string_view file);
 
 struct ReportAuthOptions {
-  std::vector<ReportToken> tokens;
+  std::vector<ReportToken> tokens = {};
   // Reports without credentials are taken, as reporter "unauthenticated".
   bool allow_unauthenticated = false;
 };

@@ -63,16 +63,16 @@ struct ServiceConfig {
   // answer FAILED_PRECONDITION.
   store::CheckStore* store = nullptr;
   // CheckRecord.cluster (--cluster) and CheckRecord.oomguard_version.
-  std::string cluster;
+  std::string cluster = {};
   std::string version = "unknown";
   // Who may Report (--report_tokens_file, mutual TLS,
   // --allow_unauthenticated_reports).
-  ReportAuthOptions report_auth;
+  ReportAuthOptions report_auth = {};
   // With a store: the cluster's widening of the bound learned from its
   // measured jobs (--learned_widening, --learned_widening_max;
   // learned_widening.h), relearned in the background and applied to a Check
   // where it or the request's Policy.learned_widening says.
-  LearnedWideningOptions learned_widening;
+  LearnedWideningOptions learned_widening = {};
 };
 
 // What a handler reports for the metrics and the log.

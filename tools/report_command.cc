@@ -6,8 +6,8 @@
 #include <memory>
 
 #include "absl/status/status.h"
-#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "feedback/metric_labels.h"
 #include "feedback/report_limits.h"
 #include "feedback/training_log_reader.h"
 #include "grpcpp/client_context.h"
@@ -22,12 +22,6 @@ namespace {
 
 std::string ErrLine(absl::string_view text) {
   return absl::StrCat("oomguard report: ", text, "\n");
-}
-
-// An enum value as the metrics label it and the Python client takes it:
-// its name in lower case without `prefix` ("cuda_oom", "megatron_log").
-std::string Label(const std::string& name, absl::string_view prefix) {
-  return absl::AsciiStrToLower(absl::string_view(name).substr(prefix.size()));
 }
 
 // What reading --log found that a user should know.
@@ -108,9 +102,8 @@ int RunReportCommand(const std::vector<std::string>& args, std::string& out, std
   }
   out = absl::StrCat("oomguard: stored the report of check ", response.check_id(), ": ",
                      response.ranks_stored(), " rank measurements, outcome ",
-                     Label(v1::JobOutcome_Name(request->outcome()), "JOB_OUTCOME_"), ", source ",
-                     Label(v1::MeasurementSource_Name(request->source()), "MEASUREMENT_SOURCE_"),
-                     "\n");
+                     feedback::OutcomeLabel(request->outcome()), ", source ",
+                     feedback::SourceLabel(request->source()), "\n");
   return kReportStored;
 }
 

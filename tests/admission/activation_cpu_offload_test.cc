@@ -169,7 +169,7 @@ TEST(ActivationCpuOffload, EveryRecommendedFlagIsMegatronLms) {
   changes.insert(changes.end(), IncompatibilityFixes().begin(), IncompatibilityFixes().end());
   int settings = 0;
   for (const PresetInfo& preset : ListPresets()) {
-    for (const std::string& extra :
+    for (const char* extra :
          {"", "--cpu-offloading-num-layers 2 --pipeline-model-parallel-size 2",
           "--recompute-granularity full --recompute-method uniform --recompute-num-layers 1 "
           "--cuda-graph-impl transformer_engine --use-nccl-ub",
