@@ -9,12 +9,17 @@
 //                 one seen before: the cache of answers by job
 //                 (check_result_cache.h) answers after the resolution;
 //   response_hit: the same bytes again: the response cache answers.
+// Each path runs without and with a store (`store`: an SQLite file in
+// $TMPDIR, as `serve --store sqlite:PATH`): with one, every answer gets its
+// check id and its record is queued for the store's writer, the cost a store
+// adds to a Check.
 // bench/load measures the same paths through gRPC against a trivial handler.
 #include <benchmark/benchmark.h>
 
 #include <cstdlib>
 #include <fstream>
 #include <iterator>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -23,6 +28,7 @@
 #include "oomguard/v1/admission.pb.h"
 #include "service/metrics.h"
 #include "service/request_handlers.h"
+#include "store/check_store.h"
 
 namespace {
 
@@ -46,14 +52,29 @@ std::string CheckBytes(const std::string& extra) {
   return request.SerializeAsString();
 }
 
+// An SQLite store in a new directory under $TMPDIR.
+std::unique_ptr<oomguard::store::CheckStore> NewSqliteStore() {
+  const char* tmp = std::getenv("TMPDIR");
+  std::string dir = absl::StrCat(tmp != nullptr ? tmp : "/tmp", "/oomguard-check-bench-XXXXXX");
+  if (mkdtemp(dir.data()) == nullptr) std::abort();
+  oomguard::store::StoreUrl url;
+  url.sqlite_path = dir + "/checks.db";
+  auto opened = oomguard::store::OpenCheckStore(url, {});
+  if (!opened.ok()) std::abort();
+  return *std::move(opened);
+}
+
 void BM_CheckHandler(benchmark::State& state) {
   const auto path = static_cast<Path>(state.range(0));
+  std::unique_ptr<oomguard::store::CheckStore> store =
+      state.range(1) != 0 ? NewSqliteStore() : nullptr;
   static oomguard::service::ServiceMetrics metrics("bench");
   const size_t cache_bytes = size_t{64} << 20;
   RequestHandlers handlers(
       ServiceConfig{.log_requests = false,
                     .response_cache_bytes = path == kResponseHit ? cache_bytes : 0,
-                    .check_result_cache_bytes = path == kComputed ? 0 : cache_bytes},
+                    .check_result_cache_bytes = path == kComputed ? 0 : cache_bytes,
+                    .store = store.get()},
       &metrics);
   // Distinct requests of one job, cycled (only answer_hit uses more than one).
   std::vector<std::string> requests;
@@ -73,7 +94,9 @@ void BM_CheckHandler(benchmark::State& state) {
     if (++next == requests.size()) next = 0;
   }
 }
-BENCHMARK(BM_CheckHandler)->ArgName("path")->Arg(kComputed)->Arg(kAnswerHit)->Arg(kResponseHit);
+BENCHMARK(BM_CheckHandler)
+    ->ArgNames({"path", "store"})
+    ->ArgsProduct({{kComputed, kAnswerHit, kResponseHit}, {0, 1}});
 
 }  // namespace
 
