@@ -51,7 +51,7 @@ struct Field {
   // The variables whose values it holds, as written ("$MBS", "$(MBS)" for a
   // Kubernetes env reference): an error about the word names them and never
   // shows the value (MegatronJob.argv_sources).
-  std::vector<std::string> sources;
+  std::vector<std::string> sources = {};
   bool inert() const { return HasInert(pieces); }
   std::string text() const { return LiteralText(pieces); }
 };

@@ -50,11 +50,11 @@ struct StatedValues {
   uint32_t gpus = 0;
   uint32_t gpus_per_node = 0;
   // A catalog name or alias, or a scheduler's GPU type ("h100").
-  std::string gpu;
-  std::string preset;
-  std::optional<double> safety_margin;
+  std::string gpu = {};
+  std::string preset = {};
+  std::optional<double> safety_margin = {};
   // PYTORCH_CUDA_ALLOC_CONF / NCCL_GRAPH_REGISTER.
-  std::map<std::string, std::string> env;
+  std::map<std::string, std::string> env = {};
 };
 
 // The sources of the precedence rule, in the order they win (see above).

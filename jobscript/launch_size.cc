@@ -27,7 +27,7 @@ struct OptionValue {
   std::string written;  // "--nnodes 4", "-N$NODES": for notes.
   // The variables the value holds the value of ("$NODES"), empty when
   // literal: a note about a bad value names them instead of showing it.
-  std::string sources;
+  std::string sources = {};
 
   // How a note about a value it cannot use shows it.
   std::string ForNote() const {

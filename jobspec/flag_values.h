@@ -26,7 +26,7 @@ struct FlagUse {
   // Parallel to `values` (or empty): the variable a value holds the value of,
   // as the hook read it ("$(WANDB_API_KEY)", "$MBS"); empty for a literal
   // value. See ShownWord.
-  std::vector<absl::string_view> sources;
+  std::vector<absl::string_view> sources = {};
 
   absl::string_view value() const { return values.front(); }
 };

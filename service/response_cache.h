@@ -28,7 +28,7 @@ struct CachedResponse {
   // With a store: the check's record without its id, time or handle
   // (check_record.h), which each answer's call stamps and stores; the
   // response's bytes hold no check id.
-  std::shared_ptr<const v1::CheckRecord> record;
+  std::shared_ptr<const v1::CheckRecord> record = nullptr;
 };
 
 struct CachedResponseBytes {

@@ -12,9 +12,10 @@ namespace {
 constexpr char kFffd[] = "\xEF\xBF\xBD";
 
 TEST(ValidUtf8Test, WellFormedTextIsKept) {
-  for (const std::string text : {std::string(), std::string("ascii /data/x"),
-                                 std::string("\xC3\xA9\xE2\x82\xAC\xF0\x9F\x98\x80"),
-                                 std::string("nul\0inside", 10), std::string("\xF4\x8F\xBF\xBF")}) {
+  for (const std::string& text :
+       {std::string(), std::string("ascii /data/x"),
+        std::string("\xC3\xA9\xE2\x82\xAC\xF0\x9F\x98\x80"), std::string("nul\0inside", 10),
+        std::string("\xF4\x8F\xBF\xBF")}) {
     EXPECT_TRUE(IsValidUtf8(text)) << text;
     EXPECT_EQ(ValidUtf8(text), text);
   }

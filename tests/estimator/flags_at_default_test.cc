@@ -174,13 +174,13 @@ std::vector<Representative> Representatives() {
   };
   std::vector<Representative> jobs;
   for (const std::string& precision : precisions) {
-    for (const std::string& layout :
+    for (const char* layout :
          {"", "--tensor-model-parallel-size 2 --sequence-parallel --pipeline-model-parallel-size 2",
           "--tensor-model-parallel-size 2 --context-parallel-size 2"}) {
       jobs.push_back({8, absl::StrCat(gpt, " ", layout, " ", precision)});
       jobs.push_back({8, absl::StrCat(llama, " ", layout, " ", precision)});
     }
-    for (const std::string& layout :
+    for (const char* layout :
          {"--expert-model-parallel-size 8",
           "--tensor-model-parallel-size 2 --sequence-parallel --expert-model-parallel-size 4 "
           "--expert-tensor-parallel-size 1 --pipeline-model-parallel-size 2"}) {

@@ -99,8 +99,8 @@ TEST(JsonTranscodingTest, BodyBytesThatAreNotUtf8BecomeReplacementCharacters) {
   const absl::Status surrogate =
       ParseJsonBody(R"({"job": {"megatron": {"argv": ["\udcff"]}}})", request);
   EXPECT_EQ(surrogate.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_NO_THROW(nlohmann::json::parse(ErrorJson(
-      grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, std::string(surrogate.message())))));
+  EXPECT_NO_THROW(static_cast<void>(nlohmann::json::parse(ErrorJson(
+      grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, std::string(surrogate.message()))))));
 }
 
 TEST(JsonTranscodingTest, ParsesProtobufJson) {
