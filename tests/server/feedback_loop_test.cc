@@ -56,6 +56,9 @@ class FeedbackLoopTest : public ::testing::Test {
       v1::CheckRecord record = feedback::testing::TwoStageRecord();
       record.set_check_id(absl::StrFormat("%032x", i + 1));
       record.set_cluster(kCluster);
+      // Checked now: the server's retention (180 days), which runs as it
+      // starts, would remove records of 1970.
+      record.mutable_checked_at()->set_seconds(absl::ToUnixSeconds(absl::Now()));
       ASSERT_TRUE((*store)->PutCheck(record).ok());
       ASSERT_TRUE((*store)->Flush().ok());
       const v1::StoredReport report =
