@@ -89,9 +89,7 @@ class FeedbackLoopTest : public ::testing::Test {
   }
 
   v1::CheckResponse Check(std::optional<bool> learned_widening) {
-    v1::CheckRequest request;
-    *request.mutable_job() = testing::Llama3With8GpusFits();
-    request.set_gpu_name("H100-SXM-80GB");
+    v1::CheckRequest request = testing::Llama3With8GpusCheck(/*omit_report=*/false);
     if (learned_widening) request.mutable_policy()->set_learned_widening(*learned_widening);
     grpc::ClientContext context;
     SetDeadline(context);

@@ -40,14 +40,6 @@ using ::testing::HasSubstr;
 constexpr char kToken[] = "0123456789abcdef0123456789abcdef";
 constexpr char kTokensFile[] = "slurm-jobcomp 0123456789abcdef0123456789abcdef\n";
 
-v1::CheckRequest Llama3Check(bool omit_report) {
-  v1::CheckRequest request;
-  *request.mutable_job() = testing::Llama3With8GpusFits();
-  request.set_gpu_name("H100-SXM-80GB");
-  request.set_omit_report(omit_report);
-  return request;
-}
-
 // The estimate of each stage as a record keeps it: the report's.
 void ExpectEstimateIsReport(const v1::CheckRecord& record, const v1::EstimateReport& report) {
   ASSERT_EQ(record.estimate_size(), report.ranks_size());
@@ -156,11 +148,11 @@ class FeedbackRpcTest : public ::testing::Test {
 // otherwise the answer of a server without a store, byte for byte.
 TEST_F(FeedbackRpcTest, EveryCheckHasAnIdOfItsOwnAndTheSameAnswer) {
   Start(Options(/*with_store=*/false));
-  const v1::CheckResponse without_store = Check(Llama3Check(false));
+  const v1::CheckResponse without_store = Check(testing::Llama3With8GpusCheck(false));
   EXPECT_EQ(without_store.check_id(), "");
   Start(Options());
-  const v1::CheckResponse first = Check(Llama3Check(false));
-  const v1::CheckResponse cached = Check(Llama3Check(false));
+  const v1::CheckResponse first = Check(testing::Llama3With8GpusCheck(false));
+  const v1::CheckResponse cached = Check(testing::Llama3With8GpusCheck(false));
   EXPECT_TRUE(feedback::ValidateCheckId(first.check_id()).ok()) << first.check_id();
   EXPECT_TRUE(feedback::ValidateCheckId(cached.check_id()).ok()) << cached.check_id();
   EXPECT_NE(first.check_id(), cached.check_id());
@@ -176,7 +168,7 @@ TEST_F(FeedbackRpcTest, EveryCheckHasAnIdOfItsOwnAndTheSameAnswer) {
 TEST_F(FeedbackRpcTest, TheRecordHoldsTheResolvedJobTheEstimateAndTheVerdict) {
   Start(Options());
   const absl::Time before = absl::Now();
-  const v1::CheckResponse checked = Check(Llama3Check(false));
+  const v1::CheckResponse checked = Check(testing::Llama3With8GpusCheck(false));
   const absl::Time after = absl::Now();
   const v1::CheckRecord record = Record(checked.check_id());
   EXPECT_EQ(record.check_id(), checked.check_id());
@@ -206,10 +198,10 @@ TEST_F(FeedbackRpcTest, TheRecordHoldsTheResolvedJobTheEstimateAndTheVerdict) {
 // is still the one without a store, and the record has the estimate.
 TEST_F(FeedbackRpcTest, ACheckWithoutItsReportStillRecordsTheEstimate) {
   Start(Options(/*with_store=*/false));
-  const v1::CheckResponse without_store = Check(Llama3Check(true));
-  const v1::CheckResponse full = Check(Llama3Check(false));
+  const v1::CheckResponse without_store = Check(testing::Llama3With8GpusCheck(true));
+  const v1::CheckResponse full = Check(testing::Llama3With8GpusCheck(false));
   Start(Options());
-  v1::CheckResponse omitted = Check(Llama3Check(true));
+  v1::CheckResponse omitted = Check(testing::Llama3With8GpusCheck(true));
   const v1::CheckRecord record = Record(omitted.check_id());
   ExpectEstimateIsReport(record, full.report());
   omitted.clear_check_id();
@@ -273,7 +265,7 @@ TEST_F(FeedbackRpcTest, AnRlStepsRecordHasItsLargestPhasePerStage) {
 
 TEST_F(FeedbackRpcTest, AReportWithAKnownTokenIsStoredUnderItsName) {
   Start(Options());
-  const std::string id = Check(Llama3Check(true)).check_id();
+  const std::string id = Check(testing::Llama3With8GpusCheck(true)).check_id();
   v1::ReportResponse stored;
   const grpc::Status status = Report(OomReport(id), kToken, &stored);
   ASSERT_TRUE(status.ok()) << status.error_message();
@@ -298,7 +290,7 @@ TEST_F(FeedbackRpcTest, AReportWithAKnownTokenIsStoredUnderItsName) {
 
 TEST_F(FeedbackRpcTest, AReportWithoutAKnownTokenIsUnauthenticated) {
   Start(Options());
-  const std::string id = Check(Llama3Check(true)).check_id();
+  const std::string id = Check(testing::Llama3With8GpusCheck(true)).check_id();
   v1::ReportResponse stored;
   grpc::Status status = Report(OomReport(id), "", &stored);
   EXPECT_EQ(status.error_code(), grpc::StatusCode::UNAUTHENTICATED);
@@ -312,7 +304,7 @@ TEST_F(FeedbackRpcTest, UnauthenticatedReportsWhereAllowed) {
   server::ServerOptions options = Options();
   options.service.report_auth = {.allow_unauthenticated = true};
   Start(std::move(options));
-  const std::string id = Check(Llama3Check(true)).check_id();
+  const std::string id = Check(testing::Llama3With8GpusCheck(true)).check_id();
   v1::ReportResponse stored;
   ASSERT_TRUE(Report(OomReport(id), "", &stored).ok());
   EXPECT_EQ(Record(id).reports(0).reporter(), "unauthenticated");
@@ -320,7 +312,7 @@ TEST_F(FeedbackRpcTest, UnauthenticatedReportsWhereAllowed) {
 
 TEST_F(FeedbackRpcTest, BadReportsAreRefusedNamingTheField) {
   Start(Options());
-  const std::string id = Check(Llama3Check(true)).check_id();
+  const std::string id = Check(testing::Llama3With8GpusCheck(true)).check_id();
   v1::ReportResponse stored;
   // An id no check has.
   grpc::Status status = Report(OomReport("0123456789abcdef0123456789abcdef"), kToken, &stored);
@@ -353,7 +345,7 @@ TEST_F(FeedbackRpcTest, WithoutAStoreNoIdsAndNoReports) {
   Start(Options(/*with_store=*/false));
   EXPECT_EQ(server_->store(), nullptr);
   EXPECT_EQ(server_->handlers().store(), nullptr);
-  EXPECT_EQ(Check(Llama3Check(true)).check_id(), "");
+  EXPECT_EQ(Check(testing::Llama3With8GpusCheck(true)).check_id(), "");
   v1::ReportResponse stored;
   grpc::Status status = Report(OomReport("0123456789abcdef0123456789abcdef"), kToken, &stored);
   EXPECT_EQ(status.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
@@ -371,18 +363,19 @@ TEST_F(FeedbackRpcTest, TheJobsHandleIsRecordedWithTheCheckAndByReports) {
   handle.set_kubernetes_namespace("team-a");
   handle.set_kubernetes_workload("llama3-pretrain");
   v1::CheckResponse checked;
-  ASSERT_TRUE(server_->handlers()
-                  .RunCheck(Llama3Check(true), absl::InfiniteFuture(), &checked, handle)
-                  .ok());
+  ASSERT_TRUE(
+      server_->handlers()
+          .RunCheck(testing::Llama3With8GpusCheck(true), absl::InfiniteFuture(), &checked, handle)
+          .ok());
   EXPECT_EQ(Record(checked.check_id()).handle().kubernetes_workload(), "llama3-pretrain");
   handle.set_kubernetes_workload("Not_A_Name");
   v1::CheckResponse refused;
-  const absl::Status bad =
-      server_->handlers().RunCheck(Llama3Check(true), absl::InfiniteFuture(), &refused, handle);
+  const absl::Status bad = server_->handlers().RunCheck(testing::Llama3With8GpusCheck(true),
+                                                        absl::InfiniteFuture(), &refused, handle);
   EXPECT_EQ(bad.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(bad.message(), HasSubstr("handle.kubernetes_workload"));
 
-  const std::string id = Check(Llama3Check(true)).check_id();
+  const std::string id = Check(testing::Llama3With8GpusCheck(true)).check_id();
   v1::ReportRequest report;
   report.set_check_id(id);
   report.set_source(v1::MEASUREMENT_SOURCE_SLURM);
@@ -396,10 +389,10 @@ TEST_F(FeedbackRpcTest, TheJobsHandleIsRecordedWithTheCheckAndByReports) {
 // The record is kept across a restart: the shutdown commits what was queued.
 TEST_F(FeedbackRpcTest, RecordsAndReportsOutliveTheServer) {
   Start(Options());
-  const std::string id = Check(Llama3Check(true)).check_id();
+  const std::string id = Check(testing::Llama3With8GpusCheck(true)).check_id();
   v1::ReportResponse stored;
   ASSERT_TRUE(Report(OomReport(id), kToken, &stored).ok());
-  const std::string unreported = Check(Llama3Check(false)).check_id();
+  const std::string unreported = Check(testing::Llama3With8GpusCheck(false)).check_id();
   server_->Shutdown(absl::Seconds(5));
   Start(Options());
   EXPECT_EQ(Record(id).reports_size(), 1);
@@ -476,7 +469,7 @@ TEST_F(FeedbackRpcTest, AClientCertificateIsTheReporter) {
   ssl.pem_cert_chain = client_certificate.cert_pem;
   ssl.pem_private_key = client_certificate.key_pem;
   Start(std::move(options), grpc::SslCredentials(ssl));
-  const std::string id = Check(Llama3Check(true)).check_id();
+  const std::string id = Check(testing::Llama3With8GpusCheck(true)).check_id();
   v1::ReportResponse stored;
   const grpc::Status status = Report(OomReport(id), "", &stored);
   ASSERT_TRUE(status.ok()) << status.error_message();

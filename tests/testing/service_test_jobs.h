@@ -30,13 +30,14 @@ inline v1::JobSource Llama3With8GpusFits() {
                         8);
 }
 
-// A Check of that job on an H100-SXM-80GB, without the per-rank report:
+// A Check of that job on an H100-SXM-80GB, without the per-rank report
+// unless `omit_report` is false:
 // what the feedback tests check before reporting on it.
-inline v1::CheckRequest Llama3With8GpusCheck() {
+inline v1::CheckRequest Llama3With8GpusCheck(bool omit_report = true) {
   v1::CheckRequest request;
   *request.mutable_job() = Llama3With8GpusFits();
   request.set_gpu_name("H100-SXM-80GB");
-  request.set_omit_report(true);
+  request.set_omit_report(omit_report);
   return request;
 }
 
